@@ -1,0 +1,120 @@
+//! Fd-backed memory: shared memory (memfd), DMA-BUF (allocated from a heap or
+//! imported), any mmap-able fd. The fd is mapped once, when the storage is made,
+//! and stays mapped until it drops: a CPU map costs no mmap and no page faults
+//! after the first touch, only the dma-buf sync bracket where it applies.
+
+use std::num::NonZeroUsize;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+
+use super::Storage;
+use crate::sys::dmabuf::{self, SYNC_END, SYNC_READ, SYNC_START, SYNC_WRITE};
+use crate::sys::fd::{inspect, FdInfo, FdKind};
+use crate::sys::mmap::{raw, Mapping};
+use crate::{Access, Error, FdIdentity, Result, TensorMemory};
+
+#[derive(Debug)]
+pub(crate) struct FdStorage {
+    // Declared before `fd`: the mapping goes first (either order is valid, a
+    // mapping outlives its fd, but this keeps the fd until the end).
+    mapping: Mapping,
+    fd: OwnedFd,
+    info: FdInfo,
+    memory: TensorMemory,
+}
+
+impl FdStorage {
+    /// Takes `fd`, checks it, and maps it whole. A dma-buf becomes `Dma` memory,
+    /// anything else `Shm`.
+    pub fn import(fd: OwnedFd) -> Result<FdStorage> {
+        let info = inspect(fd.as_fd()).map_err(|(op, errno)| Error::BadFd {
+            fd: raw(fd.as_fd()),
+            op,
+            errno,
+        })?;
+        let memory = match info.kind {
+            FdKind::DmaBuf => TensorMemory::Dma,
+            _ => TensorMemory::Shm,
+        };
+        Self::map(fd, info, memory)
+    }
+
+    /// Maps an fd whose facts are known.
+    pub fn map(fd: OwnedFd, info: FdInfo, memory: TensorMemory) -> Result<FdStorage> {
+        let not_mappable = |errno| Error::NotMappable {
+            fd: raw(fd.as_fd()),
+            kind: info.kind.name(),
+            errno,
+        };
+        if let FdKind::Other(_) = info.kind {
+            return Err(not_mappable(nix::errno::Errno::ENODEV));
+        }
+        let len = NonZeroUsize::new(info.size).ok_or(Error::BufferTooSmall {
+            needed: 1,
+            available: 0,
+        })?;
+        let mapping = Mapping::new(fd.as_fd(), len).map_err(not_mappable)?;
+        Ok(FdStorage {
+            mapping,
+            fd,
+            info,
+            memory,
+        })
+    }
+
+    fn is_dmabuf(&self) -> bool {
+        self.info.kind == FdKind::DmaBuf
+    }
+
+    fn sync(&self, flags: u64) -> Result<()> {
+        dmabuf::sync(self.fd.as_fd(), flags).map_err(|errno| Error::DmaBufSync {
+            fd: raw(self.fd.as_fd()),
+            flags,
+            errno,
+        })
+    }
+}
+
+fn sync_direction(access: Access) -> u64 {
+    match access {
+        Access::Read => SYNC_READ,
+        Access::Write => SYNC_WRITE,
+        Access::ReadWrite => SYNC_READ | SYNC_WRITE,
+    }
+}
+
+impl Storage for FdStorage {
+    fn memory(&self) -> TensorMemory {
+        self.memory
+    }
+
+    fn len(&self) -> usize {
+        self.info.size
+    }
+
+    fn writable(&self) -> bool {
+        self.mapping.is_writable()
+    }
+
+    fn begin_cpu_access(&self, access: Access) -> Result<NonNull<u8>> {
+        if self.is_dmabuf() {
+            self.sync(SYNC_START | sync_direction(access))?;
+        }
+        Ok(self.mapping.ptr())
+    }
+
+    fn end_cpu_access(&self, access: Access) -> Result<()> {
+        if self.is_dmabuf() {
+            self.sync(SYNC_END | sync_direction(access))?;
+        }
+        Ok(())
+    }
+
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.fd.as_fd())
+    }
+
+    fn fd_identity(&self) -> Option<FdIdentity> {
+        Some(self.info.identity)
+    }
+}

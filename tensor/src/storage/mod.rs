@@ -1,0 +1,42 @@
+//! Memory backends. Each implements [`Storage`], the one trait the tensor
+//! dispatches through, so a new kind of memory is one new implementation.
+
+pub(crate) mod dma_heap;
+pub(crate) mod fd;
+pub(crate) mod heap;
+pub(crate) mod pbo;
+
+use std::fmt::Debug;
+use std::os::fd::BorrowedFd;
+use std::ptr::NonNull;
+
+use crate::{Access, FdIdentity, Result, TensorMemory};
+
+/// Raw memory a tensor lives in.
+///
+/// Contract for implementors: between a successful `begin_cpu_access` and the
+/// matching `end_cpu_access`, the returned pointer is valid for reads (and, for a
+/// writable access on a writable storage, writes) of `len()` bytes, and it is
+/// aligned to at least 64 bytes.
+pub(crate) trait Storage: Send + Sync + Debug {
+    /// Which backend this is.
+    fn memory(&self) -> TensorMemory;
+    /// Size in bytes.
+    fn len(&self) -> usize;
+    /// Whether writable maps are possible.
+    fn writable(&self) -> bool {
+        true
+    }
+    /// Starts CPU access (the dma-buf sync START, a GL map) and returns the base.
+    fn begin_cpu_access(&self, access: Access) -> Result<NonNull<u8>>;
+    /// Ends CPU access started with the same `access`.
+    fn end_cpu_access(&self, access: Access) -> Result<()>;
+    /// The fd behind the memory, if any.
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+    /// `(st_dev, st_ino)` of that fd.
+    fn fd_identity(&self) -> Option<FdIdentity> {
+        None
+    }
+}

@@ -1,0 +1,527 @@
+//! [`Tensor`]: typed, owned, cheap to clone and view.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::Arc;
+
+use crate::buffer::Buffer;
+use crate::geometry::{ArrayGeom, Dims, Geometry, ImageGeom};
+use crate::map::{MapMode, ReadOnly, ReadWrite, TensorMap, WriteOnly};
+use crate::memory::allocate;
+use crate::storage::fd::FdStorage;
+use crate::storage::pbo::{PboOps, PboStorage};
+use crate::sys::fd::dup;
+use crate::sys::mmap::raw;
+use crate::{
+    BufferIdentity, DType, Element, Error, FdIdentity, ImageLayout, PixelFormat, Region, Result,
+    TensorMemory,
+};
+
+/// A typed n-dimensional array in heap, shared, DMA-BUF or GL memory.
+///
+/// A tensor is a handle: cloning it, [`view`](Tensor::view), [`batch`](Tensor::batch)
+/// and [`plane`](Tensor::plane) make new handles to the same memory with the same
+/// [`BufferIdentity`], without copying or allocating the buffer. The memory is
+/// freed when the last handle drops. An image tensor also knows its
+/// [`PixelFormat`], row stride and plane offsets.
+///
+/// ```
+/// use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMemory};
+/// let img = Tensor::<u8>::image(64, 48, PixelFormat::Rgb, Some(TensorMemory::Mem))?;
+/// assert_eq!(img.shape(), &[48, 64, 3]);
+/// let crop = img.view(Region::new(8, 8, 16, 16))?;
+/// crop.map()?.fill(255);
+/// let all = img.map_read()?;
+/// assert_eq!(all[8 * 64 * 3 + 8 * 3], 255);
+/// assert_eq!(all[0], 0);
+/// # Ok::<(), zerocam_tensor::Error>(())
+/// ```
+pub struct Tensor<T: Element> {
+    buffer: Arc<Buffer>,
+    /// The second buffer of an image whose chroma lives apart (NV12M).
+    chroma: Option<Arc<Buffer>>,
+    geom: Geometry,
+    shape: Dims,
+    identity: BufferIdentity,
+    name: Option<Arc<str>>,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Clone for Tensor<T> {
+    fn clone(&self) -> Self {
+        Tensor {
+            buffer: self.buffer.clone(),
+            chroma: self.chroma.clone(),
+            geom: self.geom.clone(),
+            shape: self.shape.clone(),
+            identity: self.identity.clone(),
+            name: self.name.clone(),
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<T: Element> fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Tensor");
+        d.field("dtype", &T::DTYPE)
+            .field("shape", &self.shape.as_slice())
+            .field("memory", &self.memory())
+            .field("id", &self.identity.id());
+        if let Some(img) = self.geom.image() {
+            d.field("format", &img.format);
+        }
+        d.field("name", &self.name).finish()
+    }
+}
+
+/// Options for making a tensor beyond [`Tensor::new`]'s: an image layout, a DMA
+/// heap, a name.
+///
+/// ```
+/// use zerocam_tensor::{ImageLayout, PixelFormat, Tensor, TensorMemory};
+/// let t = Tensor::<u8>::builder_image(
+///         ImageLayout::new(640, 480, PixelFormat::Nv12).with_row_stride(704))
+///     .memory(TensorMemory::Mem)
+///     .name("frame")
+///     .build()?;
+/// assert_eq!(t.row_stride(), Some(704));
+/// assert_eq!(t.name(), Some("frame"));
+/// # Ok::<(), zerocam_tensor::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until build()"]
+pub struct TensorBuilder<T: Element> {
+    what: Shape,
+    memory: Option<TensorMemory>,
+    heap: Option<String>,
+    name: Option<String>,
+    _elem: PhantomData<fn() -> T>,
+}
+
+#[derive(Debug, Clone)]
+enum Shape {
+    Array(Vec<usize>),
+    Image(ImageLayout),
+}
+
+impl<T: Element> TensorBuilder<T> {
+    /// The memory kind (default: DMA → SHM → MEM fallback).
+    pub fn memory(mut self, memory: TensorMemory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The DMA heap to allocate from (a name in `/dev/dma_heap`, e.g.
+    /// `"linux,cma"`); used for `TensorMemory::Dma` and the fallback's DMA step.
+    pub fn dma_heap(mut self, heap: &str) -> Self {
+        self.heap = Some(heap.to_owned());
+        self
+    }
+
+    /// A name, shown in `Debug` and given to the shared-memory file.
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_owned());
+        self
+    }
+
+    /// Allocates the tensor.
+    pub fn build(self) -> Result<Tensor<T>> {
+        let e = T::DTYPE.size();
+        let geom = match &self.what {
+            Shape::Array(shape) => Geometry::Array(ArrayGeom::contiguous(shape, e, 0)?),
+            Shape::Image(layout) => Geometry::Image(ImageGeom::from_layout(layout, e)?),
+        };
+        let len = match &self.what {
+            Shape::Array(_) => geom.span().end,
+            Shape::Image(layout) => layout.size_bytes(e)?,
+        };
+        let buffer = allocate(len, self.memory, self.heap.as_deref(), self.name.as_deref())?;
+        Ok(Tensor::from_parts(
+            Arc::new(buffer),
+            None,
+            geom,
+            BufferIdentity::fresh(),
+            self.name.map(Arc::from),
+        ))
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    pub(crate) fn from_parts(
+        buffer: Arc<Buffer>,
+        chroma: Option<Arc<Buffer>>,
+        geom: Geometry,
+        identity: BufferIdentity,
+        name: Option<Arc<str>>,
+    ) -> Tensor<T> {
+        Tensor {
+            shape: geom.shape(),
+            buffer,
+            chroma,
+            geom,
+            identity,
+            name,
+            _elem: PhantomData,
+        }
+    }
+
+    /// The same memory and identity with another geometry.
+    fn regeom(&self, geom: Geometry) -> Tensor<T> {
+        Tensor::from_parts(
+            self.buffer.clone(),
+            self.chroma.clone(),
+            geom,
+            self.identity.clone(),
+            self.name.clone(),
+        )
+    }
+
+    fn buffer(&self) -> &Arc<Buffer> {
+        &self.buffer
+    }
+
+    /// Allocates a zeroed, C-contiguous tensor of `shape`.
+    ///
+    /// With `memory` `None` the kind is chosen DMA → SHM → MEM (the first that
+    /// allocates), or MEM when `ZEROCAM_TENSOR_FORCE_MEM=1`.
+    ///
+    /// # Errors
+    /// [`Error::EmptyShape`] for a shape with a zero or no dimension; the
+    /// backend's error when an explicit `memory` cannot be allocated.
+    pub fn new(shape: &[usize], memory: Option<TensorMemory>, name: Option<&str>) -> Result<Self> {
+        let mut b = Self::builder(shape);
+        b.memory = memory;
+        b.name = name.map(str::to_owned);
+        b.build()
+    }
+
+    /// A builder for a tensor of `shape`.
+    pub fn builder(shape: &[usize]) -> TensorBuilder<T> {
+        TensorBuilder {
+            what: Shape::Array(shape.to_vec()),
+            memory: None,
+            heap: None,
+            name: None,
+            _elem: PhantomData,
+        }
+    }
+
+    /// A builder for an image tensor laid out as `layout`.
+    pub fn builder_image(layout: ImageLayout) -> TensorBuilder<T> {
+        TensorBuilder {
+            what: Shape::Image(layout),
+            ..Self::builder(&[])
+        }
+    }
+
+    /// Allocates a zeroed, packed `width`x`height` image of `format`.
+    ///
+    /// Shape: `[H, W, C]` for packed formats, `[H*3/2, W]` for NV12, `[2H, W]` for
+    /// NV16, `[3, H, W]` for planar RGB. Padded rows, plane offsets and batches
+    /// go through [`builder_image`](Tensor::builder_image).
+    pub fn image(
+        width: usize,
+        height: usize,
+        format: PixelFormat,
+        memory: Option<TensorMemory>,
+    ) -> Result<Self> {
+        let mut b = Self::builder_image(ImageLayout::new(width, height, format));
+        b.memory = memory;
+        b.build()
+    }
+
+    /// Takes ownership of `fd` (a dma-buf, memfd, POSIX shm or other mmap-able
+    /// file) as a C-contiguous tensor of `shape` at offset 0.
+    ///
+    /// The fd is mapped once, now. Whether it is a dma-buf is detected (its
+    /// filesystem), so maps use the sync bracket only for dma-bufs. The tensor
+    /// gets a fresh [`BufferIdentity`]; its [`fd_identity`](Tensor::fd_identity)
+    /// is the file's `(st_dev, st_ino)`.
+    ///
+    /// # Errors
+    /// [`Error::BadFd`] if the fd cannot be inspected, [`Error::NotMappable`] for
+    /// a pipe, socket or device, [`Error::BufferTooSmall`] if the file is smaller
+    /// than the shape.
+    pub fn from_fd(fd: OwnedFd, shape: &[usize], name: Option<&str>) -> Result<Self> {
+        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
+        let buffer = Buffer::new(FdStorage::import(fd)?);
+        check_fits(geom.offset + byte_len(&geom), buffer.len())?;
+        Ok(Tensor::from_parts(
+            Arc::new(buffer),
+            None,
+            Geometry::Array(geom),
+            BufferIdentity::fresh(),
+            name.map(Arc::from),
+        ))
+    }
+
+    /// Wraps GL pixel buffer object `buffer` of `shape`; the GL backend's `ops`
+    /// maps, unmaps and finally deletes it.
+    pub fn from_pbo(
+        ops: Arc<dyn PboOps>,
+        buffer: u32,
+        shape: &[usize],
+        name: Option<&str>,
+    ) -> Result<Self> {
+        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
+        let len = byte_len(&geom);
+        Ok(Tensor::from_parts(
+            Arc::new(Buffer::new(PboStorage::new(ops, buffer, len))),
+            None,
+            Geometry::Array(geom),
+            BufferIdentity::fresh(),
+            name.map(Arc::from),
+        ))
+    }
+
+    /// Reinterprets this contiguous tensor's bytes as an image laid out as
+    /// `layout`, starting `layout.start_offset` bytes into the tensor.
+    ///
+    /// This is how a driver's buffer becomes an image: import the fd with
+    /// [`from_fd`](Tensor::from_fd) at its full size, then describe its layout
+    /// (V4L2's `bytesperline`, `data_offset`).
+    ///
+    /// # Errors
+    /// The layout's own errors; [`Error::BufferTooSmall`] if it does not fit;
+    /// [`Error::UnsupportedFormat`] on a tensor that is already an image.
+    pub fn with_image(self, layout: ImageLayout) -> Result<Self> {
+        let base = match &self.geom {
+            Geometry::Array(a) if a.strides.last() == Some(&a.elem) => a.offset,
+            Geometry::Array(_) | Geometry::Image(_) => {
+                return Err(Error::UnsupportedFormat {
+                    format: layout.format,
+                    operation: "with_image on a view or an image tensor",
+                })
+            }
+        };
+        let available = self.geom.span().end;
+        let layout = layout.with_start_offset(base + layout.start_offset);
+        let geom = ImageGeom::from_layout(&layout, T::DTYPE.size())?;
+        check_fits(geom.end_in_buffer(0), available)?;
+        Ok(self.regeom(Geometry::Image(geom)))
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geom
+    }
+
+    pub(crate) fn buffer_arc(&self) -> &Arc<Buffer> {
+        &self.buffer
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+
+    /// The shape (see [`image`](Tensor::image) for image tensors).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Byte strides matching [`shape`](Tensor::shape), when the layout has
+    /// uniform strides (all but views of NV12/NV16 and split-plane images).
+    pub fn strides(&self) -> Option<Vec<usize>> {
+        self.geom.strides().map(|s| s.to_vec())
+    }
+
+    /// Number of elements of the shape.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the tensor has no elements (never true: empty shapes are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Size in bytes of the elements (`len() * size_of::<T>()`, padding excluded).
+    pub fn size(&self) -> usize {
+        self.len() * T::DTYPE.size()
+    }
+
+    /// The memory kind.
+    pub fn memory(&self) -> TensorMemory {
+        self.buffer().memory()
+    }
+
+    /// The name given at allocation or import.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The identity shared with clones, views, batches and planes.
+    pub fn buffer_identity(&self) -> &BufferIdentity {
+        &self.identity
+    }
+
+    /// The pixel format of an image tensor.
+    pub fn format(&self) -> Option<PixelFormat> {
+        self.geom.image().map(|i| i.format)
+    }
+
+    /// Width in pixels of an image tensor.
+    pub fn width(&self) -> Option<usize> {
+        self.geom.image().map(|i| i.width)
+    }
+
+    /// Height in pixels of an image tensor.
+    pub fn height(&self) -> Option<usize> {
+        self.geom.image().map(|i| i.height)
+    }
+
+    /// Bytes between rows of the first plane of an image tensor.
+    pub fn row_stride(&self) -> Option<usize> {
+        self.geom.image().map(|i| i.planes[0].stride)
+    }
+
+    /// Byte offset of the tensor's first element in its (first) buffer: the
+    /// import offset an import cache keys on with [`fd_identity`](Tensor::fd_identity).
+    pub fn plane_offset(&self) -> usize {
+        self.geom.offset()
+    }
+
+    /// Number of planes (1 for arrays and packed images).
+    pub fn plane_count(&self) -> usize {
+        self.geom.image().map_or(1, ImageGeom::plane_count)
+    }
+
+    /// The fd behind the tensor's (first) buffer, borrowed. `None` for heap memory.
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.buffer().fd()
+    }
+
+    /// `(st_dev, st_ino)` of the fd behind the tensor's (first) buffer.
+    pub fn fd_identity(&self) -> Option<FdIdentity> {
+        self.buffer().fd_identity()
+    }
+
+    /// A new fd for the tensor's buffer (a `dup`), e.g. to queue it to V4L2, import
+    /// it into EGL or pass it to another process.
+    ///
+    /// # Errors
+    /// [`Error::NoFd`] for heap and PBO memory; [`Error::MultiBuffer`] for an image
+    /// whose planes live in two buffers (use [`plane`](Tensor::plane)`(i)`).
+    pub fn clone_fd(&self) -> Result<OwnedFd> {
+        if self.geom.buffer_count() > 1 {
+            return Err(Error::MultiBuffer {
+                buffers: self.geom.buffer_count(),
+            });
+        }
+        let fd = self.fd().ok_or(Error::NoFd {
+            memory: self.memory(),
+        })?;
+        dup(fd).map_err(|errno| Error::DupFailed { fd: raw(fd), errno })
+    }
+
+    /// A view of `region` of the leading frame: rows `y..y+height` and columns
+    /// `x..x+width` (of an image, or of dims 0 and 1 of an array). Shares the
+    /// buffer and identity; views of views add offsets.
+    ///
+    /// # Errors
+    /// [`Error::RegionOutOfBounds`], [`Error::EmptyRegion`],
+    /// [`Error::RegionNotAligned`] (odd edges on subsampled chroma),
+    /// [`Error::NotTwoDimensional`]. Never clamps.
+    pub fn view(&self, region: Region) -> Result<Self> {
+        Ok(self.regeom(self.geom.view(region)?))
+    }
+
+    /// Element `n` of the leading batch dimension: of `[N, ...]` for arrays, of
+    /// the image batch for images (`batch(0)` of an unbatched image is the image).
+    ///
+    /// # Errors
+    /// [`Error::BatchIndexOutOfBounds`] when `n >= N`.
+    pub fn batch(&self, n: usize) -> Result<Self> {
+        Ok(self.regeom(self.geom.batch(n)?))
+    }
+
+    /// Plane `i` of an image as a 2-D tensor of samples `[rows, row samples]`
+    /// (with a leading `N` when batched); plane 0 of an array is the array.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchPlane`] for `i` past the format's planes.
+    pub fn plane(&self, i: usize) -> Result<Self> {
+        let Some(img) = self.geom.image() else {
+            return if i == 0 {
+                Ok(self.clone())
+            } else {
+                Err(Error::NoSuchPlane {
+                    index: i,
+                    planes: 1,
+                })
+            };
+        };
+        let (buffer, geom) = img.plane(i)?;
+        let buffer = match (buffer, &self.chroma) {
+            (0, _) => self.buffer.clone(),
+            (_, Some(chroma)) => chroma.clone(),
+            (_, None) => {
+                return Err(Error::NoSuchPlane {
+                    index: i,
+                    planes: 1,
+                })
+            }
+        };
+        Ok(Tensor::from_parts(
+            buffer,
+            None,
+            Geometry::Array(geom),
+            self.identity.clone(),
+            self.name.clone(),
+        ))
+    }
+
+    fn map_mode<M: MapMode>(&self) -> Result<TensorMap<T, M>> {
+        if self.geom.buffer_count() > 1 {
+            return Err(Error::MultiBuffer {
+                buffers: self.geom.buffer_count(),
+            });
+        }
+        TensorMap::new(
+            self.buffer().clone(),
+            self.geom.span(),
+            self.shape.clone(),
+            self.geom.strides(),
+        )
+    }
+
+    /// Maps the tensor for reading and writing.
+    ///
+    /// The slice runs from the first element to the last, padding included (rows
+    /// are [`row_stride`](Tensor::row_stride) apart); `TensorMapTrait::view` gives
+    /// the strided ndarray. For a dma-buf this is one `DMA_BUF_IOCTL_SYNC`
+    /// START|RW now and END|RW at drop — the buffer is already mapped.
+    ///
+    /// # Errors
+    /// [`Error::MapConflict`] if another map of overlapping bytes is alive and
+    /// either map writes; [`Error::ReadOnly`] for a read-only fd;
+    /// [`Error::MultiBuffer`] for split-plane images (map each plane);
+    /// [`Error::DmaBufSync`] if the kernel refuses the sync.
+    pub fn map(&self) -> Result<TensorMap<T, ReadWrite>> {
+        self.map_mode()
+    }
+
+    /// Maps the tensor read-only (dma-buf sync READ: no write-back at the end).
+    /// Any number of read maps may coexist.
+    pub fn map_read(&self) -> Result<TensorMap<T, ReadOnly>> {
+        self.map_mode()
+    }
+
+    /// Maps the tensor write-only (dma-buf sync WRITE).
+    pub fn map_write(&self) -> Result<TensorMap<T, WriteOnly>> {
+        self.map_mode()
+    }
+}
+
+fn byte_len(g: &ArrayGeom) -> usize {
+    g.shape.iter().product::<usize>() * g.elem
+}
+
+fn check_fits(needed: usize, available: usize) -> Result<()> {
+    if needed > available {
+        return Err(Error::BufferTooSmall { needed, available });
+    }
+    Ok(())
+}
