@@ -10,7 +10,11 @@ use nix::unistd::ftruncate;
 /// A memfd of `len` bytes: a real fd with a real inode, like a driver's buffer.
 pub fn memfd(len: usize) -> OwnedFd {
     let name = CString::new("zerocam-test").unwrap();
-    let fd = memfd_create(name.as_c_str(), MFdFlags::MFD_CLOEXEC).unwrap();
+    let fd = memfd_create(
+        name.as_c_str(),
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    )
+    .unwrap();
     ftruncate(&fd, len as i64).unwrap();
     fd
 }
