@@ -1,5 +1,5 @@
-//! Shared code for zerocam's example binaries.
-//!
-//! Skeleton only: the CLI and the i.MX examples land with their own issue.
+//! Code shared by zerocam's example binaries and the `zerocam` CLI.
+
+pub mod probe;
 
 pub use zerocam_tensor as tensor;

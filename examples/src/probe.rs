@@ -1,0 +1,100 @@
+//! The zero-copy self-check behind `zerocam probe`.
+
+use std::time::Instant;
+
+use zerocam_tensor::{
+    dma_heaps, is_dma_available, is_shm_available, PixelFormat, Result, Tensor, TensorMemory,
+};
+
+/// The fd round trip's result.
+#[derive(Debug)]
+pub struct SharedCheck {
+    /// `st_dev` of the buffer's file.
+    pub dev: u64,
+    /// `st_ino` of the buffer's file.
+    pub ino: u64,
+    /// Whether bytes written through the first tensor were read through the second.
+    pub bytes_match: bool,
+}
+
+/// What `probe::run` found.
+#[derive(Debug)]
+pub struct Report {
+    /// A DMA heap can be opened.
+    pub dma: bool,
+    /// Heaps in `/dev/dma_heap`.
+    pub heaps: Vec<String>,
+    /// memfd works.
+    pub shm: bool,
+    /// The memory the self-check ran in (the default choice).
+    pub memory: TensorMemory,
+    /// Image width.
+    pub width: usize,
+    /// Image height.
+    pub height: usize,
+    /// Tensor bytes.
+    pub bytes: usize,
+    /// Maps made.
+    pub maps: usize,
+    /// Mean cost of one map + unmap.
+    pub ns_per_map: f64,
+    /// Whether any map returned another address than the first (must be false).
+    pub address_moved: bool,
+    /// The fd round trip, for fd-backed memory.
+    pub shared: Option<SharedCheck>,
+}
+
+/// Allocates a 1920x1080 RGB tensor in the default memory, maps it `maps` times
+/// and, for fd-backed memory, reads it back through an import of its fd.
+pub fn run(maps: usize) -> Result<Report> {
+    let (width, height) = (1920, 1080);
+    let t = Tensor::<u8>::image(width, height, PixelFormat::Rgb, None)?;
+    let first = t.map_read()?.as_ptr();
+    let mut moved = false;
+    let start = Instant::now();
+    for _ in 0..maps {
+        let m = t.map_read()?;
+        moved |= m.as_ptr() != first;
+    }
+    let ns_per_map = start.elapsed().as_nanos() as f64 / maps as f64;
+    let shared = match t.clone_fd() {
+        Ok(fd) => {
+            t.map()?[..8].copy_from_slice(b"zerocam!");
+            let other = Tensor::<u8>::from_fd(fd, t.shape(), None)?;
+            let id = other.fd_identity();
+            let bytes_match = &other.map_read()?[..8] == b"zerocam!";
+            id.map(|id| SharedCheck {
+                dev: id.dev,
+                ino: id.ino,
+                bytes_match,
+            })
+        }
+        Err(_) => None,
+    };
+    Ok(Report {
+        dma: is_dma_available(),
+        heaps: dma_heaps(),
+        shm: is_shm_available(),
+        memory: t.memory(),
+        width,
+        height,
+        bytes: t.size(),
+        maps,
+        ns_per_map,
+        address_moved: moved,
+        shared,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn probe_reports_a_stable_mapping_and_a_working_round_trip() {
+        let r = super::run(100).unwrap();
+        assert!(!r.address_moved);
+        assert_eq!(r.bytes, 1920 * 1080 * 3);
+        if let Some(s) = r.shared {
+            assert!(s.bytes_match);
+        }
+    }
+}
