@@ -1,5 +1,6 @@
 //! No fd is leaked by allocation, import, views, maps, clone_fd or errors.
 //! One test in its own binary: other tests open fds concurrently.
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! `from_fd` / `clone_fd` on the host: memfd imports, identities, sharing with
 //! another process, and every way an fd can be wrong.
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 

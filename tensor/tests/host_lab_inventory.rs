@@ -1,6 +1,7 @@
 //! The host suite cannot reach a DMA heap, udmabuf or V4L2 device: those tests
 //! run in the kernel lab (`cargo lab-test`, see tests/lab/README.md). This test
 //! names them and checks they are still there and still wired to the lab.
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 const LAB_ONLY: [(&str, &str); 7] = [
     ("lab_tensor.rs", "lab_dma_alloc_from_the_system_heap"),

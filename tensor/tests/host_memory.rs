@@ -1,4 +1,5 @@
 //! Heap and shared-memory tensors on the host: allocation, maps, element types.
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 

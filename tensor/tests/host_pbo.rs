@@ -1,6 +1,7 @@
 //! PBO tensors: the map / unmap / delete protocol between a tensor and the GL
 //! backend's `PboOps`. The GL side here is a plain in-process implementation
 //! that records calls (real GL PBOs are exercised by the GPU path's tests).
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};

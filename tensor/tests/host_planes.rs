@@ -1,5 +1,6 @@
 //! Multi-plane NV12/NV16 on the host: `from_planes` and `import_planes` over
 //! memfds (two fds like V4L2 NV12M, or one fd at two offsets).
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! Views, batches, strides and pixel formats on heap and shared memory.
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 

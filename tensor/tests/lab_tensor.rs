@@ -3,13 +3,14 @@
 //! (single-planar) and `/dev/video1` (multi-planar) exist.
 #![cfg(feature = "lab")]
 #![allow(missing_docs)]
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
-use common::{memfd, open_fds};
+use common::memfd;
 use zerocam_tensor::{
     is_dma_available, is_gpu_buffer_available, Error, ImageLayout, PixelFormat, Region, Tensor,
     TensorMapTrait, TensorMemory,

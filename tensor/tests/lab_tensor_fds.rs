@@ -1,6 +1,7 @@
 //! No fd growth with DMA tensors, on a real kernel (`cargo lab-test`). One test
 //! in its own binary: other tests open fds concurrently.
 #![cfg(feature = "lab")]
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
 

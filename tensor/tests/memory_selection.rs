@@ -1,6 +1,7 @@
 //! The allocation policy with no explicit memory: DMA → SHM → MEM, and
 //! `ZEROCAM_TENSOR_FORCE_MEM=1`. One test in its own binary, because it sets
 //! environment variables.
+#![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 use zerocam_tensor::{is_dma_available, is_shm_available, Tensor, TensorMemory, FORCE_MEM_ENV};
 
