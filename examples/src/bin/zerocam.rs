@@ -66,7 +66,11 @@ fn print(r: &Report) {
     println!(
         "memory: dma {} (heaps: {}), shm {}, mem yes",
         yes(r.dma),
-        if r.heaps.is_empty() { "none".into() } else { r.heaps.join(", ") },
+        if r.heaps.is_empty() {
+            "none".into()
+        } else {
+            r.heaps.join(", ")
+        },
         yes(r.shm)
     );
     println!(
