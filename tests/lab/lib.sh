@@ -2,7 +2,7 @@
 # Shared helpers for the kernel lab scripts (sourced, not run).
 
 # Bump when the prepared layout changes: `prepare` then rebuilds everything.
-LAB_LAYOUT=1
+LAB_LAYOUT=2
 LAB_DIR=${ZEROCAM_LAB_DIR:-$HOME/.cache/zerocam/lab}
 LAB_STAMP=$LAB_DIR/stamp
 LAB_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
