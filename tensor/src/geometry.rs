@@ -217,21 +217,24 @@ impl ImageGeom {
         let p = self.planes();
         let e = self.elem;
         let rs = p[0].stride;
+        // Planes after the first must follow it in one buffer at one step.
+        let step = match p.get(1) {
+            Some(p1) => p1.offset.checked_sub(p[0].offset)?,
+            None => 0,
+        };
         let even = p.windows(2).all(|w| {
             w[1].buffer == w[0].buffer
                 && w[1].stride == rs
-                && w[1].offset.checked_sub(w[0].offset) == Some(p[1].offset - p[0].offset)
+                && w[1].offset.checked_sub(w[0].offset) == Some(step)
         });
         if !even {
             return None;
         }
         match self.format {
-            PixelFormat::Nv12 | PixelFormat::Nv16 => (p[1].offset - p[0].offset
-                == rs * self.height)
-                .then(|| self.batched(self.batch_stride, &[rs, e])),
-            PixelFormat::PlanarRgb => {
-                Some(self.batched(self.batch_stride, &[p[1].offset - p[0].offset, rs, e]))
+            PixelFormat::Nv12 | PixelFormat::Nv16 => {
+                (step == rs * self.height).then(|| self.batched(self.batch_stride, &[rs, e]))
             }
+            PixelFormat::PlanarRgb => Some(self.batched(self.batch_stride, &[step, rs, e])),
             f => Some(self.batched(self.batch_stride, &[rs, f.samples_per_pixel() * e, e])),
         }
     }

@@ -139,10 +139,12 @@ impl<T: Element> Tensor<T> {
         let same = Arc::ptr_eq(luma.buffer_arc(), chroma.buffer_arc());
         let e = T::DTYPE.size();
         let luma_end = y_off + (h - 1) * y_stride + w * e;
-        if same && c_off < luma_end && y_off < c_off + (expected[0] - 1) * c_stride + w * e {
+        if same && c_off < luma_end {
             return Err(mismatch(
                 format,
-                format!("chroma at byte {c_off} overlaps luma at bytes {y_off}..{luma_end}"),
+                format!(
+                    "chroma at byte {c_off} overlaps or precedes luma at bytes {y_off}..{luma_end}"
+                ),
             ));
         }
         let mut planes = [PlaneGeom::default(); 3];
@@ -206,6 +208,9 @@ impl<T: Element> Tensor<T> {
         let plane = |buf: Arc<Buffer>, rows: usize, stride: Option<usize>, offset: usize| {
             let row_bytes = width * e;
             let stride = stride.unwrap_or(row_bytes);
+            if offset % e != 0 {
+                return Err(Error::BadPlaneOffset { offset, min: 0 });
+            }
             if stride < row_bytes || stride % e != 0 {
                 return Err(Error::BadStride {
                     stride,

@@ -288,7 +288,14 @@ impl<T: Element> Tensor<T> {
     /// [`Error::UnsupportedFormat`] on a tensor that is already an image.
     pub fn with_image(self, layout: ImageLayout) -> Result<Self> {
         let base = match &self.geom {
-            Geometry::Array(a) if a.strides.last() == Some(&a.elem) => a.offset,
+            Geometry::Array(a)
+                if ArrayGeom::contiguous(&a.shape, a.elem, a.offset)
+                    .ok()
+                    .as_ref()
+                    == Some(a) =>
+            {
+                a.offset
+            }
             Geometry::Array(_) | Geometry::Image(_) => {
                 return Err(Error::UnsupportedFormat {
                     format: layout.format,

@@ -190,3 +190,17 @@ fn clones_share_the_buffer_and_identity() {
     let other = Tensor::<u8>::new(&[4], Some(TensorMemory::Mem), None).unwrap();
     assert_ne!(other.buffer_identity().id(), t.buffer_identity().id());
 }
+
+#[test]
+fn tensors_and_maps_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Tensor<f32>>();
+    send_sync::<TensorDyn>();
+    send_sync::<zerocam_tensor::TensorMap<u8>>();
+    let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None).unwrap();
+    let t2 = t.clone();
+    std::thread::spawn(move || t2.map().unwrap().fill(3))
+        .join()
+        .unwrap();
+    assert_eq!(t.map_read().unwrap()[63], 3);
+}

@@ -115,7 +115,7 @@ fn overlapping_planes_in_one_buffer_are_refused() {
         PlaneDescriptor::new(fd.as_fd()).unwrap().with_offset(100),
     )
     .unwrap_err();
-    assert!(e.to_string().contains("overlaps luma"), "{e}");
+    assert!(e.to_string().contains("overlaps or precedes luma"), "{e}");
 }
 
 #[test]
@@ -159,4 +159,33 @@ fn short_stride_and_short_fd_are_refused() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn chroma_before_luma_in_one_buffer_is_refused() {
+    let fd = memfd(4096);
+    let e = Tensor::<u8>::import_planes(
+        32,
+        16,
+        PixelFormat::Nv12,
+        PlaneDescriptor::new(fd.as_fd()).unwrap().with_offset(1024),
+        PlaneDescriptor::new(fd.as_fd()).unwrap(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("precedes luma"), "{e}");
+}
+
+#[test]
+fn a_misaligned_plane_offset_is_refused() {
+    let e = Tensor::<u16>::import_planes(
+        8,
+        4,
+        PixelFormat::Nv12,
+        PlaneDescriptor::new(memfd(4096).as_fd())
+            .unwrap()
+            .with_offset(1),
+        PlaneDescriptor::new(memfd(4096).as_fd()).unwrap(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::BadPlaneOffset { offset: 1, .. }), "{e}");
 }

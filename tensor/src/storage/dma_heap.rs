@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use dma_heap::{Heap, HeapKind};
 
 use super::fd::FdStorage;
-use crate::sys::fd::{inspect, FdKind};
+use crate::sys::fd::inspect;
 use crate::{Error, Result, TensorMemory};
 
 /// Where the kernel puts the heap devices.
@@ -101,6 +101,5 @@ pub(crate) fn allocate(len: usize, name: Option<&str>) -> Result<FdStorage> {
         op,
         errno,
     })?;
-    debug_assert_eq!(info.kind, FdKind::DmaBuf);
     FdStorage::map(fd, info, TensorMemory::Dma)
 }
