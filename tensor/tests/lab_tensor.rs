@@ -10,7 +10,7 @@ mod common;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
-use common::memfd;
+use common::{dma, memfd};
 use zerocam_tensor::{
     is_dma_available, is_gpu_buffer_available, Error, ImageLayout, PixelFormat, Region, Tensor,
     TensorMapTrait, TensorMemory,
@@ -19,14 +19,6 @@ use zerocam_tensor::{
 /// `statfs.f_type` of dma-buf fds, checked independently of the crate.
 fn is_dmabuf(fd: impl AsFd) -> bool {
     nix::sys::statfs::fstatfs(fd).unwrap().filesystem_type().0 as u64 == 0x444d_4142
-}
-
-fn dma(shape: &[usize]) -> Tensor<u8> {
-    Tensor::<u8>::builder(shape)
-        .memory(TensorMemory::Dma)
-        .dma_heap("system")
-        .build()
-        .unwrap()
 }
 
 #[test]

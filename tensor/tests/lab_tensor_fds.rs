@@ -5,16 +5,8 @@
 
 mod common;
 
-use common::open_fds;
-use zerocam_tensor::{Region, Tensor, TensorMemory};
-
-fn dma(shape: &[usize]) -> Tensor<u8> {
-    Tensor::<u8>::builder(shape)
-        .memory(TensorMemory::Dma)
-        .dma_heap("system")
-        .build()
-        .unwrap()
-}
+use common::{dma, open_fds};
+use zerocam_tensor::{Region, Tensor};
 
 #[test]
 fn lab_dma_no_fd_growth() {

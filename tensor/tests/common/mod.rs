@@ -23,3 +23,12 @@ pub fn memfd(len: usize) -> OwnedFd {
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
+
+/// A tensor from the system DMA heap (lab only: the host has no heap).
+pub fn dma(shape: &[usize]) -> zerocam_tensor::Tensor<u8> {
+    zerocam_tensor::Tensor::<u8>::builder(shape)
+        .memory(zerocam_tensor::TensorMemory::Dma)
+        .dma_heap("system")
+        .build()
+        .unwrap()
+}
