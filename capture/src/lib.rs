@@ -1,6 +1,46 @@
-//! zerocam-capture: V4L2 capture that queues DMA-BUF frames.
+//! # zerocam-capture
 //!
-//! Skeleton only: the capture layer lands with its own issue. It depends on
-//! [`zerocam_tensor`] for the tensors each frame is handed out as.
+//! Camera frames as zero-copy tensors. A V4L2 [`Stream`] queues DMA-BUF
+//! buffers — driver-allocated and exported once (`MMAP` + `VIDIOC_EXPBUF`), or
+//! allocated by zerocam from the DMA heap (`DMABUF`) — and hands each dequeued
+//! buffer out as a [`Frame`] whose tensor comes from an
+//! [`ImportCache`](zerocam_cache::ImportCache): each buffer plane is imported
+//! once, however many frames pass through it. Dropping the frame re-queues the
+//! buffer. [`PatternSource`] is the same API on machines without a camera.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
+//!
+//! let mut camera = PatternSource::new(PatternConfig::new("NV12".parse()?, 640, 480))?;
+//! for _ in 0..10 {
+//!     let frame = camera.next_frame(Duration::from_secs(1))?;
+//!     assert_eq!(frame.tensor().shape(), &[720, 640]);
+//! } // each frame drops here and its buffer goes back
+//! let stats = camera.stats();
+//! assert_eq!(stats.cache.misses, 4, "4 buffers, each imported once");
+//! assert_eq!(stats.cache.hits, 6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+mod controls;
+mod device;
+mod error;
+mod format;
+mod frame;
+mod pattern;
+mod planes;
+mod stream;
+mod v4l2;
+
+pub use controls::ControlInfo;
+pub use device::{
+    BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval, PlaneLayout, StreamFormat,
+};
+pub use error::{ArgumentError, CaptureError, Result};
+pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
+pub use frame::{Frame, FrameSource, StreamStats};
+pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
+pub use stream::{BufferMode, Stream, StreamConfig};
+pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;

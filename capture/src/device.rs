@@ -1,0 +1,441 @@
+//! [`Device`]: an open V4L2 capture node — its capabilities, formats, sizes,
+//! frame intervals, the format negotiation and the frame rate.
+
+use std::fmt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{open, OFlag};
+use nix::sys::stat::Mode;
+
+use crate::v4l2::{c_str, ioctl, raw};
+use crate::{CaptureError, CaptureFormat, FourCc, Result};
+
+/// Which buffer API the device speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferApi {
+    /// `V4L2_BUF_TYPE_VIDEO_CAPTURE`: one memory plane per buffer.
+    SinglePlanar,
+    /// `V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE`: one or more memory planes per
+    /// buffer (the i.MX8M Plus ISI's API).
+    MultiPlanar,
+}
+
+impl BufferApi {
+    pub(crate) fn buf_type(self) -> u32 {
+        match self {
+            BufferApi::SinglePlanar => raw::BUF_TYPE_VIDEO_CAPTURE,
+            BufferApi::MultiPlanar => raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE,
+        }
+    }
+}
+
+impl fmt::Display for BufferApi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BufferApi::SinglePlanar => "single-planar",
+            BufferApi::MultiPlanar => "multi-planar",
+        })
+    }
+}
+
+/// What `VIDIOC_QUERYCAP` says about a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Driver name (`vivid`, `mxc-isi`, `uvcvideo`).
+    pub driver: String,
+    /// Card name.
+    pub card: String,
+    /// Bus information.
+    pub bus_info: String,
+    /// The device node's capabilities (`device_caps`).
+    pub caps: u32,
+    /// The buffer API used for capture.
+    pub api: BufferApi,
+}
+
+/// A pixel format a device offers (`VIDIOC_ENUM_FMT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatDesc {
+    /// Its code.
+    pub fourcc: FourCc,
+    /// The driver's description.
+    pub description: String,
+    /// zerocam's description of it, when zerocam can capture it.
+    pub capture: Option<CaptureFormat>,
+}
+
+/// Frame sizes of a format (`VIDIOC_ENUM_FRAMESIZES`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameSizes {
+    /// A list of sizes.
+    Discrete(Vec<(u32, u32)>),
+    /// Any size in a range, in steps (continuous when the steps are 1).
+    Stepwise {
+        /// Smallest width.
+        min_width: u32,
+        /// Largest width.
+        max_width: u32,
+        /// Width step.
+        step_width: u32,
+        /// Smallest height.
+        min_height: u32,
+        /// Largest height.
+        max_height: u32,
+        /// Height step.
+        step_height: u32,
+    },
+}
+
+/// A frame interval in seconds, `numerator / denominator`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interval {
+    /// Numerator.
+    pub numerator: u32,
+    /// Denominator.
+    pub denominator: u32,
+}
+
+impl Interval {
+    /// Frames per second (0 for a zero interval).
+    pub fn fps(self) -> f64 {
+        if self.numerator == 0 {
+            0.0
+        } else {
+            f64::from(self.denominator) / f64::from(self.numerator)
+        }
+    }
+}
+
+/// One memory plane of a negotiated format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaneLayout {
+    /// Bytes per row (`bytesperline`), padding included.
+    pub bytes_per_line: u32,
+    /// Bytes of the plane's buffer (`sizeimage`).
+    pub size: u32,
+}
+
+/// The format a stream runs with, as the driver set it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamFormat {
+    /// The capture format.
+    pub format: CaptureFormat,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// One entry per memory plane.
+    pub planes: Vec<PlaneLayout>,
+}
+
+/// An open V4L2 video capture device.
+#[derive(Debug)]
+pub struct Device {
+    path: PathBuf,
+    fd: OwnedFd,
+    info: DeviceInfo,
+}
+
+impl Device {
+    /// Opens `path` (non-blocking) and checks it is a streaming capture device.
+    ///
+    /// # Errors
+    /// [`CaptureError::NoDevice`], [`CaptureError::Open`],
+    /// [`CaptureError::NotV4l2`], [`CaptureError::NotCapture`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Device> {
+        let path = path.as_ref().to_path_buf();
+        let flags = OFlag::O_RDWR | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let fd = open(&path, flags, Mode::empty()).map_err(|errno| match errno {
+            Errno::ENOENT => CaptureError::NoDevice { path: path.clone() },
+            errno => CaptureError::Open {
+                path: path.clone(),
+                errno,
+            },
+        })?;
+        let cap = ioctl::querycap(fd.as_fd()).map_err(|errno| match errno {
+            Errno::ENOTTY | Errno::EINVAL => CaptureError::NotV4l2 {
+                path: path.clone(),
+                errno,
+            },
+            errno => CaptureError::Open {
+                path: path.clone(),
+                errno,
+            },
+        })?;
+        let caps = if cap.capabilities & raw::CAP_DEVICE_CAPS != 0 {
+            cap.device_caps
+        } else {
+            cap.capabilities
+        };
+        let card = c_str(&cap.card);
+        let api = if caps & raw::CAP_VIDEO_CAPTURE_MPLANE != 0 {
+            BufferApi::MultiPlanar
+        } else if caps & raw::CAP_VIDEO_CAPTURE != 0 {
+            BufferApi::SinglePlanar
+        } else {
+            return Err(CaptureError::NotCapture { path, card, caps });
+        };
+        if caps & raw::CAP_STREAMING == 0 {
+            return Err(CaptureError::NotCapture { path, card, caps });
+        }
+        let info = DeviceInfo {
+            driver: c_str(&cap.driver),
+            card,
+            bus_info: c_str(&cap.bus_info),
+            caps,
+            api,
+        };
+        Ok(Device { path, fd, info })
+    }
+
+    /// The device node's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the driver said about the device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    pub(crate) fn ioctl_error(&self, ioctl: &'static str) -> impl Fn(Errno) -> CaptureError + '_ {
+        move |errno| match errno {
+            Errno::ENODEV | Errno::ENXIO => CaptureError::Disconnected {
+                path: self.path.clone(),
+                errno,
+            },
+            errno => CaptureError::Ioctl {
+                path: self.path.clone(),
+                ioctl,
+                errno,
+            },
+        }
+    }
+
+    /// The pixel formats the device offers.
+    pub fn formats(&self) -> Result<Vec<FormatDesc>> {
+        let mut out = Vec::new();
+        for index in 0.. {
+            match ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), index) {
+                Ok(d) => {
+                    let fourcc = FourCc::from_u32(d.pixelformat);
+                    out.push(FormatDesc {
+                        fourcc,
+                        description: c_str(&d.description),
+                        capture: CaptureFormat::from_fourcc(fourcc),
+                    });
+                }
+                Err(Errno::EINVAL) => break,
+                Err(e) => return Err(self.ioctl_error("VIDIOC_ENUM_FMT")(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The frame sizes of `fourcc`.
+    pub fn frame_sizes(&self, fourcc: FourCc) -> Result<FrameSizes> {
+        let mut discrete = Vec::new();
+        for index in 0.. {
+            match ioctl::enum_framesizes(self.fd(), fourcc.to_u32(), index) {
+                Ok(s) if s.type_ == raw::FRM_TYPE_DISCRETE => discrete.push((s.size[0], s.size[1])),
+                Ok(s) => {
+                    let [min_width, max_width, step_width, min_height, max_height, step_height] =
+                        s.size;
+                    return Ok(FrameSizes::Stepwise {
+                        min_width,
+                        max_width,
+                        step_width,
+                        min_height,
+                        max_height,
+                        step_height,
+                    });
+                }
+                Err(Errno::EINVAL) => break,
+                Err(e) => return Err(self.ioctl_error("VIDIOC_ENUM_FRAMESIZES")(e)),
+            }
+        }
+        Ok(FrameSizes::Discrete(discrete))
+    }
+
+    /// The frame intervals of `fourcc` at `width`x`height`: discrete ones, or
+    /// the minimum and maximum of a range.
+    pub fn frame_intervals(
+        &self,
+        fourcc: FourCc,
+        width: u32,
+        height: u32,
+    ) -> Result<Vec<Interval>> {
+        let mut out = Vec::new();
+        for index in 0.. {
+            match ioctl::enum_frameintervals(self.fd(), fourcc.to_u32(), width, height, index) {
+                Ok(i) => {
+                    let fract = |f: raw::Fract| Interval {
+                        numerator: f.numerator,
+                        denominator: f.denominator,
+                    };
+                    if i.type_ == raw::FRM_TYPE_DISCRETE {
+                        out.push(fract(i.ival[0]));
+                    } else {
+                        out.extend([fract(i.ival[0]), fract(i.ival[1])]);
+                        break;
+                    }
+                }
+                Err(Errno::EINVAL) => break,
+                Err(e) => return Err(self.ioctl_error("VIDIOC_ENUM_FRAMEINTERVALS")(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The current format, if zerocam can capture it.
+    pub fn format(&self) -> Result<StreamFormat> {
+        let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
+            .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
+        self.describe(&f)
+    }
+
+    /// Sets `format` at `width`x`height`, honouring the driver's strides and sizes.
+    ///
+    /// # Errors
+    /// [`CaptureError::UnsupportedFormat`] when the device does not offer the
+    /// format; [`CaptureError::UnsupportedSize`] when the driver picks another size.
+    pub fn set_format(
+        &mut self,
+        format: CaptureFormat,
+        width: u32,
+        height: u32,
+    ) -> Result<StreamFormat> {
+        let offered = self.formats()?;
+        if !offered.iter().any(|d| d.fourcc == format.fourcc) {
+            return Err(CaptureError::UnsupportedFormat {
+                path: self.path.clone(),
+                fourcc: format.fourcc,
+                offered: offered
+                    .iter()
+                    .map(|d| d.fourcc.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let mut f = raw::Format::new(self.info.api.buf_type());
+        match self.info.api {
+            BufferApi::SinglePlanar => {
+                f.fmt.pix = raw::PixFormat {
+                    width,
+                    height,
+                    pixelformat: format.fourcc.to_u32(),
+                    field: raw::FIELD_NONE,
+                    ..Default::default()
+                }
+            }
+            BufferApi::MultiPlanar => {
+                f.fmt.pix_mp = raw::PixFormatMplane {
+                    width,
+                    height,
+                    pixelformat: format.fourcc.to_u32(),
+                    field: raw::FIELD_NONE,
+                    num_planes: format.memory_planes as u8,
+                    ..Default::default()
+                }
+            }
+        }
+        let set = ioctl::s_fmt(self.fd(), f, false).map_err(self.ioctl_error("VIDIOC_S_FMT"))?;
+        let got = self.describe(&set)?;
+        if got.format.fourcc != format.fourcc {
+            return Err(CaptureError::UnsupportedFormat {
+                path: self.path.clone(),
+                fourcc: format.fourcc,
+                offered: format!("the driver chose {} instead", got.format.fourcc),
+            });
+        }
+        if (got.width, got.height) != (width, height) {
+            return Err(CaptureError::UnsupportedSize {
+                path: self.path.clone(),
+                fourcc: format.fourcc,
+                width,
+                height,
+                got_width: got.width,
+                got_height: got.height,
+            });
+        }
+        Ok(got)
+    }
+
+    fn describe(&self, f: &raw::Format) -> Result<StreamFormat> {
+        let (fourcc, width, height, planes) = match self.info.api {
+            BufferApi::SinglePlanar => {
+                // SAFETY: G_FMT/S_FMT of a single-planar type fill `pix`.
+                let p = unsafe { f.fmt.pix };
+                let plane = PlaneLayout {
+                    bytes_per_line: p.bytesperline,
+                    size: p.sizeimage,
+                };
+                (p.pixelformat, p.width, p.height, vec![plane])
+            }
+            BufferApi::MultiPlanar => {
+                // SAFETY: G_FMT/S_FMT of a multi-planar type fill `pix_mp`.
+                let p = unsafe { f.fmt.pix_mp };
+                let n = usize::from(p.num_planes).min(raw::MAX_PLANES);
+                let planes = p.plane_fmt[..n]
+                    .iter()
+                    .map(|pf| PlaneLayout {
+                        bytes_per_line: pf.bytesperline,
+                        size: pf.sizeimage,
+                    })
+                    .collect();
+                (p.pixelformat, p.width, p.height, planes)
+            }
+        };
+        let fourcc = FourCc::from_u32(fourcc);
+        let format =
+            CaptureFormat::from_fourcc(fourcc).ok_or_else(|| CaptureError::UnsupportedFormat {
+                path: self.path.clone(),
+                fourcc,
+                offered: "zerocam captures NV12, NV12M, NV16, NV16M, YUYV, RGB24, BGR24, GREY"
+                    .into(),
+            })?;
+        Ok(StreamFormat {
+            format,
+            width,
+            height,
+            planes,
+        })
+    }
+
+    /// Asks for `fps` frames per second; returns the rate the driver set.
+    pub fn set_frame_rate(&mut self, fps: f64) -> Result<f64> {
+        if !(fps.is_finite() && fps > 0.0) {
+            return Err(crate::ArgumentError::BadFrameRate(fps).into());
+        }
+        let interval = raw::Fract {
+            numerator: 1000,
+            denominator: (fps * 1000.0).round() as u32,
+        };
+        let got = ioctl::s_parm_interval(self.fd(), self.info.api.buf_type(), interval)
+            .map_err(self.ioctl_error("VIDIOC_S_PARM"))?;
+        Ok(Interval {
+            numerator: got.numerator,
+            denominator: got.denominator,
+        }
+        .fps())
+    }
+
+    /// The current frame rate.
+    pub fn frame_rate(&self) -> Result<f64> {
+        let p = ioctl::g_parm(self.fd(), self.info.api.buf_type())
+            .map_err(self.ioctl_error("VIDIOC_G_PARM"))?;
+        // SAFETY: G_PARM of a capture type fills `capture`.
+        let t = unsafe { p.parm.capture.timeperframe };
+        Ok(Interval {
+            numerator: t.numerator,
+            denominator: t.denominator,
+        }
+        .fps())
+    }
+}

@@ -1,0 +1,212 @@
+//! The capture crate's error type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::errno::Errno;
+
+use crate::FourCc;
+
+/// What went wrong opening, configuring or streaming from a camera. Every
+/// variant names the device and the values involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// The device node does not exist.
+    #[error("{path}: no such device")]
+    NoDevice {
+        /// The path tried.
+        path: PathBuf,
+    },
+
+    /// The device node could not be opened (permissions, busy, not a V4L2 node).
+    #[error("{path}: cannot open: {errno}")]
+    Open {
+        /// The path tried.
+        path: PathBuf,
+        /// The errno of `open` or `VIDIOC_QUERYCAP`.
+        errno: Errno,
+    },
+
+    /// The node is not a V4L2 device (`VIDIOC_QUERYCAP` refused).
+    #[error("{path} is not a V4L2 device (VIDIOC_QUERYCAP: {errno})")]
+    NotV4l2 {
+        /// The path opened.
+        path: PathBuf,
+        /// The errno of `VIDIOC_QUERYCAP`.
+        errno: Errno,
+    },
+
+    /// The device cannot capture video by streaming.
+    #[error("{path} ({card}) is not a streaming video capture device (device caps {caps:#010x})")]
+    NotCapture {
+        /// The device.
+        path: PathBuf,
+        /// Its card name.
+        card: String,
+        /// Its device capabilities.
+        caps: u32,
+    },
+
+    /// A pixel format the device does not offer, or that zerocam cannot describe.
+    #[error("{path}: format {fourcc} is not supported (device offers: {offered})")]
+    UnsupportedFormat {
+        /// The device.
+        path: PathBuf,
+        /// The format asked for.
+        fourcc: FourCc,
+        /// The formats the device offers, comma separated.
+        offered: String,
+    },
+
+    /// A size the driver would not set.
+    #[error("{path}: {fourcc} {width}x{height} is not supported (the driver offered {got_width}x{got_height})")]
+    UnsupportedSize {
+        /// The device.
+        path: PathBuf,
+        /// The format.
+        fourcc: FourCc,
+        /// Width asked for.
+        width: u32,
+        /// Height asked for.
+        height: u32,
+        /// Width the driver chose instead.
+        got_width: u32,
+        /// Height the driver chose instead.
+        got_height: u32,
+    },
+
+    /// Zero buffers asked for, or fewer granted than a stream needs.
+    #[error("{path}: {requested} buffers requested, the driver granted {granted}; at least 2 are needed")]
+    TooFewBuffers {
+        /// The device.
+        path: PathBuf,
+        /// Buffers asked for.
+        requested: u32,
+        /// Buffers granted.
+        granted: u32,
+    },
+
+    /// The driver does not accept the buffer mode.
+    #[error("{path}: buffer mode {mode} is not supported: {reason}")]
+    UnsupportedMode {
+        /// The device.
+        path: PathBuf,
+        /// The mode.
+        mode: &'static str,
+        /// Why.
+        reason: String,
+    },
+
+    /// No frame arrived in time.
+    #[error("{path}: no frame within {timeout:?}")]
+    Timeout {
+        /// The device (or `pattern`).
+        path: PathBuf,
+        /// The timeout waited.
+        timeout: Duration,
+    },
+
+    /// Every buffer is held by the caller: nothing can be dequeued until a frame drops.
+    #[error("{path}: all {buffers} buffers are held by the caller; drop a frame to capture more")]
+    NoFreeBuffer {
+        /// The device.
+        path: PathBuf,
+        /// Buffers of the stream.
+        buffers: usize,
+    },
+
+    /// The stream is not running.
+    #[error("{path}: the stream is stopped")]
+    NotStreaming {
+        /// The device.
+        path: PathBuf,
+    },
+
+    /// The device went away (unplugged, driver unbound).
+    #[error("{path}: device disconnected ({errno})")]
+    Disconnected {
+        /// The device.
+        path: PathBuf,
+        /// The errno that said so.
+        errno: Errno,
+    },
+
+    /// The driver flagged a dequeued buffer as corrupt (`V4L2_BUF_FLAG_ERROR`).
+    #[error("{path}: buffer {index} (sequence {sequence}) came back with an error flag")]
+    BufferError {
+        /// The device.
+        path: PathBuf,
+        /// The buffer index.
+        index: u32,
+        /// Its sequence number.
+        sequence: u32,
+    },
+
+    /// An ioctl failed.
+    #[error("{path}: {ioctl} failed: {errno}")]
+    Ioctl {
+        /// The device.
+        path: PathBuf,
+        /// The ioctl.
+        ioctl: &'static str,
+        /// Its errno.
+        errno: Errno,
+    },
+
+    /// A control name the device does not have.
+    #[error("{path}: no control named {name:?}")]
+    NoSuchControl {
+        /// The device.
+        path: PathBuf,
+        /// The name asked for.
+        name: String,
+    },
+
+    /// A bad argument (not a device's fault).
+    #[error("{0}")]
+    InvalidArgument(#[from] ArgumentError),
+
+    /// A tensor could not be made from a buffer.
+    #[error("{path}: {source}")]
+    Tensor {
+        /// The device.
+        path: PathBuf,
+        /// The tensor error.
+        source: zerocam_tensor::Error,
+    },
+}
+
+/// An argument that is wrong whatever the device.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum ArgumentError {
+    /// A format name zerocam does not know.
+    #[error("unknown format {0:?} (known: NV12, NV12M, NV16, NV16M, YUYV, RGB24, BGR24, GREY)")]
+    UnknownFormat(String),
+    /// A size that is not `WIDTHxHEIGHT` of positive numbers.
+    #[error("bad size {0:?}: expected WIDTHxHEIGHT, e.g. 1280x720")]
+    BadSize(String),
+    /// A frame rate that is not a positive number.
+    #[error("bad frame rate {0}: expected a positive number of frames per second")]
+    BadFrameRate(f64),
+    /// Zero buffers.
+    #[error("buffer count {0} is too small: at least 2 are needed")]
+    TooFewBuffers(u32),
+}
+
+impl CaptureError {
+    /// The errno behind the error, if the kernel gave one.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            CaptureError::Open { errno, .. }
+            | CaptureError::Disconnected { errno, .. }
+            | CaptureError::Ioctl { errno, .. } => Some(*errno),
+            CaptureError::NoDevice { .. } => Some(Errno::ENOENT),
+            _ => None,
+        }
+    }
+}
+
+/// The result type of the capture crate.
+pub type Result<T, E = CaptureError> = std::result::Result<T, E>;

@@ -1,0 +1,159 @@
+//! [`Frame`], the guard a source hands out, and what every source shares:
+//! its counters and the [`FrameSource`] trait.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zerocam_cache::CacheStats;
+use zerocam_tensor::Tensor;
+
+use crate::{Result, StreamFormat};
+
+/// The owner of a frame's buffer: takes it back when the frame drops.
+pub(crate) trait Requeue: Send + Sync {
+    /// Buffer `index` is free again.
+    fn requeue(&self, index: usize);
+}
+
+/// A captured frame: its tensor, sequence number and timestamp. Dropping it
+/// gives the buffer back to the source (V4L2: `VIDIOC_QBUF`).
+///
+/// The tensor is the driver's buffer itself, imported once and cached: clones
+/// of it stay valid memory after the frame drops, but the driver writes the
+/// next frames into it — copy what you keep.
+pub struct Frame {
+    pub(crate) tensor: Tensor<u8>,
+    pub(crate) sequence: u32,
+    pub(crate) timestamp: Duration,
+    pub(crate) bytes_used: usize,
+    pub(crate) index: usize,
+    pub(crate) owner: Arc<dyn Requeue>,
+}
+
+impl Frame {
+    /// The frame as a tensor (an image tensor with the stream's format, strides
+    /// and plane offsets; NV12M/NV16M planes live in two buffers).
+    pub fn tensor(&self) -> &Tensor<u8> {
+        &self.tensor
+    }
+
+    /// The driver's sequence number.
+    pub fn sequence(&self) -> u32 {
+        self.sequence
+    }
+
+    /// When the frame was captured, on `CLOCK_MONOTONIC`.
+    pub fn timestamp(&self) -> Duration {
+        self.timestamp
+    }
+
+    /// Bytes the driver filled, all planes (V4L2 `bytesused`, `data_offset` included).
+    pub fn bytes_used(&self) -> usize {
+        self.bytes_used
+    }
+
+    /// The index of the buffer the frame is in.
+    pub fn buffer_index(&self) -> usize {
+        self.index
+    }
+
+    /// Gives the buffer back now (the same as dropping the frame).
+    pub fn release(self) {}
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        self.owner.requeue(self.index);
+    }
+}
+
+impl fmt::Debug for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Frame")
+            .field("sequence", &self.sequence)
+            .field("timestamp", &self.timestamp)
+            .field("bytes_used", &self.bytes_used)
+            .field("index", &self.index)
+            .field("tensor", &self.tensor)
+            .finish()
+    }
+}
+
+/// A source's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Frames handed out.
+    pub frames: u64,
+    /// Frames the driver lost, counted from gaps in sequence numbers.
+    pub dropped: u64,
+    /// Buffers that came back flagged with an error.
+    pub buffer_errors: u64,
+    /// Buffers of the stream.
+    pub buffers: usize,
+    /// Memory planes per buffer.
+    pub planes: usize,
+    /// The import cache's counters (misses = imports).
+    pub cache: CacheStats,
+}
+
+/// Anything that produces frames: a V4L2 [`Stream`](crate::Stream) or the
+/// built-in [`PatternSource`](crate::PatternSource).
+pub trait FrameSource: Send {
+    /// The next frame, waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// [`CaptureError::Timeout`](crate::CaptureError::Timeout) when none came,
+    /// [`CaptureError::NoFreeBuffer`](crate::CaptureError::NoFreeBuffer) when the
+    /// caller holds every buffer, and the source's own failures.
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame>;
+
+    /// The format frames come in.
+    fn stream_format(&self) -> &StreamFormat;
+
+    /// The counters so far.
+    fn stats(&self) -> StreamStats;
+
+    /// The device path, or `pattern` for the pattern source.
+    fn name(&self) -> &Path;
+}
+
+/// Counts frames lost between two sequence numbers.
+#[derive(Debug, Default)]
+pub(crate) struct SequenceTracker {
+    last: Option<u32>,
+}
+
+impl SequenceTracker {
+    /// Records `sequence`; returns how many frames were skipped since the last.
+    pub fn observe(&mut self, sequence: u32) -> u64 {
+        let lost = match self.last {
+            Some(last) => u64::from(sequence.wrapping_sub(last).saturating_sub(1)),
+            None => 0,
+        };
+        self.last = Some(sequence);
+        lost
+    }
+
+    /// Forgets the last sequence (a restart begins a new count).
+    pub fn reset(&mut self) {
+        self.last = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SequenceTracker;
+
+    #[test]
+    fn gaps_are_drops() {
+        let mut t = SequenceTracker::default();
+        assert_eq!(t.observe(5), 0);
+        assert_eq!(t.observe(6), 0);
+        assert_eq!(t.observe(9), 2);
+        t.reset();
+        assert_eq!(t.observe(0), 0);
+        assert_eq!(t.observe(u32::MAX.wrapping_add(2)), 0);
+    }
+}

@@ -1,0 +1,411 @@
+//! [`PatternSource`]: zerocam's built-in camera for machines without one.
+//!
+//! Like libcamera's virtual camera, it is a real source, not a test double: its
+//! buffers are memfds (real fds with real inodes) going through the same import
+//! cache and the same [`Frame`] API as a V4L2 stream, with padded rows like a
+//! driver's. It draws scrolling colour bars (BT.601 limited range for YUV) with
+//! a white line moving down, in any of zerocam's capture formats.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use zerocam_cache::ImportCache;
+use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+
+use crate::frame::Requeue;
+use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::{
+    ArgumentError, CaptureError, CaptureFormat, Frame, FrameSource, PlaneLayout, Result,
+    StreamFormat, StreamStats,
+};
+
+/// The eight bars, left to right: white, yellow, cyan, green, magenta, red,
+/// blue, black.
+pub const BARS_RGB: [[u8; 3]; 8] = [
+    [255, 255, 255],
+    [255, 255, 0],
+    [0, 255, 255],
+    [0, 255, 0],
+    [255, 0, 255],
+    [255, 0, 0],
+    [0, 0, 255],
+    [0, 0, 0],
+];
+
+/// BT.601 limited-range Y, Cb, Cr of an RGB colour.
+pub fn rgb_to_yuv([r, g, b]: [u8; 3]) -> [u8; 3] {
+    let (r, g, b) = (f64::from(r), f64::from(g), f64::from(b));
+    let y = 16.0 + (65.481 * r + 128.553 * g + 24.966 * b) / 255.0;
+    let cb = 128.0 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255.0;
+    let cr = 128.0 + (112.0 * r - 93.786 * g - 18.214 * b) / 255.0;
+    [y.round() as u8, cb.round() as u8, cr.round() as u8]
+}
+
+/// Rows are padded to this many bytes, as drivers do.
+const ROW_ALIGN: usize = 64;
+
+/// How to set up a pattern source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternConfig {
+    /// The format to produce.
+    pub format: CaptureFormat,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Frames per second to pace at; `None` produces frames as fast as asked.
+    pub fps: Option<f64>,
+    /// Buffers (at least 2).
+    pub buffers: u32,
+}
+
+impl PatternConfig {
+    /// `format` at `width`x`height`, unpaced, 4 buffers.
+    pub fn new(format: CaptureFormat, width: u32, height: u32) -> PatternConfig {
+        PatternConfig {
+            format,
+            width,
+            height,
+            fps: None,
+            buffers: 4,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Slot {
+    planes: Vec<PlaneMemory>,
+    held: bool,
+    composed: Composed,
+}
+
+#[derive(Debug)]
+struct State {
+    slots: Vec<Slot>,
+    cache: ImportCache,
+    frames: u64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Requeue for Shared {
+    fn requeue(&self, index: usize) {
+        if let Some(s) = self.lock().slots.get_mut(index) {
+            s.held = false;
+        }
+    }
+}
+
+/// The built-in pattern camera. See the [module docs](self).
+#[derive(Debug)]
+pub struct PatternSource {
+    shared: Arc<Shared>,
+    format: StreamFormat,
+    rows: Vec<Vec<u8>>,
+    interval: Option<Duration>,
+    next_due: Instant,
+    sequence: u32,
+    path: PathBuf,
+}
+
+fn pattern_error(source: zerocam_tensor::Error) -> CaptureError {
+    CaptureError::Tensor {
+        path: PathBuf::from("pattern"),
+        source,
+    }
+}
+
+fn bad_size(format: CaptureFormat, w: u32, h: u32) -> CaptureError {
+    CaptureError::UnsupportedSize {
+        path: PathBuf::from("pattern"),
+        fourcc: format.fourcc,
+        width: w,
+        height: h,
+        got_width: w & !1,
+        got_height: h & !1,
+    }
+}
+
+impl PatternSource {
+    /// Allocates the buffers (shared memory) and gets ready to draw.
+    ///
+    /// # Errors
+    /// [`CaptureError::InvalidArgument`] for fewer than 2 buffers or a bad frame
+    /// rate; [`CaptureError::UnsupportedSize`] for a size the format cannot have
+    /// (odd sizes with subsampled chroma, zero).
+    pub fn new(config: PatternConfig) -> Result<PatternSource> {
+        let PatternConfig {
+            format,
+            width,
+            height,
+            fps,
+            buffers,
+        } = config;
+        if buffers < 2 {
+            return Err(ArgumentError::TooFewBuffers(buffers).into());
+        }
+        let interval = match fps {
+            Some(f) if f.is_finite() && f > 0.0 => Some(Duration::from_secs_f64(1.0 / f)),
+            Some(f) => return Err(ArgumentError::BadFrameRate(f).into()),
+            None => None,
+        };
+        let (hsub, vsub) = format.pixel.subsampling();
+        let (w, h) = (width as usize, height as usize);
+        if w == 0 || h == 0 || w % hsub != 0 || h % vsub != 0 {
+            return Err(bad_size(format, width, height));
+        }
+        let pixel = format.pixel;
+        let stride = (pixel.plane_row_samples(0, w)).next_multiple_of(ROW_ALIGN);
+        let plane_bytes = |i: usize| stride * pixel.plane_rows(i, h);
+        let planes: Vec<PlaneLayout> = if format.memory_planes == 2 {
+            (0..2)
+                .map(|i| PlaneLayout {
+                    bytes_per_line: stride as u32,
+                    size: plane_bytes(i) as u32,
+                })
+                .collect()
+        } else {
+            let size = (0..pixel.plane_count()).map(plane_bytes).sum::<usize>();
+            vec![PlaneLayout {
+                bytes_per_line: stride as u32,
+                size: size as u32,
+            }]
+        };
+        let stream_format = StreamFormat {
+            format,
+            width,
+            height,
+            planes,
+        };
+        let mut slots = Vec::with_capacity(buffers as usize);
+        for index in 0..buffers {
+            let planes = stream_format
+                .planes
+                .iter()
+                .enumerate()
+                .map(|(p, layout)| {
+                    let name = format!("pattern:{index}.{p}");
+                    let t = Tensor::<u8>::new(
+                        &[layout.size as usize],
+                        Some(TensorMemory::Shm),
+                        Some(&name),
+                    )
+                    .map_err(pattern_error)?;
+                    let file = t.fd_identity().ok_or_else(|| {
+                        pattern_error(zerocam_tensor::Error::NoFd { memory: t.memory() })
+                    })?;
+                    Ok(PlaneMemory {
+                        source: PlaneSource::Owned(Box::new(t)),
+                        file,
+                        length: layout.size as usize,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            slots.push(Slot {
+                planes,
+                held: false,
+                composed: Composed::default(),
+            });
+        }
+        let capacity = 2 * slots.len() * stream_format.planes.len();
+        Ok(PatternSource {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    slots,
+                    cache: ImportCache::new(capacity),
+                    frames: 0,
+                }),
+            }),
+            rows: bar_rows(pixel, w),
+            format: stream_format,
+            interval,
+            next_due: Instant::now(),
+            sequence: 0,
+            path: PathBuf::from("pattern"),
+        })
+    }
+
+    /// Draws frame `sequence` into the planes of a buffer.
+    fn draw(&self, planes: &[PlaneMemory], sequence: u32) -> zerocam_tensor::Result<()> {
+        let f = &self.format;
+        let pixel = f.format.pixel;
+        let (w, h) = (f.width as usize, f.height as usize);
+        let stride = f.planes[0].bytes_per_line as usize;
+        let (hsub, _) = pixel.subsampling();
+        let bytes_per_pixel = pixel.samples_per_pixel();
+        // Scroll by 2 pixels a frame (even, for subsampled chroma).
+        let shift = (2 * sequence as usize) % w / hsub * hsub;
+        let line = (2 * sequence as usize) % h;
+        let mut plane_start = 0;
+        for p in 0..pixel.plane_count() {
+            let memory = planes.get(p).unwrap_or(&planes[0]);
+            if p > 0 && planes.len() > 1 {
+                plane_start = 0;
+            }
+            let PlaneSource::Owned(t) = &memory.source else {
+                continue;
+            };
+            let mut m = t.map_write()?;
+            let rows = pixel.plane_rows(p, h);
+            let row_bytes = pixel.plane_row_samples(p, w);
+            let src = &self.rows[p][shift * bytes_per_pixel..shift * bytes_per_pixel + row_bytes];
+            let line_row = line * rows / h;
+            for r in 0..rows {
+                let dst = &mut m[plane_start + r * stride..plane_start + r * stride + row_bytes];
+                if r == line_row {
+                    white_line(pixel, p, dst);
+                } else {
+                    dst.copy_from_slice(src);
+                }
+            }
+            plane_start += rows * stride;
+        }
+        Ok(())
+    }
+}
+
+/// One row of bars, twice as wide as the image (scrolling reads a window of
+/// it), for each plane.
+fn bar_rows(pixel: PixelFormat, w: usize) -> Vec<Vec<u8>> {
+    let bar = |x: usize| BARS_RGB[(x % w) * 8 / w];
+    let yuv = |x: usize| rgb_to_yuv(bar(x));
+    let two = 0..2 * w;
+    match pixel {
+        PixelFormat::Rgb => vec![two.flat_map(bar).collect()],
+        PixelFormat::Bgr => vec![two
+            .flat_map(|x| {
+                let [r, g, b] = bar(x);
+                [b, g, r]
+            })
+            .collect()],
+        PixelFormat::Grey => vec![two.map(|x| yuv(x)[0]).collect()],
+        PixelFormat::Yuyv => vec![two
+            .flat_map(|x| {
+                let pair = yuv(x & !1);
+                [yuv(x)[0], if x % 2 == 0 { pair[1] } else { pair[2] }]
+            })
+            .collect()],
+        // NV12/NV16: Y row, then the CbCr row (Cb, Cr of each pixel pair).
+        _ => vec![
+            two.clone().map(|x| yuv(x)[0]).collect(),
+            two.map(|x| yuv(x & !1)[1 + x % 2]).collect(),
+        ],
+    }
+}
+
+/// A white row in plane `plane` of `pixel` (neutral chroma on chroma planes).
+fn white_line(pixel: PixelFormat, plane: usize, row: &mut [u8]) {
+    let [y, cb, cr] = rgb_to_yuv([255, 255, 255]);
+    match (pixel, plane) {
+        (PixelFormat::Rgb | PixelFormat::Bgr, _) => row.fill(255),
+        (PixelFormat::Yuyv, _) => {
+            for (i, b) in row.iter_mut().enumerate() {
+                *b = match i % 4 {
+                    0 | 2 => y,
+                    1 => cb,
+                    _ => cr,
+                };
+            }
+        }
+        (_, 0) => row.fill(y),
+        (_, _) => {
+            for (i, b) in row.iter_mut().enumerate() {
+                *b = if i % 2 == 0 { cb } else { cr };
+            }
+        }
+    }
+}
+
+impl FrameSource for PatternSource {
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
+        if let Some(interval) = self.interval {
+            let now = Instant::now();
+            if self.next_due > now {
+                let wait = self.next_due - now;
+                if wait > timeout {
+                    std::thread::sleep(timeout);
+                    return Err(CaptureError::Timeout {
+                        path: self.path.clone(),
+                        timeout,
+                    });
+                }
+                std::thread::sleep(wait);
+            }
+            self.next_due = self.next_due.max(now) + interval;
+        }
+        let shared = self.shared.clone();
+        let mut st = shared.lock();
+        // Buffers cycle in order, as a driver's queue does.
+        let n = st.slots.len();
+        let next = (self.sequence as usize) % n;
+        let Some(index) = (0..n).map(|i| (next + i) % n).find(|&i| !st.slots[i].held) else {
+            return Err(CaptureError::NoFreeBuffer {
+                path: self.path.clone(),
+                buffers: st.slots.len(),
+            });
+        };
+        let sequence = self.sequence;
+        self.draw(&st.slots[index].planes, sequence)
+            .map_err(pattern_error)?;
+        let State { slots, cache, .. } = &mut *st;
+        let slot = &mut slots[index];
+        let offsets = vec![0; slot.planes.len()];
+        let tensor = frame_tensor(
+            cache,
+            &self.format,
+            &slot.planes,
+            &offsets,
+            &mut slot.composed,
+        )
+        .map_err(pattern_error)?;
+        slot.held = true;
+        st.frames += 1;
+        self.sequence = self.sequence.wrapping_add(1);
+        drop(st);
+        Ok(Frame {
+            tensor,
+            sequence,
+            timestamp: monotonic_now(),
+            bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
+            index,
+            owner: shared,
+        })
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        &self.format
+    }
+
+    fn stats(&self) -> StreamStats {
+        let st = self.shared.lock();
+        StreamStats {
+            frames: st.frames,
+            dropped: 0,
+            buffer_errors: 0,
+            buffers: st.slots.len(),
+            planes: self.format.planes.len(),
+            cache: st.cache.stats(),
+        }
+    }
+
+    fn name(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, the clock V4L2 timestamps use.
+fn monotonic_now() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(Duration::from)
+        .unwrap_or_default()
+}

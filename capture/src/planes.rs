@@ -1,0 +1,108 @@
+//! A buffer's memory planes, and how a dequeued buffer becomes a frame tensor
+//! through the import cache — shared by the V4L2 stream and the pattern source.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use zerocam_cache::{DmaBufKey, ImportCache};
+use zerocam_tensor::{FdIdentity, ImageLayout, PixelFormat, Tensor};
+
+use crate::StreamFormat;
+
+/// Where a plane's memory comes from.
+#[derive(Debug)]
+pub(crate) enum PlaneSource {
+    /// A dma-buf fd exported once with `VIDIOC_EXPBUF`.
+    Exported(OwnedFd),
+    /// A tensor zerocam allocated (DMA heap pool, pattern memfds).
+    Owned(Box<Tensor<u8>>),
+}
+
+/// One memory plane of one buffer.
+#[derive(Debug)]
+pub(crate) struct PlaneMemory {
+    pub source: PlaneSource,
+    /// `(st_dev, st_ino)` of the plane's file, read once at set-up.
+    pub file: FdIdentity,
+    pub length: usize,
+}
+
+impl PlaneMemory {
+    /// The plane's fd, borrowed (to queue it, or import it).
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.source {
+            PlaneSource::Exported(fd) => Some(fd.as_fd()),
+            PlaneSource::Owned(t) => t.fd(),
+        }
+    }
+
+    /// The whole plane as a `[length]` tensor: a new import of an exported fd,
+    /// or a handle on the owned tensor.
+    fn import(&self) -> zerocam_tensor::Result<Tensor<u8>> {
+        match &self.source {
+            PlaneSource::Exported(fd) => {
+                let dup = fd
+                    .try_clone()
+                    .map_err(|e| zerocam_tensor::Error::DupFailed {
+                        fd: std::os::fd::AsRawFd::as_raw_fd(fd),
+                        errno: nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                    })?;
+                Tensor::from_fd(dup, &[self.length], None)
+            }
+            PlaneSource::Owned(t) => Ok(Tensor::clone(t)),
+        }
+    }
+}
+
+/// The composed two-buffer tensor of a buffer, and the plane tensors it was
+/// composed from: reused while both planes hit the cache, so its identity is
+/// as stable as theirs.
+#[derive(Debug, Default)]
+pub(crate) struct Composed {
+    from: Option<(u64, u64)>,
+    tensor: Option<Tensor<u8>>,
+}
+
+/// The frame tensor of a buffer whose planes are `planes`, the data starting
+/// at `offsets` (V4L2 `data_offset`), through `cache`.
+pub(crate) fn frame_tensor(
+    cache: &mut ImportCache,
+    format: &StreamFormat,
+    planes: &[PlaneMemory],
+    offsets: &[usize],
+    composed: &mut Composed,
+) -> zerocam_tensor::Result<Tensor<u8>> {
+    let (w, h) = (format.width as usize, format.height as usize);
+    let pixel = format.format.pixel;
+    let stride = |i: usize| {
+        format
+            .planes
+            .get(i)
+            .map_or(0, |p| p.bytes_per_line as usize)
+    };
+    let offset = |i: usize| offsets.get(i).copied().unwrap_or(0);
+    let mut plane = |i: usize, layout: ImageLayout| -> zerocam_tensor::Result<Tensor<u8>> {
+        let p = &planes[i];
+        let key = DmaBufKey::new(p.file, offset(i));
+        let stride = stride(i).max(pixel.plane_row_samples(i, w));
+        let layout = layout.with_row_stride(stride).with_start_offset(offset(i));
+        cache.get_or_import(key, || p.import()?.with_image(layout))
+    };
+    if planes.len() < 2 {
+        return plane(0, ImageLayout::new(w, h, pixel));
+    }
+    let luma = plane(0, ImageLayout::new(w, h, PixelFormat::Grey))?.plane(0)?;
+    let chroma_rows = pixel.plane_rows(1, h);
+    let chroma = plane(1, ImageLayout::new(w, chroma_rows, PixelFormat::Grey))?.plane(0)?;
+    let ids = (luma.buffer_identity().id(), chroma.buffer_identity().id());
+    if let (Some(from), Some(t)) = (composed.from, &composed.tensor) {
+        if from == ids {
+            return Ok(t.clone());
+        }
+    }
+    let t = Tensor::from_planes(luma, chroma, pixel)?;
+    *composed = Composed {
+        from: Some(ids),
+        tensor: Some(t.clone()),
+    };
+    Ok(t)
+}

@@ -1,0 +1,224 @@
+//! The pattern source on the host: every format, the frame guard, the import
+//! cache's counts, pixel values, pacing and bad arguments.
+#![allow(clippy::unwrap_used)] // tests may panic
+
+use std::time::{Duration, Instant};
+
+use zerocam_capture::{
+    rgb_to_yuv, ArgumentError, CaptureError, CaptureFormat, FrameSource, PatternConfig,
+    PatternSource, BARS_RGB, CAPTURE_FORMATS,
+};
+use zerocam_tensor::{PixelFormat, TensorMapTrait, TensorMemory};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn source(format: &str, w: u32, h: u32) -> PatternSource {
+    PatternSource::new(PatternConfig::new(format.parse().unwrap(), w, h)).unwrap()
+}
+
+#[test]
+fn imports_equal_buffers_times_planes_in_every_format() {
+    for format in CAPTURE_FORMATS {
+        for (w, h) in [(320, 240), (1280, 720)] {
+            let mut s = PatternSource::new(PatternConfig::new(format, w, h)).unwrap();
+            for _ in 0..50 {
+                let f = s.next_frame(SECOND).unwrap();
+                assert_eq!(f.tensor().format(), Some(format.pixel), "{}", format.name);
+                assert_eq!(
+                    (f.tensor().width(), f.tensor().height()),
+                    (Some(w as usize), Some(h as usize))
+                );
+                assert_eq!(f.tensor().memory(), TensorMemory::Shm);
+            }
+            let st = s.stats();
+            let imports = (st.buffers * st.planes) as u64;
+            assert_eq!(st.planes, format.memory_planes, "{}", format.name);
+            assert_eq!(st.cache.misses, imports, "{} {w}x{h}", format.name);
+            assert_eq!(
+                st.cache.hits,
+                50 * format.memory_planes as u64 - imports,
+                "{}",
+                format.name
+            );
+            assert_eq!((st.frames, st.dropped), (50, 0));
+        }
+    }
+}
+
+#[test]
+fn a_buffer_keeps_its_identity_frame_after_frame() {
+    let mut s = source("NV12M", 64, 32);
+    let ids: Vec<u64> = (0..8)
+        .map(|_| {
+            s.next_frame(SECOND)
+                .unwrap()
+                .tensor()
+                .buffer_identity()
+                .id()
+        })
+        .collect();
+    assert_eq!(
+        ids[0], ids[4],
+        "two frames later... the same buffer, the same identity"
+    );
+    assert_ne!(ids[0], ids[1]);
+}
+
+#[test]
+fn holding_every_buffer_is_a_clear_error_not_a_deadlock() {
+    let mut s = source("YUYV", 64, 32);
+    let held: Vec<_> = (0..3).map(|_| s.next_frame(SECOND).unwrap()).collect();
+    let fourth = s.next_frame(SECOND).unwrap();
+    let e = s.next_frame(SECOND).unwrap_err();
+    assert!(
+        matches!(e, CaptureError::NoFreeBuffer { buffers: 4, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("all 4 buffers"), "{e}");
+    drop(fourth);
+    let again = s.next_frame(SECOND).unwrap();
+    assert_eq!(again.buffer_index(), 3);
+    drop(held);
+}
+
+#[test]
+fn rgb_bars_have_the_exact_colours() {
+    let mut s = source("RGB24", 80, 8);
+    let f = s.next_frame(SECOND).unwrap(); // frame 0: no scroll; the white line is row 0
+    let m = f.tensor().map_read().unwrap();
+    let v = m.view().unwrap();
+    for (bar, rgb) in BARS_RGB.iter().enumerate() {
+        let x = bar * 10 + 5;
+        assert_eq!(
+            [v[[4, x, 0]], v[[4, x, 1]], v[[4, x, 2]]],
+            *rgb,
+            "bar {bar}"
+        );
+    }
+    assert_eq!(v[[0, 75, 0]], 255, "the white line");
+    assert_eq!(
+        f.tensor().row_stride(),
+        Some(256),
+        "rows padded to 64 bytes"
+    );
+}
+
+#[test]
+fn nv12_bars_are_bt601_limited_range() {
+    let mut s = source("NV12", 64, 16);
+    let f = s.next_frame(SECOND).unwrap();
+    let y = f.tensor().plane(0).unwrap();
+    let uv = f.tensor().plane(1).unwrap();
+    let (ym, cm) = (y.map_read().unwrap(), uv.map_read().unwrap());
+    let (yv, cv) = (ym.view().unwrap(), cm.view().unwrap());
+    let red = rgb_to_yuv(BARS_RGB[5]);
+    assert_eq!(red, [81, 90, 240]);
+    let x = 5 * 8 + 2;
+    assert_eq!(yv[[6, x]], red[0]);
+    assert_eq!([cv[[3, x]], cv[[3, x + 1]]], [red[1], red[2]]);
+    assert_eq!(yv[[6, 2]], 235, "white bar");
+}
+
+#[test]
+fn the_pattern_moves() {
+    let mut s = source("GREY", 64, 16);
+    let a = s
+        .next_frame(SECOND)
+        .unwrap()
+        .tensor()
+        .map_read()
+        .unwrap()
+        .to_vec();
+    let b = s
+        .next_frame(SECOND)
+        .unwrap()
+        .tensor()
+        .map_read()
+        .unwrap()
+        .to_vec();
+    assert_ne!(a, b);
+}
+
+#[test]
+fn sequence_and_timestamps_advance() {
+    let mut s = PatternSource::new(PatternConfig {
+        fps: Some(200.0),
+        ..PatternConfig::new("NV16".parse().unwrap(), 32, 8)
+    })
+    .unwrap();
+    let start = Instant::now();
+    let frames: Vec<_> = (0..3)
+        .map(|_| {
+            let f = s.next_frame(SECOND).unwrap();
+            (f.sequence(), f.timestamp())
+        })
+        .collect();
+    assert!(
+        start.elapsed() >= Duration::from_millis(9),
+        "paced at 200 fps"
+    );
+    assert_eq!(frames.iter().map(|f| f.0).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(frames[0].1 < frames[1].1 && frames[1].1 < frames[2].1);
+}
+
+#[test]
+fn a_timeout_shorter_than_the_frame_interval_times_out() {
+    let mut s = PatternSource::new(PatternConfig {
+        fps: Some(1.0),
+        ..PatternConfig::new("GREY".parse().unwrap(), 32, 8)
+    })
+    .unwrap();
+    s.next_frame(SECOND).unwrap();
+    let e = s.next_frame(Duration::from_millis(10)).unwrap_err();
+    assert!(matches!(e, CaptureError::Timeout { .. }), "{e}");
+    assert!(
+        e.to_string().contains("pattern: no frame within 10ms"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_arguments_are_typed_errors() {
+    let nv12: CaptureFormat = "NV12".parse().unwrap();
+    let e = PatternSource::new(PatternConfig {
+        buffers: 0,
+        ..PatternConfig::new(nv12, 64, 32)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::InvalidArgument(ArgumentError::TooFewBuffers(0))
+        ),
+        "{e}"
+    );
+    let e = PatternSource::new(PatternConfig::new(nv12, 63, 32)).unwrap_err();
+    assert!(e.to_string().contains("63x32"), "{e}");
+    let e = PatternSource::new(PatternConfig {
+        fps: Some(-1.0),
+        ..PatternConfig::new(nv12, 64, 32)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::InvalidArgument(ArgumentError::BadFrameRate(_))
+        ),
+        "{e}"
+    );
+    assert!(PatternSource::new(PatternConfig::new(nv12, 0, 32)).is_err());
+}
+
+#[test]
+fn planes_are_exposed_without_a_copy() {
+    let mut s = source("NV12M", 64, 32);
+    let f = s.next_frame(SECOND).unwrap();
+    assert_eq!(f.tensor().format(), Some(PixelFormat::Nv12));
+    let uv = f.tensor().plane(1).unwrap();
+    assert_eq!(uv.shape(), &[16, 64]);
+    assert_ne!(
+        f.tensor().plane(0).unwrap().fd_identity(),
+        uv.fd_identity(),
+        "two memfds"
+    );
+}
