@@ -1,0 +1,370 @@
+//! V4L2 capture on vivid in the kernel lab (`cargo lab-test`): `/dev/video0` is
+//! vivid's single-planar capture device, `/dev/video1` its multi-planar one.
+#![cfg(feature = "lab")]
+#![allow(missing_docs, clippy::unwrap_used)] // tests may panic
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use zerocam_capture::{
+    ArgumentError, BufferMode, CaptureError, CaptureFormat, Device, Frame, FrameSource, Stream,
+    StreamConfig, CAPTURE_FORMATS,
+};
+use zerocam_tensor::{PixelFormat, TensorMemory};
+
+const SINGLE: &str = "/dev/video0";
+const MULTI: &str = "/dev/video1";
+const WAIT: Duration = Duration::from_secs(10);
+
+/// One test at a time per device node.
+fn lock(path: &str) -> MutexGuard<'static, ()> {
+    static SINGLE_LOCK: Mutex<()> = Mutex::new(());
+    static MULTI_LOCK: Mutex<()> = Mutex::new(());
+    let m = if path == SINGLE {
+        &SINGLE_LOCK
+    } else {
+        &MULTI_LOCK
+    };
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// vivid's "100% Red" with the OSD off, as each format carries it: RGB and BGR
+/// at full range; Y'CbCr BT.601 limited (Cr is 239 in vivid's rounding); GREY is
+/// vivid's full-range luma.
+fn expected_red(pixel: PixelFormat) -> (Vec<u8>, Vec<u8>) {
+    match pixel {
+        PixelFormat::Rgb => (vec![255, 0, 0], vec![]),
+        PixelFormat::Bgr => (vec![0, 0, 255], vec![]),
+        PixelFormat::Grey => (vec![54], vec![]),
+        PixelFormat::Yuyv => (vec![81, 90, 81, 239], vec![]),
+        _ => (vec![81], vec![90, 239]),
+    }
+}
+
+/// Checks that rows 0, the middle and the last of every plane hold the colour.
+fn check_red(frame: &Frame, what: &str) {
+    let t = frame.tensor();
+    let (luma, chroma) = expected_red(t.format().unwrap());
+    for p in 0..t.plane_count() {
+        let plane = t.plane(p).unwrap();
+        let want = if p == 0 { &luma } else { &chroma };
+        let (rows, row) = (plane.shape()[0], plane.shape()[1]);
+        let stride = plane.strides().unwrap()[0];
+        let m = plane.map_read().unwrap();
+        for r in [0, rows / 2, rows - 1] {
+            let line = &m[r * stride..r * stride + row];
+            for (i, px) in line.chunks(want.len()).enumerate().step_by(37) {
+                assert_eq!(px, &want[..], "{what}: plane {p} row {r} sample {i}");
+            }
+        }
+    }
+}
+
+fn open_red(path: &str, format: CaptureFormat, w: u32, h: u32) -> Device {
+    let mut d = Device::open(path).unwrap();
+    d.set_menu("Test Pattern", "100% Red").unwrap();
+    d.set_menu("OSD Text Mode", "None").unwrap();
+    let got = d.set_format(format, w, h).unwrap();
+    assert_eq!((got.width, got.height, got.format), (w, h, format));
+    d.set_frame_rate(60.0).unwrap();
+    d
+}
+
+fn offered(path: &str) -> Vec<CaptureFormat> {
+    let d = Device::open(path).unwrap();
+    let offered: Vec<_> = d
+        .formats()
+        .unwrap()
+        .into_iter()
+        .filter_map(|f| f.capture)
+        .collect();
+    CAPTURE_FORMATS
+        .into_iter()
+        .filter(|f| offered.contains(f))
+        .collect()
+}
+
+const FRAMES: u64 = 300;
+
+/// Every zerocam format vivid offers on `path`, at two sizes, in both buffer
+/// modes, 300 frames each: pixels, and imports == buffers x planes.
+fn formats_sizes_modes(path: &str) -> Vec<String> {
+    let _g = lock(path);
+    let mut ran = Vec::new();
+    for format in offered(path) {
+        for (w, h) in [(320, 180), (640, 480)] {
+            for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+                let what = format!("{path} {} {w}x{h} {}", format.name, mode.name());
+                let d = open_red(path, format, w, h);
+                let mut s = Stream::new(
+                    d,
+                    StreamConfig {
+                        mode,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+                let mut ids = std::collections::HashSet::new();
+                for n in 0..FRAMES {
+                    let f = s.next_frame(WAIT).unwrap();
+                    if n % 50 == 0 {
+                        check_red(&f, &what);
+                    }
+                    assert_eq!(
+                        f.tensor().memory(),
+                        TensorMemory::Dma,
+                        "{what}: frames are dma-bufs"
+                    );
+                    ids.insert(f.tensor().buffer_identity().id());
+                }
+                let st = s.stats();
+                let imports = (st.buffers * st.planes) as u64;
+                assert_eq!(st.planes, format.memory_planes, "{what}");
+                assert_eq!(
+                    st.cache.misses, imports,
+                    "{what}: each buffer plane imported once"
+                );
+                assert_eq!(st.cache.hits, FRAMES * st.planes as u64 - imports, "{what}");
+                assert_eq!(ids.len(), st.buffers, "{what}: one identity per buffer");
+                assert_eq!(st.frames, FRAMES);
+                ran.push(format!("{what}: dropped {}", st.dropped));
+            }
+        }
+    }
+    ran
+}
+
+#[test]
+fn lab_capture_every_format_size_and_mode_single_planar() {
+    let ran = formats_sizes_modes(SINGLE);
+    println!("{}", ran.join("\n"));
+    assert!(ran.len() >= 6 * 4, "{ran:?}");
+}
+
+#[test]
+fn lab_capture_every_format_size_and_mode_multi_planar() {
+    let ran = formats_sizes_modes(MULTI);
+    println!("{}", ran.join("\n"));
+    assert!(ran.iter().any(|r| r.contains("NV12M")) && ran.iter().any(|r| r.contains("NV16M")));
+}
+
+#[test]
+fn lab_capture_hold_n_minus_one_frames_and_all_n() {
+    let _g = lock(MULTI);
+    let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
+    let mut s = Stream::new(
+        d,
+        StreamConfig {
+            buffers: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let held: Vec<_> = (0..3).map(|_| s.next_frame(WAIT).unwrap()).collect();
+    for _ in 0..20 {
+        s.next_frame(WAIT).unwrap(); // capture goes on with one buffer
+    }
+    let last = s.next_frame(WAIT).unwrap();
+    let e = s.next_frame(WAIT).unwrap_err();
+    assert!(
+        matches!(e, CaptureError::NoFreeBuffer { buffers: 4, .. }),
+        "{e}"
+    );
+    drop(last);
+    drop(held);
+    for _ in 0..8 {
+        s.next_frame(WAIT).unwrap();
+    }
+}
+
+#[test]
+fn lab_capture_stop_start_and_format_change_reimport() {
+    let _g = lock(SINGLE);
+    let d = open_red(SINGLE, "NV12".parse().unwrap(), 320, 180);
+    let mut s = Stream::new(d, StreamConfig::default()).unwrap();
+    for _ in 0..12 {
+        s.next_frame(WAIT).unwrap();
+    }
+    let b = s.stats().buffers as u64;
+    assert_eq!(s.stats().cache.misses, b);
+    s.stop().unwrap();
+    assert_eq!(s.stats().cache.live, 0, "stop invalidates the cache");
+    assert!(matches!(
+        s.next_frame(WAIT),
+        Err(CaptureError::NotStreaming { .. })
+    ));
+    s.start().unwrap();
+    for _ in 0..12 {
+        s.next_frame(WAIT).unwrap();
+    }
+    let st = s.stats();
+    assert_eq!((st.cache.misses, st.cache.invalidated), (2 * b, b));
+
+    let mut d = s.into_device().unwrap();
+    d.set_format("YUYV".parse().unwrap(), 640, 480).unwrap();
+    let mut s = Stream::new(
+        d,
+        StreamConfig {
+            buffers: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..9 {
+        let f = s.next_frame(WAIT).unwrap();
+        check_red(&f, "after the format change");
+    }
+    assert_eq!(s.stats().cache.misses, s.stats().buffers as u64);
+}
+
+#[test]
+fn lab_capture_dmabuf_pool_survives_stop_start() {
+    let _g = lock(MULTI);
+    let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
+    let mut s = Stream::new(
+        d,
+        StreamConfig {
+            mode: BufferMode::DmaBuf,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let files: std::collections::HashSet<_> = (0..8)
+        .map(|_| s.next_frame(WAIT).unwrap().tensor().fd_identity().unwrap())
+        .collect();
+    s.stop().unwrap();
+    s.start().unwrap();
+    for _ in 0..8 {
+        let f = s.next_frame(WAIT).unwrap();
+        assert!(
+            files.contains(&f.tensor().fd_identity().unwrap()),
+            "the same pool buffers"
+        );
+    }
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[test]
+fn lab_capture_fd_count_after_close_equals_before_open() {
+    let _g = lock(SINGLE);
+    let _g2 = lock(MULTI);
+    // Warm up process-wide fds (the DMA heap device stays open once used).
+    drop(zerocam_tensor::Tensor::<u8>::new(&[64], Some(TensorMemory::Dma), None).unwrap());
+    let before = open_fds();
+    for (path, format) in [(SINGLE, "NV12"), (MULTI, "NV12M"), (MULTI, "RGB24")] {
+        for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+            let d = open_red(path, format.parse().unwrap(), 320, 180);
+            let mut s = Stream::new(
+                d,
+                StreamConfig {
+                    mode,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let held = s.next_frame(WAIT).unwrap();
+            for _ in 0..10 {
+                s.next_frame(WAIT).unwrap();
+            }
+            drop(s); // a frame outlives its stream...
+            drop(held); // ...and the last of them closes everything
+        }
+    }
+    assert_eq!(open_fds(), before);
+}
+
+#[test]
+fn lab_capture_bad_input_is_typed() {
+    let _g = lock(SINGLE);
+    let mut d = Device::open(SINGLE).unwrap();
+    let e = d
+        .set_format("NV12M".parse().unwrap(), 640, 480)
+        .unwrap_err();
+    assert!(matches!(e, CaptureError::UnsupportedFormat { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("/dev/video0: format NM12 is not supported"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("NV12"),
+        "the message lists what is offered: {e}"
+    );
+
+    let e = d
+        .set_format("NV12".parse().unwrap(), 1000, 500)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::UnsupportedSize {
+                width: 1000,
+                height: 500,
+                ..
+            }
+        ),
+        "{e}"
+    );
+
+    let e = Stream::new(
+        d,
+        StreamConfig {
+            buffers: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::InvalidArgument(ArgumentError::TooFewBuffers(0))
+        ),
+        "{e}"
+    );
+
+    let mut d = open_red(SINGLE, "GREY".parse().unwrap(), 320, 180);
+    d.set_frame_rate(1.0).unwrap();
+    let mut s = Stream::new(d, StreamConfig::default()).unwrap();
+    drop(s.next_frame(WAIT).unwrap()); // vivid delivers the first frame at once
+    let e = s.next_frame(Duration::from_millis(20)).unwrap_err();
+    assert!(matches!(e, CaptureError::Timeout { .. }), "{e}");
+    assert!(
+        e.to_string().contains("/dev/video0: no frame within 20ms"),
+        "{e}"
+    );
+
+    let e = Device::open("/dev/dri/renderD128").unwrap_err();
+    assert!(
+        matches!(e, CaptureError::NotV4l2 { .. }),
+        "vgem is no camera: {e}"
+    );
+    let e = Device::open("/dev/video77").unwrap_err();
+    assert!(matches!(e, CaptureError::NoDevice { .. }), "{e}");
+}
+
+#[test]
+fn lab_capture_enumerates_the_device() {
+    let _g = lock(MULTI);
+    let d = Device::open(MULTI).unwrap();
+    assert_eq!(d.info().driver, "vivid");
+    assert_eq!(d.info().api, zerocam_capture::BufferApi::MultiPlanar);
+    assert_eq!(
+        Device::open(SINGLE).unwrap().info().api,
+        zerocam_capture::BufferApi::SinglePlanar
+    );
+    let nv12 = zerocam_capture::FourCc(*b"NV12");
+    match d.frame_sizes(nv12).unwrap() {
+        zerocam_capture::FrameSizes::Discrete(sizes) => assert!(sizes.contains(&(640, 480))),
+        other => panic!("vivid's webcam input has discrete sizes, got {other:?}"),
+    }
+    let ivals = d.frame_intervals(nv12, 640, 480).unwrap();
+    assert!(ivals.iter().any(|i| i.fps() >= 60.0), "{ivals:?}");
+    assert!(d
+        .controls()
+        .unwrap()
+        .iter()
+        .any(|c| c.name == "Test Pattern"));
+}
