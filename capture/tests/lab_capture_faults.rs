@@ -1,0 +1,161 @@
+//! Fault injection through vivid's own controls, in the kernel lab. One test
+//! in its own binary: the faults are sequential, and the last one (disconnect)
+//! unregisters the device, so the test reloads vivid as the lab loaded it.
+#![cfg(feature = "lab")]
+#![allow(missing_docs, clippy::unwrap_used)] // tests may panic
+
+use std::process::Command;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use zerocam_capture::{CaptureError, Device, FrameSource, Stream, StreamConfig};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn device(path: &str) -> Device {
+    let mut d = Device::open(path).unwrap();
+    d.set_format("NV12".parse().unwrap(), 320, 180).unwrap();
+    d.set_frame_rate(60.0).unwrap();
+    d
+}
+
+fn press(s: &Stream, button: &str) {
+    let c = s.device().control(button).unwrap();
+    s.device().set_control(c.id, 1).unwrap();
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+fn dropped_buffers_are_counted() {
+    let d = device("/dev/video0");
+    let pct = d.control("Percentage of Dropped Buffers").unwrap();
+    d.set_control(pct.id, 50).unwrap();
+    let mut s = Stream::new(d, StreamConfig::default()).unwrap();
+    for _ in 0..40 {
+        s.next_frame(WAIT).unwrap();
+    }
+    let st = s.stats();
+    println!("50% dropped buffers: {st:?}");
+    assert!(st.dropped >= 10, "half the buffers dropped: {st:?}");
+    s.device().set_control(pct.id, 0).unwrap();
+}
+
+fn a_buffer_error_flag_is_typed_and_capture_goes_on() {
+    let mut s = Stream::new(device("/dev/video0"), StreamConfig::default()).unwrap();
+    s.next_frame(WAIT).unwrap();
+    press(&s, "Inject V4L2_BUF_FLAG_ERROR");
+    let mut seen = None;
+    for _ in 0..10 {
+        match s.next_frame(WAIT) {
+            Ok(_) => {}
+            Err(e @ CaptureError::BufferError { .. }) => {
+                seen = Some(e.to_string());
+                break;
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    let msg = seen.expect("a flagged buffer");
+    assert!(msg.starts_with("/dev/video0: buffer "), "{msg}");
+    for _ in 0..5 {
+        s.next_frame(WAIT).unwrap();
+    }
+    assert_eq!(s.stats().buffer_errors, 1);
+}
+
+fn a_fatal_streaming_error_is_typed_and_a_restart_recovers() {
+    let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
+    s.next_frame(WAIT).unwrap();
+    press(&s, "Inject Fatal Streaming Error");
+    let e = (0..10)
+        .find_map(|_| s.next_frame(WAIT).err())
+        .expect("an error after the injection");
+    assert!(
+        matches!(
+            e,
+            CaptureError::Ioctl {
+                ioctl: "VIDIOC_DQBUF",
+                errno: Errno::EIO,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    s.stop().unwrap();
+    s.start().unwrap();
+    for _ in 0..5 {
+        s.next_frame(WAIT).unwrap();
+    }
+}
+
+fn a_streamon_error_is_typed() {
+    let d = device("/dev/video1");
+    let c = d.control("Inject VIDIOC_STREAMON Error").unwrap();
+    d.set_control(c.id, 1).unwrap();
+    let e = Stream::new(d, StreamConfig::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::Ioctl {
+                ioctl: "VIDIOC_STREAMON",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The injection is one-shot: the next stream starts.
+    let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
+    s.next_frame(WAIT).unwrap();
+}
+
+fn a_disconnect_mid_stream_is_typed_and_releases_every_buffer() {
+    let before = open_fds();
+    let mut s = Stream::new(device("/dev/video0"), StreamConfig::default()).unwrap();
+    let held = s.next_frame(WAIT).unwrap();
+    s.next_frame(WAIT).unwrap();
+    press(&s, "Disconnect");
+    let e = (0..10)
+        .find_map(|_| s.next_frame(WAIT).err())
+        .expect("an error after the disconnect");
+    assert!(matches!(e, CaptureError::Disconnected { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("/dev/video0: device disconnected"),
+        "{e}"
+    );
+    assert_eq!(s.stats().cache.live, 0, "the cache let go of every import");
+    assert!(matches!(s.start(), Err(CaptureError::Disconnected { .. })));
+    // Only the held frame's buffer and the device fd are left, until they drop.
+    drop(held);
+    drop(s);
+    assert_eq!(open_fds(), before, "every buffer fd closed");
+}
+
+fn reload_vivid() {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg("modprobe -r vivid && modprobe vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "vivid reloaded");
+    for _ in 0..100 {
+        if Device::open("/dev/video0").is_ok() && Device::open("/dev/video1").is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("vivid's nodes did not come back");
+}
+
+#[test]
+fn lab_capture_faults_injected_by_vivid() {
+    dropped_buffers_are_counted();
+    a_buffer_error_flag_is_typed_and_capture_goes_on();
+    a_fatal_streaming_error_is_typed_and_a_restart_recovers();
+    a_streamon_error_is_typed();
+    a_disconnect_mid_stream_is_typed_and_releases_every_buffer();
+    reload_vivid();
+}
