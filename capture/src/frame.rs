@@ -29,6 +29,7 @@ pub struct Frame {
     pub(crate) timestamp: Duration,
     pub(crate) bytes_used: usize,
     pub(crate) index: usize,
+    pub(crate) overhead: Duration,
     pub(crate) owner: Arc<dyn Requeue>,
 }
 
@@ -57,6 +58,14 @@ impl Frame {
     /// The index of the buffer the frame is in.
     pub fn buffer_index(&self) -> usize {
         self.index
+    }
+
+    /// The time zerocam spent handing this frame out: from the buffer being
+    /// ready (the driver's wake-up, the pattern drawn) to the frame returned —
+    /// `VIDIOC_DQBUF`, the cache lookup, the guard. Waiting for the driver is
+    /// not included. Re-queueing is timed by the caller around the drop.
+    pub fn dequeue_overhead(&self) -> Duration {
+        self.overhead
     }
 
     /// Gives the buffer back now (the same as dropping the frame).

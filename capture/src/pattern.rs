@@ -357,6 +357,7 @@ impl FrameSource for PatternSource {
         let sequence = self.sequence;
         self.draw(&st.slots[index].planes, sequence)
             .map_err(pattern_error)?;
+        let drawn = Instant::now();
         let State { slots, cache, .. } = &mut *st;
         let slot = &mut slots[index];
         let offsets = vec![0; slot.planes.len()];
@@ -378,6 +379,7 @@ impl FrameSource for PatternSource {
             timestamp: monotonic_now(),
             bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
             index,
+            overhead: drawn.elapsed(),
             owner: shared,
         })
     }

@@ -342,7 +342,7 @@ impl Stream {
         Ok(device)
     }
 
-    fn dequeue(&self) -> Result<Option<Frame>> {
+    fn dequeue(&self, woke: Instant) -> Result<Option<Frame>> {
         let sh = &self.shared;
         let mut st = sh.lock();
         let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
@@ -420,6 +420,7 @@ impl Stream {
             timestamp,
             bytes_used,
             index,
+            overhead: woke.elapsed(),
             owner: sh.clone(),
         }))
     }
@@ -462,7 +463,7 @@ impl FrameSource for Stream {
                 });
             }
             // POLLIN, or POLLERR/POLLHUP whose cause DQBUF reports.
-            if let Some(frame) = self.dequeue()? {
+            if let Some(frame) = self.dequeue(Instant::now())? {
                 return Ok(frame);
             }
             if Instant::now() >= deadline {
