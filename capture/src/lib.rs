@@ -44,3 +44,8 @@ pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
 pub use stream::{BufferMode, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
+
+/// The README's Rust examples, run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;

@@ -80,8 +80,3 @@ pub use storage::pbo::PboOps;
 pub use tensor::{Tensor, TensorBuilder};
 pub use tensor_dyn::TensorDyn;
 pub use traits::TensorTrait;
-
-/// The README's Rust quick start, run as a doc-test.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeQuickStart;
