@@ -44,6 +44,48 @@ pub struct Report {
     pub shared: Option<SharedCheck>,
 }
 
+/// The report as text.
+pub fn report(r: &Report) -> String {
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let heaps = if r.heaps.is_empty() {
+        "none".to_owned()
+    } else {
+        r.heaps.join(", ")
+    };
+    let mut s = format!(
+        concat!(
+            "zerocam probe: tensor memory and the zero-copy self-check\n",
+            "memory: dma {} (heaps: {}), shm {}, mem yes\n",
+            "self-check in {} memory: {}x{} RGB, {} bytes\n",
+            "  {} maps: {:.0} ns per map+unmap, mapping address moved: {}\n"
+        ),
+        yes(r.dma),
+        heaps,
+        yes(r.shm),
+        r.memory,
+        r.width,
+        r.height,
+        r.bytes,
+        r.maps,
+        r.ns_per_map,
+        r.address_moved
+    );
+    match &r.shared {
+        Some(c) => {
+            s += &format!(
+                "  fd round trip: fd_identity {}:{}, bytes seen through the second tensor: {}
+",
+                c.dev, c.ino, c.bytes_match
+            )
+        }
+        None => {
+            s += "  fd round trip: not possible in heap memory
+"
+        }
+    }
+    s
+}
+
 /// Allocates a 1920x1080 RGB tensor in the default memory, maps it `maps` times
 /// and, for fd-backed memory, reads it back through an import of its fd.
 pub fn run(maps: usize) -> Result<Report> {

@@ -1,99 +1,173 @@
-//! `zerocam`: the command-line face of zerocam.
-//!
-//! `zerocam probe` (the default) reports which kinds of tensor memory this
-//! machine offers and runs a zero-copy self-check in the best one: allocate a
-//! 1080p RGB tensor, map it many times (the mapping must never move), hand its fd
-//! to a second tensor and read the bytes back through it. Camera subcommands
-//! (`list`, `info`, `capture`, `bench`) arrive with the capture layer.
+//! `zerocam`: list cameras, describe one, capture a snapshot, benchmark the
+//! zero-copy path, or probe tensor memory. With no device argument and no
+//! camera present, every subcommand runs on the built-in pattern source and
+//! says so on its first line.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use zerocam_examples::probe::{self, Report};
+use clap::{Args, Parser, Subcommand};
+use zerocam_capture::{parse_size, BufferMode, CaptureFormat};
+use zerocam_examples::cli::{bench, capture, list};
+use zerocam_examples::source::{capture_devices, SourceSpec};
+use zerocam_examples::{probe, CliError};
 
-fn usage() -> &'static str {
-    "usage: zerocam [probe] [--maps N]\n\
-     \n\
-     probe   report tensor memory kinds and run the zero-copy self-check (default)"
+#[derive(Parser)]
+#[command(
+    name = "zerocam",
+    version,
+    about = "Zero-copy camera capture: list, info, capture, bench, probe"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
 }
 
-fn parse(args: &[String]) -> Result<usize, String> {
-    let mut maps = 10_000;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "probe" => {}
-            "--maps" => {
-                let v = it.next().ok_or("--maps needs a number")?;
-                maps = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or(format!("--maps {v:?} is not a positive number"))?;
+#[derive(Subcommand)]
+enum Command {
+    /// Every V4L2 capture device as a tree, DMA heaps, GPU import support.
+    List,
+    /// One device (the first camera, or the pattern source) with its controls.
+    Info {
+        /// Device node, e.g. /dev/video0.
+        device: Option<String>,
+    },
+    /// Capture frames to a PNG snapshot (out.png) or raw planes (anything else).
+    Capture {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Output file.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Measure fps, zerocam's per-frame overhead, imports vs cache hits, drops.
+    Bench {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tensor memory kinds and the zero-copy self-check.
+    Probe {
+        /// Maps to time.
+        #[arg(long, default_value_t = 10_000)]
+        maps: usize,
+    },
+}
+
+#[derive(Args)]
+struct SourceArgs {
+    /// Device node, or `pattern`; default: the first camera, else the pattern source.
+    device: Option<String>,
+    /// Pixel format: NV12, NV12M, NV16, NV16M, YUYV, RGB24, BGR24, GREY.
+    #[arg(long)]
+    format: Option<String>,
+    /// Frame size, WIDTHxHEIGHT.
+    #[arg(long)]
+    size: Option<String>,
+    /// Frames to capture.
+    #[arg(long, default_value_t = 100)]
+    frames: u64,
+    /// Frame rate to ask for.
+    #[arg(long)]
+    fps: Option<f64>,
+    /// Buffers to request.
+    #[arg(long, default_value_t = 4)]
+    buffers: u32,
+    /// Buffer mode: mmap (driver buffers, exported once) or dmabuf (DMA heap pool).
+    #[arg(long, default_value = "mmap")]
+    memory: String,
+}
+
+impl SourceArgs {
+    fn spec(&self) -> Result<SourceSpec, CliError> {
+        let format = self
+            .format
+            .as_deref()
+            .map(str::parse::<CaptureFormat>)
+            .transpose()?;
+        let size = self.size.as_deref().map(parse_size).transpose()?;
+        let mode = match self.memory.to_ascii_lowercase().as_str() {
+            "mmap" => BufferMode::Mmap,
+            "dmabuf" => BufferMode::DmaBuf,
+            other => {
+                return Err(CliError::Usage(format!(
+                    "--memory {other:?}: expected mmap or dmabuf"
+                )))
             }
-            "-h" | "--help" => return Err(usage().to_owned()),
-            other => return Err(format!("unknown argument {other:?}\n{}", usage())),
+        };
+        if self.frames == 0 {
+            return Err(CliError::Usage("--frames must be at least 1".into()));
         }
+        Ok(SourceSpec {
+            device: self.device.clone(),
+            format,
+            size,
+            fps: self.fps,
+            buffers: self.buffers,
+            mode,
+        })
     }
-    Ok(maps)
+}
+
+fn run(command: Command) -> Result<String, CliError> {
+    Ok(match command {
+        Command::List => list::list()?,
+        Command::Info { device } => {
+            let path = device
+                .map(PathBuf::from)
+                .or_else(|| capture_devices().into_iter().next());
+            match path {
+                Some(p) if p.as_os_str() != "pattern" => list::describe(&p, true)?,
+                _ => format!(
+                    "no camera given and none found: the built-in pattern source offers {} at any even size\n",
+                    zerocam_capture::CAPTURE_FORMATS.map(|f| f.name).join(", ")
+                ),
+            }
+        }
+        Command::Capture { source, output } => {
+            capture::capture(&source.spec()?, source.frames as usize, &output)?
+        }
+        Command::Bench { source, json } => {
+            let (description, report) = bench::bench(&source.spec()?, source.frames, !json)?;
+            if json {
+                report.to_json() + "\n"
+            } else {
+                format!("{description}\n{}", report.to_text())
+            }
+        }
+        Command::Probe { maps } => probe::report(&probe::run(maps)?),
+    })
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let maps = match parse(&args) {
-        Ok(m) => m,
-        Err(msg) => {
-            eprintln!("zerocam: {msg}");
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            eprintln!(
+                "zerocam: {}",
+                msg.lines()
+                    .next()
+                    .unwrap_or("bad arguments")
+                    .trim_start_matches("error: ")
+            );
             return ExitCode::from(2);
         }
     };
-    let start = Instant::now();
-    match probe::run(maps) {
-        Ok(report) => {
-            print(&report);
-            println!("done in {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+    match run(cli.command.unwrap_or(Command::Probe { maps: 10_000 })) {
+        Ok(out) => {
+            print!("{out}");
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("zerocam: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-fn print(r: &Report) {
-    println!("zerocam probe (no camera subcommands yet: tensor memory only)");
-    println!(
-        "memory: dma {} (heaps: {}), shm {}, mem yes",
-        yes(r.dma),
-        if r.heaps.is_empty() {
-            "none".into()
-        } else {
-            r.heaps.join(", ")
-        },
-        yes(r.shm)
-    );
-    println!(
-        "self-check in {} memory: {}x{} RGB, {} bytes",
-        r.memory, r.width, r.height, r.bytes
-    );
-    println!(
-        "  {} maps: {:.0} ns per map+unmap, mapping address moved: {}",
-        r.maps, r.ns_per_map, r.address_moved
-    );
-    match &r.shared {
-        Some(s) => println!(
-            "  fd round trip: fd_identity {}:{}, bytes seen through the second tensor: {}",
-            s.dev, s.ino, s.bytes_match
-        ),
-        None => println!("  fd round trip: not possible in heap memory"),
-    }
-}
-
-fn yes(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
     }
 }

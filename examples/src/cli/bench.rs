@@ -1,0 +1,137 @@
+//! `zerocam bench`: frames per second, SDK overhead, imports vs hits, drops,
+//! CPU time per frame.
+
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::source::{open, SourceSpec};
+use crate::CliError;
+
+/// The figures of one run.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// What ran.
+    pub source: String,
+    /// Frames captured.
+    pub frames: u64,
+    /// Frames per second.
+    pub fps: f64,
+    /// Imports (cache misses).
+    pub imports: u64,
+    /// Cache hits.
+    pub cache_hits: u64,
+    /// Frames the driver dropped.
+    pub dropped: u64,
+    /// Median SDK overhead per frame, µs.
+    pub overhead_us_median: f64,
+    /// 99th percentile SDK overhead per frame, µs.
+    pub overhead_us_p99: f64,
+    /// Process CPU time per frame, µs.
+    pub cpu_us_per_frame: f64,
+    /// Buffers.
+    pub buffers: usize,
+    /// Memory planes per buffer.
+    pub planes: usize,
+}
+
+impl BenchReport {
+    /// The report as one JSON object.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "source": self.source,
+            "frames": self.frames,
+            "fps": self.fps,
+            "imports": self.imports,
+            "cache_hits": self.cache_hits,
+            "dropped": self.dropped,
+            "overhead_us_median": self.overhead_us_median,
+            "overhead_us_p99": self.overhead_us_p99,
+            "cpu_us_per_frame": self.cpu_us_per_frame,
+            "buffers": self.buffers,
+            "planes": self.planes,
+        })
+        .to_string()
+    }
+
+    /// The report for people.
+    pub fn to_text(&self) -> String {
+        format!(
+            "{} frames in {:.1} fps\nSDK overhead per frame: median {:.1} µs, p99 {:.1} µs\n\
+             imports {} (buffers {} x planes {}), cache hits {}\ndropped {}\nCPU time per frame {:.1} µs\n",
+            self.frames,
+            self.fps,
+            self.overhead_us_median,
+            self.overhead_us_p99,
+            self.imports,
+            self.buffers,
+            self.planes,
+            self.cache_hits,
+            self.dropped,
+            self.cpu_us_per_frame
+        )
+    }
+}
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid out pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Captures `frames` frames, timing zerocam's part of each.
+pub fn bench(
+    spec: &SourceSpec,
+    frames: u64,
+    progress: bool,
+) -> Result<(String, BenchReport), CliError> {
+    let mut opened = open(spec)?;
+    let bar = if progress {
+        ProgressBar::new(frames)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut overhead = Vec::with_capacity(frames as usize);
+    let (start, cpu0) = (Instant::now(), cpu_time());
+    for _ in 0..frames {
+        let f = opened.source.next_frame(Duration::from_secs(5))?;
+        let t = Instant::now();
+        let deq = f.dequeue_overhead();
+        drop(f);
+        overhead.push(deq + t.elapsed());
+        bar.inc(1);
+    }
+    let (wall, cpu) = (start.elapsed(), cpu_time().saturating_sub(cpu0));
+    bar.finish_and_clear();
+    overhead.sort();
+    let pct = |q: f64| {
+        overhead
+            .get(((overhead.len().saturating_sub(1)) as f64 * q).round() as usize)
+            .map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    };
+    let st = opened.source.stats();
+    let n = frames.max(1) as f64;
+    let report = BenchReport {
+        source: opened.description.clone(),
+        frames: st.frames,
+        fps: st.frames as f64 / wall.as_secs_f64().max(1e-9),
+        imports: st.cache.misses,
+        cache_hits: st.cache.hits,
+        dropped: st.dropped,
+        overhead_us_median: pct(0.5),
+        overhead_us_p99: pct(0.99),
+        cpu_us_per_frame: cpu.as_secs_f64() * 1e6 / n,
+        buffers: st.buffers,
+        planes: st.planes,
+    };
+    Ok((opened.description, report))
+}

@@ -1,0 +1,5 @@
+//! The `zerocam` subcommands.
+
+pub mod bench;
+pub mod capture;
+pub mod list;

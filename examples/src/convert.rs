@@ -1,0 +1,119 @@
+//! CPU conversion of a frame to packed RGB8, for PNG snapshots.
+
+use zerocam_tensor::{PixelFormat, Result, Tensor};
+
+/// BT.601 limited-range Y'CbCr to RGB, rounded and clamped.
+pub fn yuv_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
+    let c = 1.164 * (f32::from(y) - 16.0);
+    let d = f32::from(cb) - 128.0;
+    let e = f32::from(cr) - 128.0;
+    let clamp = |v: f32| v.round().clamp(0.0, 255.0) as u8;
+    [
+        clamp(c + 1.596 * e),
+        clamp(c - 0.392 * d - 0.813 * e),
+        clamp(c + 2.017 * d),
+    ]
+}
+
+/// Reads plane `p` of `frame` row by row: `f(row_index, row_bytes)`.
+fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
+    let plane = frame.plane(p)?;
+    let (n, len) = (plane.shape()[0], plane.shape()[1]);
+    let stride = plane.strides().map_or(len, |s| s[0]);
+    let m = plane.map_read()?;
+    for r in 0..n {
+        f(r, &m[r * stride..r * stride + len]);
+    }
+    Ok(())
+}
+
+/// The frame as packed RGB8, `width * height * 3` bytes (NV12, NV16, YUYV,
+/// RGB, BGR, GREY; planar RGB and RGBA/BGRA too).
+pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
+    let (w, h) = (frame.width().unwrap_or(0), frame.height().unwrap_or(0));
+    let format = frame
+        .format()
+        .ok_or(zerocam_tensor::Error::UnsupportedFormat {
+            format: PixelFormat::Grey,
+            operation: "to_rgb of a tensor that is not an image",
+        })?;
+    let mut out = vec![0u8; w * h * 3];
+    let px = |out: &mut Vec<u8>, y: usize, x: usize, rgb: [u8; 3]| {
+        out[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&rgb);
+    };
+    match format {
+        PixelFormat::Rgb => rows(frame, 0, |y, r| {
+            out[y * w * 3..(y + 1) * w * 3].copy_from_slice(r)
+        })?,
+        PixelFormat::Bgr | PixelFormat::Bgra | PixelFormat::Rgba => {
+            let n = format.samples_per_pixel();
+            let bgr = matches!(format, PixelFormat::Bgr | PixelFormat::Bgra);
+            rows(frame, 0, |y, r| {
+                for (x, s) in r.chunks(n).enumerate() {
+                    let rgb = if bgr {
+                        [s[2], s[1], s[0]]
+                    } else {
+                        [s[0], s[1], s[2]]
+                    };
+                    px(&mut out, y, x, rgb);
+                }
+            })?
+        }
+        PixelFormat::Grey => rows(frame, 0, |y, r| {
+            for (x, &g) in r.iter().enumerate() {
+                px(&mut out, y, x, [g, g, g]);
+            }
+        })?,
+        PixelFormat::Yuyv => rows(frame, 0, |y, r| {
+            for (i, q) in r.chunks(4).enumerate() {
+                px(&mut out, y, 2 * i, yuv_to_rgb(q[0], q[1], q[3]));
+                px(&mut out, y, 2 * i + 1, yuv_to_rgb(q[2], q[1], q[3]));
+            }
+        })?,
+        PixelFormat::Nv12 | PixelFormat::Nv16 => {
+            let vsub = h / format.plane_rows(1, h).max(1);
+            let mut luma = vec![0u8; w * h];
+            rows(frame, 0, |y, r| luma[y * w..(y + 1) * w].copy_from_slice(r))?;
+            rows(frame, 1, |cy, r| {
+                for dy in 0..vsub {
+                    let y = cy * vsub + dy;
+                    for x in 0..w {
+                        let c = x & !1;
+                        px(&mut out, y, x, yuv_to_rgb(luma[y * w + x], r[c], r[c + 1]));
+                    }
+                }
+            })?;
+        }
+        PixelFormat::PlanarRgb => {
+            let m = frame.map_read()?;
+            let s = frame.strides().unwrap_or_else(|| vec![w * h, w, 1]);
+            for y in 0..h {
+                for x in 0..w {
+                    for c in 0..3 {
+                        out[(y * w + x) * 3 + c] = m[c * s[0] + y * s[1] + x];
+                    }
+                }
+            }
+        }
+        other => {
+            return Err(zerocam_tensor::Error::UnsupportedFormat {
+                format: other,
+                operation: "to_rgb",
+            })
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bt601_round_trips_within_rounding() {
+        // 8-bit Y'CbCr of pure red is (81, 90, 240) after rounding: 254 comes back.
+        assert_eq!(yuv_to_rgb(81, 90, 240), [254, 0, 0]);
+        assert_eq!(yuv_to_rgb(235, 128, 128), [255, 255, 255]);
+        assert_eq!(yuv_to_rgb(16, 128, 128), [0, 0, 0]);
+    }
+}

@@ -1,0 +1,128 @@
+//! Opening what the CLI and the examples capture from: a V4L2 device, or the
+//! built-in pattern source when no camera is given or present.
+
+use std::path::PathBuf;
+
+use zerocam_capture::{
+    BufferMode, CaptureError, CaptureFormat, Device, FrameSource, PatternConfig, PatternSource,
+    Stream, StreamConfig,
+};
+
+/// What to open.
+#[derive(Debug, Clone)]
+pub struct SourceSpec {
+    /// A device path, `pattern`, or `None` to pick the first camera or the pattern.
+    pub device: Option<String>,
+    /// The format (default: NV12, or the device's current format).
+    pub format: Option<CaptureFormat>,
+    /// The size (default: 1280x720 for the pattern, else the device's current).
+    pub size: Option<(u32, u32)>,
+    /// Frame rate to ask for.
+    pub fps: Option<f64>,
+    /// Buffers.
+    pub buffers: u32,
+    /// V4L2 buffer mode.
+    pub mode: BufferMode,
+}
+
+/// The opened source and a line saying what it is.
+pub struct Opened {
+    /// The source.
+    pub source: Box<dyn FrameSource>,
+    /// E.g. `/dev/video0 (vivid): NV12 1280x720, mmap` or the pattern notice.
+    pub description: String,
+    /// Whether it is the built-in pattern.
+    pub is_pattern: bool,
+}
+
+/// The V4L2 capture devices present, in name order.
+pub fn capture_devices() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("/dev")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("video"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort_by_key(|p| {
+        let n = p.to_string_lossy();
+        let digits: String = n.chars().filter(char::is_ascii_digit).collect();
+        digits.parse::<u32>().unwrap_or(u32::MAX)
+    });
+    paths.retain(|p| Device::open(p).is_ok());
+    paths
+}
+
+/// Opens `spec`.
+///
+/// # Errors
+/// The device's errors (missing, not a camera, unsupported format or size).
+pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    let device = match spec.device.as_deref() {
+        Some("pattern") => None,
+        Some(d) => Some(PathBuf::from(d)),
+        None => capture_devices().into_iter().next(),
+    };
+    let Some(path) = device else {
+        let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
+        let (w, h) = spec.size.unwrap_or((1280, 720));
+        let source = PatternSource::new(PatternConfig {
+            fps: spec.fps,
+            buffers: spec.buffers,
+            ..PatternConfig::new(format, w, h)
+        })?;
+        let why = if spec.device.is_some() {
+            "pattern asked for"
+        } else {
+            "no camera given and none found"
+        };
+        return Ok(Opened {
+            source: Box::new(source),
+            description: format!(
+                "{why}: using the built-in pattern source ({} {w}x{h})",
+                format.name
+            ),
+            is_pattern: true,
+        });
+    };
+    let mut d = Device::open(&path)?;
+    let current = d.format().ok();
+    let format = spec
+        .format
+        .or(current.as_ref().map(|c| c.format))
+        .unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
+    let (w, h) = spec
+        .size
+        .or(current.as_ref().map(|c| (c.width, c.height)))
+        .unwrap_or((1280, 720));
+    d.set_format(format, w, h)?;
+    if let Some(fps) = spec.fps {
+        d.set_frame_rate(fps)?;
+    }
+    let description = format!(
+        "{} ({}, {} API): {} {w}x{h}, {} buffers",
+        path.display(),
+        d.info().driver,
+        d.info().api,
+        format.name,
+        spec.mode.name()
+    );
+    let stream = Stream::new(
+        d,
+        StreamConfig {
+            buffers: spec.buffers,
+            mode: spec.mode,
+            ..Default::default()
+        },
+    )?;
+    Ok(Opened {
+        source: Box::new(stream),
+        description,
+        is_pattern: false,
+    })
+}
