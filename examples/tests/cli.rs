@@ -165,3 +165,30 @@ fn no_subcommand_probes_memory() {
     let out = stdout(&[]);
     assert!(out.contains("mapping address moved: false"), "{out}");
 }
+
+#[test]
+fn camera_to_tensor_runs_on_the_pattern_source() {
+    let out = Command::cargo_bin("camera_to_tensor")
+        .unwrap()
+        .args(["--frames", "12"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("built-in pattern source (NV12M 640x480)"),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| l.starts_with("frame ")).count(), 12);
+    assert!(
+        text.contains("imports 8 (= 4 buffers x 2 planes), cache hits 16"),
+        "{text}"
+    );
+}

@@ -99,3 +99,30 @@ fn lab_cli_capture_png_from_vivid() {
     let info = decoder.read_info().unwrap().info().clone();
     assert_eq!((info.width, info.height), (640, 480));
 }
+
+#[test]
+fn lab_camera_to_tensor_on_vivid_nv12m_dmabuf() {
+    let _serial = serial();
+    let out = Command::cargo_bin("camera_to_tensor")
+        .unwrap()
+        .args(["/dev/video1", "--frames", "40"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .starts_with("/dev/video1 (vivid, multi-planar API): NV12M 640x480, dmabuf"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imports 8 (= 4 buffers x 2 planes), cache hits 72"),
+        "{text}"
+    );
+}

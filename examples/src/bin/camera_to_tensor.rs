@@ -1,0 +1,113 @@
+//! Camera → cached zero-copy tensors → a stand-in inference step, as on an
+//! i.MX8M Plus: the ISI speaks the multi-planar API, so NV12M, in DMABUF mode
+//! with buffers from the DMA heap (`linux,cma` there). With no camera, the
+//! built-in pattern source (NV12M on memfds) stands in.
+//!
+//! ```sh
+//! cargo run --release -p zerocam-examples --bin camera_to_tensor -- [/dev/videoN] [--frames N]
+//! ```
+//!
+//! The "inference" reads the frame through ndarray without copying it: the mean
+//! luma of a centre crop (a view: same buffer) and the mean chroma.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use zerocam_capture::{BufferMode, CaptureError, Frame};
+use zerocam_examples::source::{open, SourceSpec};
+use zerocam_tensor::{Region, TensorMapTrait};
+
+/// Mean of the centre half of the luma plane and of the chroma plane.
+fn infer(frame: &Frame) -> Result<(f64, f64), zerocam_tensor::Error> {
+    let t = frame.tensor();
+    let (w, h) = (t.width().unwrap_or(0), t.height().unwrap_or(0));
+    let centre = t.view(Region::new(w / 4 & !1, h / 4 & !1, w / 2 & !1, h / 2 & !1))?;
+    let luma = centre.plane(0)?;
+    let m = luma.map_read()?;
+    let y = m.view()?;
+    let mean_y = y.iter().map(|&v| f64::from(v)).sum::<f64>() / y.len() as f64;
+    let chroma = t.plane(1)?;
+    let c = chroma.map_read()?;
+    let uv = c.view()?;
+    let mean_uv = uv.iter().map(|&v| f64::from(v)).sum::<f64>() / uv.len() as f64;
+    Ok((mean_y, mean_uv))
+}
+
+fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let spec = SourceSpec {
+        device,
+        format: Some("NV12M".parse()?),
+        size: Some((640, 480)),
+        fps: Some(30.0),
+        buffers: 4,
+        mode: BufferMode::DmaBuf,
+    };
+    let spec = match open(&spec) {
+        Err(CaptureError::UnsupportedMode { .. }) => {
+            println!("no DMA heap here: falling back to MMAP + EXPBUF buffers");
+            SourceSpec {
+                mode: BufferMode::Mmap,
+                ..spec
+            }
+        }
+        _ => spec,
+    };
+    let mut opened = open(&spec)?;
+    println!("{}", opened.description);
+    let mut last: Option<Duration> = None;
+    let start = Instant::now();
+    for _ in 0..frames {
+        let frame = opened.source.next_frame(Duration::from_secs(5))?;
+        let t0 = Instant::now();
+        let (mean_y, mean_uv) = infer(&frame)?;
+        let gap = last.map_or(0.0, |l| {
+            (frame.timestamp().saturating_sub(l)).as_secs_f64() * 1e3
+        });
+        last = Some(frame.timestamp());
+        println!(
+            "frame {:5}  +{gap:6.1} ms  buffer {}  id {:3}  zerocam {:6.1} µs  infer {:7.1} µs  mean Y {mean_y:5.1}  mean CbCr {mean_uv:5.1}",
+            frame.sequence(),
+            frame.buffer_index(),
+            frame.tensor().buffer_identity().id(),
+            frame.dequeue_overhead().as_secs_f64() * 1e6,
+            t0.elapsed().as_secs_f64() * 1e6,
+        );
+    }
+    let st = opened.source.stats();
+    println!(
+        "{} frames in {:.2} s: imports {} (= {} buffers x {} planes), cache hits {}, dropped {}",
+        st.frames,
+        start.elapsed().as_secs_f64(),
+        st.cache.misses,
+        st.buffers,
+        st.planes,
+        st.cache.hits,
+        st.dropped
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let mut device = None;
+    let mut frames = 60;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--frames" => match args.next().and_then(|v| v.parse().ok()) {
+                Some(n) => frames = n,
+                None => {
+                    eprintln!("camera_to_tensor: --frames needs a number");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => device = Some(a),
+        }
+    }
+    match run(device, frames) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("camera_to_tensor: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
