@@ -21,7 +21,13 @@ use zerocam_tensor::{Region, TensorMapTrait};
 fn infer(frame: &Frame) -> Result<(f64, f64), zerocam_tensor::Error> {
     let t = frame.tensor();
     let (w, h) = (t.width().unwrap_or(0), t.height().unwrap_or(0));
-    let centre = t.view(Region::new(w / 4 & !1, h / 4 & !1, w / 2 & !1, h / 2 & !1))?;
+    let even = |v: usize| v & !1;
+    let centre = t.view(Region::new(
+        even(w / 4),
+        even(h / 4),
+        even(w / 2),
+        even(h / 2),
+    ))?;
     let luma = centre.plane(0)?;
     let m = luma.map_read()?;
     let y = m.view()?;
