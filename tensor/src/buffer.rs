@@ -1,32 +1,29 @@
-//! [`Buffer`]: a storage plus the record of which of its bytes are mapped how,
-//! so safe code never holds a writable slice that aliases another map.
+//! [`Buffer`]: a storage plus its access record, so safe code never holds a
+//! writable slice that aliases another map of the same bytes — through this
+//! tensor, another import of the same file, or a device.
 
 use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 
+use crate::access::Tracker;
 use crate::geometry::Span;
 use crate::storage::Storage;
 use crate::{Access, Error, FdIdentity, Result, TensorMemory};
 
-#[derive(Debug, Clone, Copy)]
-struct Borrow {
-    span: Span,
-    access: Access,
-}
-
 /// One allocation or import, shared (through `Arc`) by every tensor viewing it.
 #[derive(Debug)]
 pub(crate) struct Buffer {
+    // Declared first: the storage (and its fd) outlives the access record.
+    tracker: Arc<Tracker>,
     storage: Box<dyn Storage>,
-    borrows: Mutex<Vec<Borrow>>,
 }
 
 impl Buffer {
     pub fn new(storage: impl Storage + 'static) -> Buffer {
         Buffer {
+            tracker: Tracker::of(storage.fd_identity()),
             storage: Box::new(storage),
-            borrows: Mutex::new(Vec::new()),
         }
     }
 
@@ -46,41 +43,29 @@ impl Buffer {
         self.storage.fd_identity()
     }
 
-    /// Records a map of `span` and starts CPU access. Fails if a writable map
-    /// would overlap another map of the same bytes.
+    /// Records a map of `span` and starts CPU access. Fails if the span is not
+    /// inside the buffer, or a map that writes would overlap another borrow.
     pub fn acquire(&self, span: Span, access: Access) -> Result<NonNull<u8>> {
+        if span.start > span.end || span.end > self.len() {
+            return Err(Error::BufferTooSmall {
+                needed: span.end,
+                available: self.len(),
+            });
+        }
         if access.writes() && !self.storage.writable() {
             return Err(Error::ReadOnly { requested: access });
         }
-        let mut borrows = self.borrows.lock().unwrap_or_else(PoisonError::into_inner);
-        let clash = borrows.iter().find(|b| {
-            b.span.start < span.end
-                && span.start < b.span.end
-                && (b.access.writes() || access.writes())
-        });
-        if let Some(b) = clash {
-            return Err(Error::MapConflict {
-                start: span.start,
-                end: span.end,
-                held: b.access,
-                requested: access,
-            });
-        }
-        let base = self.storage.begin_cpu_access(access)?;
-        borrows.push(Borrow { span, access });
-        Ok(base)
+        self.tracker.borrow(span, access)?;
+        // The sync ioctl may wait on fences: no lock is held across it.
+        self.storage.begin_cpu_access(access).inspect_err(|_| {
+            self.tracker.release(span, access);
+        })
     }
 
     /// Ends the access recorded by `acquire(span, access)`.
     pub fn release(&self, span: Span, access: Access) -> Result<()> {
-        let mut borrows = self.borrows.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = borrows
-            .iter()
-            .position(|b| b.span == span && b.access == access)
-        {
-            borrows.swap_remove(i);
-        }
-        drop(borrows);
-        self.storage.end_cpu_access(access)
+        let ended = self.storage.end_cpu_access(access);
+        self.tracker.release(span, access);
+        ended
     }
 }

@@ -147,6 +147,8 @@ impl ImageGeom {
             plane_step,
             frame_bytes,
         } = layout.resolve(elem)?;
+        // Every offset below is at most this checked total: no sum can overflow.
+        layout.size_bytes(elem)?;
         let mut planes = [PlaneGeom::default(); 3];
         for (i, p) in planes
             .iter_mut()

@@ -16,8 +16,9 @@
 //! - **Import identity.** [`Tensor::fd_identity`] gives the kernel's
 //!   `(st_dev, st_ino)` of the fd and [`Tensor::plane_offset`] the offset: the key
 //!   an import cache needs so a camera buffer is imported once, not every frame.
-//! - **Safe maps.** Writable maps never alias: overlapping maps of one buffer
-//!   are refused with [`Error::MapConflict`].
+//! - **Safe maps.** Writable maps never alias: overlapping maps of one file —
+//!   through one tensor, two imports of it, or a device holding a
+//!   [`DeviceBorrow`] — are refused with [`Error::MapConflict`].
 //!
 //! ## Quick start
 //! ```
@@ -45,6 +46,7 @@
 //! taking the first that succeeds; `ZEROCAM_TENSOR_FORCE_MEM=1` goes straight to
 //! the heap.
 
+mod access;
 mod buffer;
 mod dtype;
 mod error;
@@ -61,6 +63,7 @@ mod tensor;
 mod tensor_dyn;
 mod traits;
 
+pub use access::{DeviceBorrow, FileAccess};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use format::{ImageLayout, PixelFormat};

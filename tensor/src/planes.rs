@@ -206,7 +206,10 @@ impl<T: Element> Tensor<T> {
             (_, c) => Arc::new(Buffer::new(c)),
         };
         let plane = |buf: Arc<Buffer>, rows: usize, stride: Option<usize>, offset: usize| {
-            let row_bytes = width * e;
+            let row_bytes = width.checked_mul(e).ok_or(Error::ShapeOverflow {
+                shape: vec![rows, width],
+                elem_size: e,
+            })?;
             let stride = stride.unwrap_or(row_bytes);
             if offset % e != 0 {
                 return Err(Error::BadPlaneOffset { offset, min: 0 });
@@ -219,8 +222,12 @@ impl<T: Element> Tensor<T> {
                 });
             }
             let mut geom = ArrayGeom::contiguous(&[rows, width], e, offset)?;
+            let needed = (rows - 1)
+                .checked_mul(stride)
+                .and_then(|n| n.checked_add(offset))
+                .and_then(|n| n.checked_add(row_bytes))
+                .unwrap_or(usize::MAX);
             geom.strides[0] = stride;
-            let needed = offset + (rows - 1) * stride + row_bytes;
             if needed > buf.len() {
                 return Err(Error::BufferTooSmall {
                     needed,

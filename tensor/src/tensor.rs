@@ -304,7 +304,13 @@ impl<T: Element> Tensor<T> {
             }
         };
         let available = self.geom.span().end;
-        let layout = layout.with_start_offset(base + layout.start_offset);
+        let start = base
+            .checked_add(layout.start_offset)
+            .ok_or(Error::BadPlaneOffset {
+                offset: layout.start_offset,
+                min: 0,
+            })?;
+        let layout = layout.with_start_offset(start);
         let geom = ImageGeom::from_layout(&layout, T::DTYPE.size())?;
         check_fits(geom.end_in_buffer(0), available)?;
         Ok(self.regeom(Geometry::Image(geom)))

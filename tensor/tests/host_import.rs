@@ -224,3 +224,97 @@ fn borrowed_fd_is_the_tensors_own() {
         t.fd_identity().unwrap().ino
     );
 }
+
+#[test]
+fn two_imports_of_one_file_cannot_alias_writable_maps() {
+    let a = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None).unwrap();
+    let b = Tensor::<u8>::from_fd(a.clone_fd().unwrap(), &[64], None).unwrap();
+    let w = a.map().unwrap();
+    let e = b.map_read().unwrap_err();
+    assert!(matches!(e, Error::MapConflict { .. }), "{e}");
+    drop(w);
+    let (r1, r2) = (a.map_read().unwrap(), b.map_read().unwrap());
+    drop((r1, r2));
+    assert!(b.map().is_ok());
+}
+
+#[test]
+fn a_device_borrow_blocks_cpu_maps_of_every_import() {
+    use zerocam_tensor::{Access, FileAccess};
+    let a = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None).unwrap();
+    let b = Tensor::<u8>::from_fd(a.clone_fd().unwrap(), &[64], None).unwrap();
+    let device = FileAccess::of(a.fd_identity().unwrap())
+        .device_borrow(Access::Write)
+        .unwrap();
+    assert!(matches!(
+        b.map_read(),
+        Err(Error::MapConflict {
+            held: Access::Write,
+            ..
+        })
+    ));
+    drop(device);
+    let held = b.map_read().unwrap();
+    let e = FileAccess::of(a.fd_identity().unwrap())
+        .device_borrow(Access::Write)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::MapConflict { .. }),
+        "a mapped buffer cannot go to the device"
+    );
+    drop(held);
+}
+
+#[test]
+fn overflowing_layouts_are_errors_not_wild_pointers() {
+    use zerocam_tensor::{ImageLayout, PixelFormat, PlaneDescriptor};
+    let t = Tensor::<u8>::new(&[4096], Some(TensorMemory::Shm), None).unwrap();
+    let e = t
+        .clone()
+        .with_image(ImageLayout::new(64, 64, PixelFormat::Grey).with_batch((1 << 52) + 1))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::BadImageSize { .. } | Error::BufferTooSmall { .. }),
+        "{e}"
+    );
+    let e = t
+        .clone()
+        .with_image(ImageLayout::new(8, 8, PixelFormat::Grey).with_start_offset(usize::MAX - 4))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::BadPlaneOffset { .. } | Error::BadImageSize { .. }),
+        "{e}"
+    );
+    let e = Tensor::<u8>::builder_image(
+        ImageLayout::new(8, 8, PixelFormat::Nv12)
+            .with_start_offset(usize::MAX / 2)
+            .with_plane_offset(usize::MAX / 2),
+    )
+    .memory(TensorMemory::Mem)
+    .build()
+    .unwrap_err();
+    assert!(matches!(e, Error::BadImageSize { .. }), "{e}");
+    let fd = memfd(4096);
+    let e = Tensor::<u8>::import_planes(
+        64,
+        4,
+        PixelFormat::Nv12,
+        PlaneDescriptor::new(fd.as_fd())
+            .unwrap()
+            .with_stride((usize::MAX / 3) + 1),
+        PlaneDescriptor::new(fd.as_fd()).unwrap(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::BufferTooSmall { .. }), "{e}");
+}
+
+#[test]
+fn shm_cannot_be_shrunk_by_a_peer() {
+    let t = Tensor::<u8>::new(&[8192], Some(TensorMemory::Shm), None).unwrap();
+    let fd = t.clone_fd().unwrap();
+    assert_eq!(
+        nix::unistd::ftruncate(&fd, 0),
+        Err(nix::errno::Errno::EPERM)
+    );
+    assert_eq!(t.map_read().unwrap().len(), 8192);
+}

@@ -4,6 +4,7 @@ use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::sys::memfd::{memfd_create, MFdFlags};
 use nix::sys::stat::{fstat, SFlag};
 use nix::unistd::{ftruncate, lseek, Whence};
@@ -70,12 +71,18 @@ pub(crate) fn inspect(fd: BorrowedFd<'_>) -> Result<FdInfo, (&'static str, Errno
     })
 }
 
-/// A close-on-exec memfd of `len` bytes, sealable.
+/// A close-on-exec memfd of `len` bytes, sealed against shrinking and growing.
 pub(crate) fn memfd(name: &CStr, len: usize) -> Result<OwnedFd, (&'static str, Errno)> {
     let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING)
         .map_err(|e| ("memfd_create", e))?;
     let len = i64::try_from(len).map_err(|_| ("ftruncate", Errno::EFBIG))?;
     ftruncate(&fd, len).map_err(|e| ("ftruncate", e))?;
+    // A peer given the fd must not shrink it under our mapping (SIGBUS here).
+    fcntl(
+        &fd,
+        FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW),
+    )
+    .map_err(|e| ("fcntl(F_ADD_SEALS)", e))?;
     Ok(fd)
 }
 
