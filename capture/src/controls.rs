@@ -28,6 +28,10 @@ pub struct ControlInfo {
 
 /// `V4L2_CTRL_TYPE_CTRL_CLASS`: class headers, not controls.
 const CTRL_TYPE_CLASS: u32 = 6;
+/// `V4L2_CTRL_TYPE_MENU`.
+const CTRL_TYPE_MENU: u32 = 3;
+/// `V4L2_CTRL_TYPE_INTEGER_MENU`: items are 64-bit values.
+const CTRL_TYPE_INTEGER_MENU: u32 = 9;
 
 impl Device {
     /// Every enabled control of the device.
@@ -36,6 +40,7 @@ impl Device {
         let mut id = 0;
         loop {
             match ioctl::queryctrl_next(self.fd(), id) {
+                Ok(q) if q.id <= id && id != 0 => break, // a driver looping on one id
                 Ok(q) => {
                     id = q.id;
                     if q.flags & raw::CTRL_FLAG_DISABLED != 0 || q.type_ == CTRL_TYPE_CLASS {
@@ -72,12 +77,21 @@ impl Device {
             })
     }
 
-    /// The items of menu control `control`: `(index, name)`.
+    /// The items of menu control `control`: `(index, name)`; for an integer
+    /// menu the name is the item's value. Empty for other control types.
     pub fn menu(&self, control: &ControlInfo) -> Result<Vec<(i32, String)>> {
+        if control.kind != CTRL_TYPE_MENU && control.kind != CTRL_TYPE_INTEGER_MENU {
+            return Ok(Vec::new());
+        }
         let mut items = Vec::new();
         for index in control.minimum.max(0)..=control.maximum.max(0) {
             match ioctl::querymenu(self.fd(), control.id, index as u32) {
-                Ok(name) => items.push((index, c_str(&name))),
+                Ok(name) if control.kind == CTRL_TYPE_MENU => items.push((index, c_str(&name))),
+                Ok(value) => {
+                    let mut v = [0u8; 8];
+                    v.copy_from_slice(&value[..8]);
+                    items.push((index, i64::from_ne_bytes(v).to_string()));
+                }
                 Err(Errno::EINVAL) => continue,
                 Err(e) => return Err(self.ioctl_error("VIDIOC_QUERYMENU")(e)),
             }

@@ -368,19 +368,15 @@ impl Device {
     }
 
     fn describe(&self, f: &raw::Format) -> Result<StreamFormat> {
-        let (fourcc, width, height, planes) = match self.info.api {
-            BufferApi::SinglePlanar => {
-                // SAFETY: G_FMT/S_FMT of a single-planar type fill `pix`.
-                let p = unsafe { f.fmt.pix };
+        let (fourcc, width, height, planes) = match (f.pix(), f.pix_mp()) {
+            (Some(p), _) => {
                 let plane = PlaneLayout {
                     bytes_per_line: p.bytesperline,
                     size: p.sizeimage,
                 };
                 (p.pixelformat, p.width, p.height, vec![plane])
             }
-            BufferApi::MultiPlanar => {
-                // SAFETY: G_FMT/S_FMT of a multi-planar type fill `pix_mp`.
-                let p = unsafe { f.fmt.pix_mp };
+            (None, Some(p)) => {
                 let n = usize::from(p.num_planes).min(raw::MAX_PLANES);
                 let planes = p.plane_fmt[..n]
                     .iter()
@@ -391,6 +387,13 @@ impl Device {
                     .collect();
                 (p.pixelformat, p.width, p.height, planes)
             }
+            (None, None) => {
+                return Err(CaptureError::Ioctl {
+                    path: self.path.clone(),
+                    ioctl: "VIDIOC_G_FMT (not a capture buffer type)",
+                    errno: Errno::EINVAL,
+                })
+            }
         };
         let fourcc = FourCc::from_u32(fourcc);
         let format =
@@ -400,6 +403,18 @@ impl Device {
                 offered: "zerocam captures NV12, NV12M, NV16, NV16M, YUYV, RGB24, BGR24, GREY"
                     .into(),
             })?;
+        if planes.len() != format.memory_planes {
+            return Err(CaptureError::UnsupportedFormat {
+                path: self.path.clone(),
+                fourcc,
+                offered: format!(
+                    "the driver describes {} memory plane(s), {} has {}",
+                    planes.len(),
+                    format.name,
+                    format.memory_planes
+                ),
+            });
+        }
         Ok(StreamFormat {
             format,
             width,
@@ -413,9 +428,13 @@ impl Device {
         if !(fps.is_finite() && fps > 0.0) {
             return Err(crate::ArgumentError::BadFrameRate(fps).into());
         }
+        let denominator = (fps * 1000.0).round();
+        if !(1.0..=f64::from(u32::MAX)).contains(&denominator) {
+            return Err(crate::ArgumentError::BadFrameRate(fps).into());
+        }
         let interval = raw::Fract {
             numerator: 1000,
-            denominator: (fps * 1000.0).round() as u32,
+            denominator: denominator as u32,
         };
         let got = ioctl::s_parm_interval(self.fd(), self.info.api.buf_type(), interval)
             .map_err(self.ioctl_error("VIDIOC_S_PARM"))?;
@@ -430,8 +449,7 @@ impl Device {
     pub fn frame_rate(&self) -> Result<f64> {
         let p = ioctl::g_parm(self.fd(), self.info.api.buf_type())
             .map_err(self.ioctl_error("VIDIOC_G_PARM"))?;
-        // SAFETY: G_PARM of a capture type fills `capture`.
-        let t = unsafe { p.parm.capture.timeperframe };
+        let t = p.capture().timeperframe;
         Ok(Interval {
             numerator: t.numerator,
             denominator: t.denominator,

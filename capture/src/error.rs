@@ -116,6 +116,15 @@ pub enum CaptureError {
         buffers: usize,
     },
 
+    /// Frames are still out (the operation needs every buffer back).
+    #[error("{path}: {held} frame(s) still held; drop them first")]
+    FramesHeld {
+        /// The device.
+        path: PathBuf,
+        /// Frames out.
+        held: usize,
+    },
+
     /// The stream is not running.
     #[error("{path}: the stream is stopped")]
     NotStreaming {
@@ -193,6 +202,18 @@ pub enum ArgumentError {
     /// Zero buffers.
     #[error("buffer count {0} is too small: at least 2 are needed")]
     TooFewBuffers(u32),
+    /// A size the pattern source cannot draw.
+    #[error("the pattern source cannot make {format} {width}x{height}: {reason}")]
+    PatternSize {
+        /// The format's name.
+        format: &'static str,
+        /// Width asked for.
+        width: u32,
+        /// Height asked for.
+        height: u32,
+        /// Why not.
+        reason: &'static str,
+    },
 }
 
 impl CaptureError {

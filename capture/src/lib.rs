@@ -23,6 +23,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod buffers;
 mod controls;
 mod device;
 mod error;
@@ -30,6 +31,7 @@ mod format;
 mod frame;
 mod pattern;
 mod planes;
+mod queue;
 mod stream;
 mod v4l2;
 
@@ -41,7 +43,7 @@ pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
 pub use frame::{Frame, FrameSource, StreamStats};
 pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
-pub use stream::{BufferMode, Stream, StreamConfig};
+pub use stream::{BufferMode, IntoDeviceError, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
 

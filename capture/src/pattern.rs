@@ -17,7 +17,7 @@ use crate::frame::Requeue;
 use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Frame, FrameSource, PlaneLayout, Result,
-    StreamFormat, StreamStats,
+    StreamFormat, StreamStats, CAPTURE_FORMATS,
 };
 
 /// The eight bars, left to right: white, yellow, cyan, green, magenta, red,
@@ -125,15 +125,14 @@ fn pattern_error(source: zerocam_tensor::Error) -> CaptureError {
     }
 }
 
-fn bad_size(format: CaptureFormat, w: u32, h: u32) -> CaptureError {
-    CaptureError::UnsupportedSize {
-        path: PathBuf::from("pattern"),
-        fourcc: format.fourcc,
-        width: w,
-        height: h,
-        got_width: w & !1,
-        got_height: h & !1,
+fn bad_size(format: CaptureFormat, width: u32, height: u32, reason: &'static str) -> CaptureError {
+    ArgumentError::PatternSize {
+        format: format.name,
+        width,
+        height,
+        reason,
     }
+    .into()
 }
 
 impl PatternSource {
@@ -155,30 +154,66 @@ impl PatternSource {
             return Err(ArgumentError::TooFewBuffers(buffers).into());
         }
         let interval = match fps {
-            Some(f) if f.is_finite() && f > 0.0 => Some(Duration::from_secs_f64(1.0 / f)),
+            Some(f) if f.is_finite() && f > 0.0 => Some(
+                Duration::try_from_secs_f64(1.0 / f).map_err(|_| ArgumentError::BadFrameRate(f))?,
+            ),
             Some(f) => return Err(ArgumentError::BadFrameRate(f).into()),
             None => None,
         };
+        if !CAPTURE_FORMATS.contains(&format) {
+            return Err(CaptureError::UnsupportedFormat {
+                path: PathBuf::from("pattern"),
+                fourcc: format.fourcc,
+                offered: CAPTURE_FORMATS.map(|f| f.name).join(", "),
+            });
+        }
         let (hsub, vsub) = format.pixel.subsampling();
         let (w, h) = (width as usize, height as usize);
-        if w == 0 || h == 0 || w % hsub != 0 || h % vsub != 0 {
-            return Err(bad_size(format, width, height));
+        if w == 0 || h == 0 {
+            return Err(bad_size(
+                format,
+                width,
+                height,
+                "width and height must be non-zero",
+            ));
+        }
+        if w % hsub != 0 || h % vsub != 0 {
+            return Err(bad_size(
+                format,
+                width,
+                height,
+                "the chroma subsampling needs even sizes",
+            ));
         }
         let pixel = format.pixel;
-        let stride = (pixel.plane_row_samples(0, w)).next_multiple_of(ROW_ALIGN);
-        let plane_bytes = |i: usize| stride * pixel.plane_rows(i, h);
+        let too_big = || bad_size(format, width, height, "a plane would exceed 4 GiB");
+        let stride = pixel
+            .plane_row_samples(0, w)
+            .checked_next_multiple_of(ROW_ALIGN)
+            .ok_or_else(too_big)?;
+        let plane_bytes = |i: usize| {
+            stride
+                .checked_mul(pixel.plane_rows(i, h))
+                .and_then(|b| u32::try_from(b).ok())
+        };
+        let u32_stride = u32::try_from(stride).map_err(|_| too_big())?;
         let planes: Vec<PlaneLayout> = if format.memory_planes == 2 {
             (0..2)
-                .map(|i| PlaneLayout {
-                    bytes_per_line: stride as u32,
-                    size: plane_bytes(i) as u32,
+                .map(|i| {
+                    Ok(PlaneLayout {
+                        bytes_per_line: u32_stride,
+                        size: plane_bytes(i).ok_or_else(too_big)?,
+                    })
                 })
-                .collect()
+                .collect::<Result<_>>()?
         } else {
-            let size = (0..pixel.plane_count()).map(plane_bytes).sum::<usize>();
+            let size = (0..pixel.plane_count())
+                .map(plane_bytes)
+                .try_fold(0u32, |acc, b| acc.checked_add(b?))
+                .ok_or_else(too_big)?;
             vec![PlaneLayout {
-                bytes_per_line: stride as u32,
-                size: size as u32,
+                bytes_per_line: u32_stride,
+                size,
             }]
         };
         let stream_format = StreamFormat {
@@ -295,11 +330,28 @@ fn bar_rows(pixel: PixelFormat, w: usize) -> Vec<Vec<u8>> {
                 [yuv(x)[0], if x % 2 == 0 { pair[1] } else { pair[2] }]
             })
             .collect()],
+        PixelFormat::Rgba | PixelFormat::Bgra => {
+            let bgr = pixel == PixelFormat::Bgra;
+            vec![two
+                .flat_map(|x| {
+                    let [r, g, b] = bar(x);
+                    if bgr {
+                        [b, g, r, 255]
+                    } else {
+                        [r, g, b, 255]
+                    }
+                })
+                .collect()]
+        }
+        PixelFormat::PlanarRgb => (0..3)
+            .map(|c| two.clone().map(|x| bar(x)[c]).collect())
+            .collect(),
         // NV12/NV16: Y row, then the CbCr row (Cb, Cr of each pixel pair).
-        _ => vec![
+        PixelFormat::Nv12 | PixelFormat::Nv16 => vec![
             two.clone().map(|x| yuv(x)[0]).collect(),
             two.map(|x| yuv(x & !1)[1 + x % 2]).collect(),
         ],
+        _ => Vec::new(),
     }
 }
 
@@ -348,24 +400,36 @@ impl FrameSource for PatternSource {
         // Buffers cycle in order, as a driver's queue does.
         let n = st.slots.len();
         let next = (self.sequence as usize) % n;
-        let Some(index) = (0..n).map(|i| (next + i) % n).find(|&i| !st.slots[i].held) else {
+        let sequence = self.sequence;
+        let mut drawn_into = None;
+        for index in (0..n)
+            .map(|i| (next + i) % n)
+            .filter(|&i| !st.slots[i].held)
+        {
+            match self.draw(&st.slots[index].planes, sequence) {
+                Ok(()) => {
+                    drawn_into = Some(index);
+                    break;
+                }
+                // A map of an old frame's tensor still holds this buffer.
+                Err(zerocam_tensor::Error::MapConflict { .. }) => continue,
+                Err(e) => return Err(pattern_error(e)),
+            }
+        }
+        let Some(index) = drawn_into else {
             return Err(CaptureError::NoFreeBuffer {
                 path: self.path.clone(),
                 buffers: st.slots.len(),
             });
         };
-        let sequence = self.sequence;
-        self.draw(&st.slots[index].planes, sequence)
-            .map_err(pattern_error)?;
         let drawn = Instant::now();
         let State { slots, cache, .. } = &mut *st;
         let slot = &mut slots[index];
-        let offsets = vec![0; slot.planes.len()];
         let tensor = frame_tensor(
             cache,
             &self.format,
             &slot.planes,
-            &offsets,
+            &[0; 2][..slot.planes.len()],
             &mut slot.composed,
         )
         .map_err(pattern_error)?;

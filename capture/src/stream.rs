@@ -1,18 +1,17 @@
 //! [`Stream`]: a V4L2 capture stream — buffers in one of two modes, queued and
 //! dequeued as [`Frame`]s whose tensors come from the import cache.
 
-use std::os::fd::AsFd;
-use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use zerocam_cache::ImportCache;
-use zerocam_tensor::{Tensor, TensorMemory};
 
-use crate::frame::{Requeue, SequenceTracker};
-use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::buffers::{allocate_planes, export_planes};
+use crate::frame::SequenceTracker;
+use crate::queue::{Shared, Slot, State};
 use crate::v4l2::{ioctl, raw};
 use crate::{
     ArgumentError, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
@@ -31,7 +30,7 @@ pub enum BufferMode {
 }
 
 impl BufferMode {
-    fn memory(self) -> u32 {
+    pub(crate) fn memory(self) -> u32 {
         match self {
             BufferMode::Mmap => raw::MEMORY_MMAP,
             BufferMode::DmaBuf => raw::MEMORY_DMABUF,
@@ -71,34 +70,6 @@ impl Default for StreamConfig {
     }
 }
 
-#[derive(Debug)]
-struct Slot {
-    planes: Vec<PlaneMemory>,
-    held: bool,
-    composed: Composed,
-}
-
-#[derive(Debug)]
-struct State {
-    slots: Vec<Slot>,
-    streaming: bool,
-    queued: usize,
-    cache: ImportCache,
-    sequence: SequenceTracker,
-    frames: u64,
-    dropped: u64,
-    errors: u64,
-}
-
-#[derive(Debug)]
-struct Shared {
-    device: Device,
-    format: StreamFormat,
-    buf_type: u32,
-    mode: BufferMode,
-    state: Mutex<State>,
-}
-
 /// A V4L2 capture stream. Made by [`Stream::new`], running until stopped or
 /// dropped; frames come from [`FrameSource::next_frame`].
 #[derive(Debug)]
@@ -106,92 +77,14 @@ pub struct Stream {
     shared: Arc<Shared>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn path(&self) -> &Path {
-        self.device.path()
-    }
-
-    /// `VIDIOC_QBUF` of buffer `index`.
-    fn queue(&self, st: &mut State, index: usize) -> Result<()> {
-        let memory = self.mode.memory();
-        let mut b = raw::Buffer::new(self.buf_type, memory, index as u32);
-        let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-        ioctl::attach_planes(&mut b, &mut planes);
-        if self.mode == BufferMode::DmaBuf {
-            let slot = &st.slots[index];
-            for (i, p) in slot.planes.iter().enumerate() {
-                let fd = p.fd().map_or(-1, |fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
-                if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-                    planes[i].m.fd = fd;
-                    planes[i].length = p.length as u32;
-                } else {
-                    b.m.fd = fd;
-                    b.length = p.length as u32;
-                }
-            }
-        }
-        ioctl::qbuf(self.device.fd(), &mut b).map_err(self.device.ioctl_error("VIDIOC_QBUF"))?;
-        st.queued += 1;
-        Ok(())
-    }
-
-    fn stop(&self, st: &mut State) -> Result<()> {
-        let result = if st.streaming {
-            ioctl::stream(self.device.fd(), self.buf_type, false)
-                .map_err(self.device.ioctl_error("VIDIOC_STREAMOFF"))
-        } else {
-            Ok(())
-        };
-        st.streaming = false;
-        st.queued = 0;
-        st.cache.invalidate();
-        st.sequence.reset();
-        for s in &mut st.slots {
-            s.composed = Composed::default();
-        }
-        result
-    }
-
-    /// After the device vanished: nothing is queued, and every buffer the
-    /// stream holds is released (frames still held keep their own).
-    fn release_all(&self, st: &mut State) {
-        st.streaming = false;
-        st.queued = 0;
-        st.cache.invalidate();
-        for s in &mut st.slots {
-            s.planes.clear();
-            s.composed = Composed::default();
-        }
-    }
-}
-
-impl Requeue for Shared {
-    fn requeue(&self, index: usize) {
-        let mut st = self.lock();
-        if let Some(slot) = st.slots.get_mut(index) {
-            slot.held = false;
-        }
-        if st.streaming && !st.slots.get(index).is_some_and(|s| s.planes.is_empty()) {
-            // A failure here (device gone) surfaces at the next dequeue.
-            let _ = self.queue(&mut st, index);
-        }
-    }
-}
-
-fn fd_identity(path: &Path, fd: std::os::fd::BorrowedFd<'_>) -> Result<zerocam_tensor::FdIdentity> {
-    let st = nix::sys::stat::fstat(fd).map_err(|errno| CaptureError::Ioctl {
-        path: path.to_path_buf(),
-        ioctl: "fstat of an exported buffer",
-        errno,
-    })?;
-    Ok(zerocam_tensor::FdIdentity {
-        dev: st.st_dev,
-        ino: st.st_ino,
-    })
+/// [`Stream::into_device`] failed; the stream is handed back when it survived.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct IntoDeviceError {
+    /// The stream, still usable (it is `None` only when freeing its buffers failed).
+    pub stream: Option<Stream>,
+    /// What went wrong.
+    pub error: CaptureError,
 }
 
 impl Stream {
@@ -234,14 +127,11 @@ impl Stream {
                 BufferMode::Mmap => export_planes(&device, &format, buf_type, index)?,
                 BufferMode::DmaBuf => allocate_planes(&device, &format, &config, index)?,
             };
-            slots.push(Slot {
-                planes,
-                held: false,
-                composed: Composed::default(),
-            });
+            slots.push(Slot::new(planes));
         }
-        let planes = format.planes.len();
-        let capacity = config.cache_capacity.unwrap_or(2 * slots.len() * planes);
+        let capacity = config
+            .cache_capacity
+            .unwrap_or(2 * slots.len() * format.planes.len());
         let shared = Arc::new(Shared {
             format,
             buf_type,
@@ -255,6 +145,7 @@ impl Stream {
                 frames: 0,
                 dropped: 0,
                 errors: 0,
+                requeue_error: None,
             }),
             device,
         });
@@ -264,35 +155,16 @@ impl Stream {
     }
 
     /// Queues every buffer the caller does not hold and starts streaming (no-op
-    /// when running).
+    /// when running). On failure whatever was queued is cancelled, so `start`
+    /// can be tried again.
     pub fn start(&self) -> Result<()> {
-        let sh = &self.shared;
-        let mut st = sh.lock();
-        if st.streaming {
-            return Ok(());
-        }
-        if st.slots.iter().any(|s| s.planes.is_empty()) {
-            return Err(CaptureError::Disconnected {
-                path: sh.path().to_path_buf(),
-                errno: Errno::ENODEV,
-            });
-        }
-        for i in 0..st.slots.len() {
-            if !st.slots[i].held {
-                sh.queue(&mut st, i)?;
-            }
-        }
-        if let Err(errno) = ioctl::stream(sh.device.fd(), sh.buf_type, true) {
-            let _ = sh.stop(&mut st);
-            return Err(sh.device.ioctl_error("VIDIOC_STREAMON")(errno));
-        }
-        st.streaming = true;
-        Ok(())
+        let mut st = self.shared.lock();
+        self.shared.start(&mut st)
     }
 
     /// Stops streaming (`VIDIOC_STREAMOFF`): the driver gives back every buffer,
-    /// and the import cache is invalidated. Held frames stay valid; they are
-    /// queued again by [`start`](Stream::start).
+    /// and the import cache is invalidated. Frames held stay valid; dropped after
+    /// the next [`start`](Stream::start), their buffers are queued again.
     pub fn stop(&self) -> Result<()> {
         let mut st = self.shared.lock();
         self.shared.stop(&mut st)
@@ -312,23 +184,41 @@ impl Stream {
     /// device back, e.g. to change the format.
     ///
     /// # Errors
-    /// [`CaptureError::Ioctl`] with `EBUSY` while frames (or clones of their
-    /// tensors) are still held: the driver cannot free buffers in use.
-    pub fn into_device(self) -> Result<Device> {
-        {
-            let mut st = self.shared.lock();
-            self.shared.stop(&mut st)?;
-            for s in &mut st.slots {
-                s.planes.clear();
-            }
+    /// [`CaptureError::FramesHeld`] while frames are out (the stream comes back
+    /// in the error, untouched); a failed `STREAMOFF` (the stream comes back) or
+    /// `REQBUFS` (it does not).
+    pub fn into_device(self) -> Result<Device, IntoDeviceError> {
+        let held = Arc::strong_count(&self.shared) - 1;
+        if held > 0 {
+            let error = CaptureError::FramesHeld {
+                path: self.shared.path().to_path_buf(),
+                held,
+            };
+            return Err(IntoDeviceError {
+                stream: Some(self),
+                error,
+            });
+        }
+        if let Err(error) = self.stop() {
+            return Err(IntoDeviceError {
+                stream: Some(self),
+                error,
+            });
         }
         let shared = Arc::clone(&self.shared);
         drop(self);
-        let shared = Arc::try_unwrap(shared).map_err(|shared| CaptureError::Ioctl {
-            path: shared.path().to_path_buf(),
-            ioctl: "VIDIOC_REQBUFS (frames still held)",
-            errno: Errno::EBUSY,
-        })?;
+        let shared = match Arc::try_unwrap(shared) {
+            Ok(s) => s,
+            Err(shared) => {
+                return Err(IntoDeviceError {
+                    stream: Some(Stream { shared }),
+                    error: CaptureError::FramesHeld {
+                        path: PathBuf::new(),
+                        held: 1,
+                    },
+                })
+            }
+        };
         let Shared {
             device,
             mode,
@@ -336,108 +226,37 @@ impl Stream {
             state,
             ..
         } = shared;
-        drop(state);
-        ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
-            .map_err(device.ioctl_error("VIDIOC_REQBUFS"))?;
+        drop(state); // exported fds, pool and cache go before the buffers are freed
+        ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0).map_err(|errno| {
+            IntoDeviceError {
+                stream: None,
+                error: device.ioctl_error("VIDIOC_REQBUFS")(errno),
+            }
+        })?;
         Ok(device)
-    }
-
-    fn dequeue(&self, woke: Instant) -> Result<Option<Frame>> {
-        let sh = &self.shared;
-        let mut st = sh.lock();
-        let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-        let b = match ioctl::dqbuf(sh.device.fd(), sh.buf_type, sh.mode.memory(), &mut planes) {
-            Ok(b) => b,
-            Err(Errno::EAGAIN) => return Ok(None),
-            Err(errno) => {
-                let e = sh.device.ioctl_error("VIDIOC_DQBUF")(errno);
-                if matches!(e, CaptureError::Disconnected { .. }) {
-                    sh.release_all(&mut st);
-                }
-                return Err(e);
-            }
-        };
-        st.queued = st.queued.saturating_sub(1);
-        let index = b.index as usize;
-        if index >= st.slots.len() {
-            return Err(CaptureError::Ioctl {
-                path: sh.path().to_path_buf(),
-                ioctl: "VIDIOC_DQBUF (buffer index out of range)",
-                errno: Errno::EINVAL,
-            });
-        }
-        if b.flags & raw::BUF_FLAG_ERROR != 0 {
-            st.errors += 1;
-            sh.queue(&mut st, index)?;
-            return Err(CaptureError::BufferError {
-                path: sh.path().to_path_buf(),
-                index: b.index,
-                sequence: b.sequence,
-            });
-        }
-        let lost = st.sequence.observe(b.sequence);
-        st.dropped += lost;
-        let (offsets, bytes_used) = if sh.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-            let n = sh.format.planes.len();
-            let offsets: Vec<usize> = planes[..n].iter().map(|p| p.data_offset as usize).collect();
-            (
-                offsets,
-                planes[..n].iter().map(|p| p.bytesused as usize).sum(),
-            )
-        } else {
-            (vec![0], b.bytesused as usize)
-        };
-        let made = {
-            let State { slots, cache, .. } = &mut *st;
-            let slot = &mut slots[index];
-            frame_tensor(
-                cache,
-                &sh.format,
-                &slot.planes,
-                &offsets,
-                &mut slot.composed,
-            )
-        };
-        let tensor = match made {
-            Ok(t) => t,
-            Err(source) => {
-                sh.queue(&mut st, index)?;
-                return Err(CaptureError::Tensor {
-                    path: sh.path().to_path_buf(),
-                    source,
-                });
-            }
-        };
-        st.slots[index].held = true;
-        st.frames += 1;
-        let timestamp = Duration::new(
-            b.timestamp.tv_sec.max(0) as u64,
-            (b.timestamp.tv_usec.clamp(0, 999_999) * 1000) as u32,
-        );
-        Ok(Some(Frame {
-            tensor,
-            sequence: b.sequence,
-            timestamp,
-            bytes_used,
-            index,
-            overhead: woke.elapsed(),
-            owner: sh.clone(),
-        }))
     }
 }
 
 impl FrameSource for Stream {
     fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
         let sh = &self.shared;
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now().checked_add(timeout);
+        let timed_out = || CaptureError::Timeout {
+            path: sh.path().to_path_buf(),
+            timeout,
+        };
         loop {
             {
-                let st = sh.lock();
+                let mut st = sh.lock();
+                if let Some(e) = st.requeue_error.take() {
+                    return Err(e);
+                }
                 if !st.streaming {
                     return Err(CaptureError::NotStreaming {
                         path: sh.path().to_path_buf(),
                     });
                 }
+                sh.queue_pending(&mut st)?;
                 if st.queued == 0 {
                     return Err(CaptureError::NoFreeBuffer {
                         path: sh.path().to_path_buf(),
@@ -445,32 +264,29 @@ impl FrameSource for Stream {
                     });
                 }
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
+            let wait = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    PollTimeout::try_from(i32::try_from(left.as_millis()).unwrap_or(i32::MAX))
+                        .unwrap_or(PollTimeout::MAX)
+                }
+                None => PollTimeout::NONE,
+            };
             let mut fds = [PollFd::new(sh.device.fd(), PollFlags::POLLIN)];
-            let ready = match poll(
-                &mut fds,
-                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
-            ) {
+            let ready = match poll(&mut fds, wait) {
                 Ok(n) => n,
                 Err(Errno::EINTR) => continue,
                 Err(errno) => return Err(sh.device.ioctl_error("poll")(errno)),
             };
             if ready == 0 {
-                return Err(CaptureError::Timeout {
-                    path: sh.path().to_path_buf(),
-                    timeout,
-                });
+                return Err(timed_out());
             }
             // POLLIN, or POLLERR/POLLHUP whose cause DQBUF reports.
-            if let Some(frame) = self.dequeue(Instant::now())? {
+            if let Some(frame) = sh.dequeue(Instant::now())? {
                 return Ok(frame);
             }
-            if Instant::now() >= deadline {
-                return Err(CaptureError::Timeout {
-                    path: sh.path().to_path_buf(),
-                    timeout,
-                });
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(timed_out());
             }
         }
     }
@@ -502,82 +318,4 @@ impl Drop for Stream {
         // Nothing to report to: a failed STREAMOFF leaves the fd to close.
         let _ = self.shared.stop(&mut st);
     }
-}
-
-fn export_planes(
-    device: &Device,
-    format: &StreamFormat,
-    buf_type: u32,
-    index: u32,
-) -> Result<Vec<PlaneMemory>> {
-    let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-    let b = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index, &mut planes)
-        .map_err(device.ioctl_error("VIDIOC_QUERYBUF"))?;
-    let lengths: Vec<usize> = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-        planes[..format.planes.len()]
-            .iter()
-            .map(|p| p.length as usize)
-            .collect()
-    } else {
-        vec![b.length as usize]
-    };
-    lengths
-        .into_iter()
-        .enumerate()
-        .map(|(p, length)| {
-            let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32)
-                .map_err(device.ioctl_error("VIDIOC_EXPBUF"))?;
-            let file = fd_identity(device.path(), fd.as_fd())?;
-            Ok(PlaneMemory {
-                source: PlaneSource::Exported(fd),
-                file,
-                length,
-            })
-        })
-        .collect()
-}
-
-fn allocate_planes(
-    device: &Device,
-    format: &StreamFormat,
-    config: &StreamConfig,
-    index: u32,
-) -> Result<Vec<PlaneMemory>> {
-    format
-        .planes
-        .iter()
-        .enumerate()
-        .map(|(p, layout)| {
-            let mut b = Tensor::<u8>::builder(&[layout.size as usize])
-                .memory(TensorMemory::Dma)
-                .name(&format!("{}:{index}.{p}", device.path().display()));
-            if let Some(heap) = &config.dma_heap {
-                b = b.dma_heap(heap);
-            }
-            let t = b.build().map_err(|e| match e {
-                zerocam_tensor::Error::DmaUnavailable { .. }
-                | zerocam_tensor::Error::UnknownHeap { .. } => CaptureError::UnsupportedMode {
-                    path: device.path().to_path_buf(),
-                    mode: BufferMode::DmaBuf.name(),
-                    reason: e.to_string(),
-                },
-                source => CaptureError::Tensor {
-                    path: device.path().to_path_buf(),
-                    source,
-                },
-            })?;
-            let file = t
-                .fd_identity()
-                .ok_or_else(|| CaptureError::UnsupportedMode {
-                    path: device.path().to_path_buf(),
-                    mode: BufferMode::DmaBuf.name(),
-                    reason: "the pool buffer has no fd".into(),
-                })?;
-            Ok(PlaneMemory {
-                source: PlaneSource::Owned(Box::new(t)),
-                file,
-                length: layout.size as usize,
-            })
-        })
-        .collect()
 }

@@ -193,7 +193,31 @@ fn bad_arguments_are_typed_errors() {
         "{e}"
     );
     let e = PatternSource::new(PatternConfig::new(nv12, 63, 32)).unwrap_err();
-    assert!(e.to_string().contains("63x32"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "the pattern source cannot make NV12 63x32: the chroma subsampling needs even sizes"
+    );
+    let grey: CaptureFormat = "GREY".parse().unwrap();
+    let e = PatternSource::new(PatternConfig::new(grey, 65536, 65537)).unwrap_err();
+    assert!(e.to_string().contains("exceed 4 GiB"), "{e}");
+    let e = PatternSource::new(PatternConfig {
+        fps: Some(1e-300),
+        ..PatternConfig::new(nv12, 64, 32)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::InvalidArgument(ArgumentError::BadFrameRate(_))
+        ),
+        "{e}"
+    );
+    let rgba = CaptureFormat {
+        pixel: PixelFormat::Rgba,
+        ..nv12
+    };
+    let e = PatternSource::new(PatternConfig::new(rgba, 64, 32)).unwrap_err();
+    assert!(matches!(e, CaptureError::UnsupportedFormat { .. }), "{e}");
     let e = PatternSource::new(PatternConfig {
         fps: Some(-1.0),
         ..PatternConfig::new(nv12, 64, 32)
@@ -220,5 +244,28 @@ fn planes_are_exposed_without_a_copy() {
         f.tensor().plane(0).unwrap().fd_identity(),
         uv.fd_identity(),
         "two memfds"
+    );
+}
+
+#[test]
+fn a_map_of_an_old_frame_keeps_its_buffer_out_of_the_cycle() {
+    let mut s = source("RGB24", 64, 16);
+    let first = s.next_frame(SECOND).unwrap();
+    let kept = first.tensor().clone();
+    drop(first);
+    let map = kept.map_read().unwrap(); // the caller keeps reading frame 0
+    let before = map.to_vec();
+    for _ in 0..8 {
+        let f = s.next_frame(SECOND).unwrap();
+        assert_ne!(f.buffer_index(), 0, "buffer 0 is mapped: not drawn into");
+    }
+    assert_eq!(map.to_vec(), before, "the mapped bytes did not change");
+    drop(map);
+    let indices: Vec<_> = (0..4)
+        .map(|_| s.next_frame(SECOND).unwrap().buffer_index())
+        .collect();
+    assert!(
+        indices.contains(&0),
+        "buffer 0 is back once the map drops: {indices:?}"
     );
 }

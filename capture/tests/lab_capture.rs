@@ -368,3 +368,58 @@ fn lab_capture_enumerates_the_device() {
         .iter()
         .any(|c| c.name == "Test Pattern"));
 }
+
+#[test]
+fn lab_capture_a_mapped_buffer_is_not_queued_and_a_queued_one_not_mapped() {
+    let _g = lock(SINGLE);
+    let mut d = Device::open(SINGLE).unwrap();
+    d.set_menu("OSD Text Mode", "All").unwrap(); // counters: every frame differs
+    d.set_format("GREY".parse().unwrap(), 320, 180).unwrap();
+    d.set_frame_rate(60.0).unwrap();
+    let mut s = Stream::new(d, StreamConfig::default()).unwrap();
+    let first = s.next_frame(WAIT).unwrap();
+    let (kept, index) = (first.tensor().clone(), first.buffer_index());
+    let map = kept.map_read().unwrap();
+    let before = map.to_vec();
+    drop(first); // its buffer waits: the map is alive
+    for _ in 0..12 {
+        assert_ne!(s.next_frame(WAIT).unwrap().buffer_index(), index);
+    }
+    assert_eq!(map.to_vec(), before, "no DMA under a live map");
+    drop(map);
+    let seen: Vec<_> = (0..8)
+        .map(|_| s.next_frame(WAIT).unwrap().buffer_index())
+        .collect();
+    assert!(
+        seen.contains(&index),
+        "queued again once unmapped: {seen:?}"
+    );
+
+    let f = s.next_frame(WAIT).unwrap();
+    let clone = f.tensor().clone();
+    drop(f); // queued to the driver again
+    let e = clone.map_read().unwrap_err();
+    assert!(
+        matches!(e, zerocam_tensor::Error::MapConflict { .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn lab_capture_into_device_hands_the_stream_back_while_frames_are_held() {
+    let _g = lock(MULTI);
+    let d = open_red(MULTI, "NV12".parse().unwrap(), 320, 180);
+    let mut s = Stream::new(d, StreamConfig::default()).unwrap();
+    let held = s.next_frame(WAIT).unwrap();
+    let err = s.into_device().unwrap_err();
+    assert!(
+        matches!(err.error, CaptureError::FramesHeld { held: 1, .. }),
+        "{}",
+        err.error
+    );
+    let mut s = err.stream.expect("the stream comes back");
+    s.next_frame(WAIT).unwrap();
+    drop(held);
+    let d = s.into_device().unwrap();
+    assert_eq!(d.info().driver, "vivid");
+}

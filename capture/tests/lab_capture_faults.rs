@@ -90,7 +90,7 @@ fn a_fatal_streaming_error_is_typed_and_a_restart_recovers() {
     }
 }
 
-fn a_streamon_error_is_typed() {
+fn a_streamon_error_is_typed_and_start_can_be_retried() {
     let d = device("/dev/video1");
     let c = d.control("Inject VIDIOC_STREAMON Error").unwrap();
     d.set_control(c.id, 1).unwrap();
@@ -105,9 +105,26 @@ fn a_streamon_error_is_typed() {
         ),
         "{e}"
     );
-    // The injection is one-shot: the next stream starts.
+    // The same stream: a failed start cancels what it queued, so a retry works.
     let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
     s.next_frame(WAIT).unwrap();
+    s.stop().unwrap();
+    press(&s, "Inject VIDIOC_STREAMON Error");
+    let e = s.start().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::Ioctl {
+                ioctl: "VIDIOC_STREAMON",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    s.start().unwrap();
+    for _ in 0..5 {
+        s.next_frame(WAIT).unwrap();
+    }
 }
 
 fn a_disconnect_mid_stream_is_typed_and_releases_every_buffer() {
@@ -155,7 +172,7 @@ fn lab_capture_faults_injected_by_vivid() {
     dropped_buffers_are_counted();
     a_buffer_error_flag_is_typed_and_capture_goes_on();
     a_fatal_streaming_error_is_typed_and_a_restart_recovers();
-    a_streamon_error_is_typed();
+    a_streamon_error_is_typed_and_start_can_be_retried();
     a_disconnect_mid_stream_is_typed_and_releases_every_buffer();
     reload_vivid();
 }

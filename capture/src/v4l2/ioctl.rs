@@ -1,6 +1,6 @@
 //! Safe wrappers, one per ioctl: each takes the device fd and plain inputs and
-//! returns the kernel's answer or its errno. The only `unsafe` of the capture
-//! crate is here (and in `mod.rs` where a returned fd is adopted).
+//! returns the kernel's answer or its errno. With the union accessors of
+//! `raw`, this is the only `unsafe` code of the capture crate.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -133,10 +133,15 @@ pub fn querybuf(
     Ok(b)
 }
 
-/// `VIDIOC_QBUF` of a prepared buffer (for a multi-planar queue its `m.planes`
-/// points at a live plane array, set with [`attach_planes`]).
+/// `VIDIOC_QBUF` of a prepared buffer; for a multi-planar queue the buffer is
+/// pointed at `planes` (filled by the caller) for the call.
 #[doc(alias = "VIDIOC_QBUF")]
-pub fn qbuf(fd: BorrowedFd<'_>, b: &mut raw::Buffer) -> Result<(), Errno> {
+pub fn qbuf(
+    fd: BorrowedFd<'_>,
+    b: &mut raw::Buffer,
+    planes: &mut [raw::Plane; raw::MAX_PLANES],
+) -> Result<(), Errno> {
+    attach_planes(b, planes);
     call!(raw::vidioc_qbuf, fd, b)
 }
 
@@ -155,7 +160,7 @@ pub fn dqbuf(
 }
 
 /// Points a multi-planar buffer at `planes` (no effect on single-planar types).
-pub fn attach_planes(b: &mut raw::Buffer, planes: &mut [raw::Plane; raw::MAX_PLANES]) {
+fn attach_planes(b: &mut raw::Buffer, planes: &mut [raw::Plane; raw::MAX_PLANES]) {
     if b.type_ == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
         b.m.planes = planes.as_mut_ptr();
         b.length = raw::MAX_PLANES as u32;
@@ -217,8 +222,7 @@ pub fn s_parm_interval(
         },
     };
     call!(raw::vidioc_s_parm, fd, &mut p)?;
-    // SAFETY: S_PARM on a capture type fills the `capture` member.
-    Ok(unsafe { p.parm.capture.timeperframe })
+    Ok(p.capture().timeperframe)
 }
 
 /// `VIDIOC_QUERYCTRL` with `V4L2_CTRL_FLAG_NEXT_CTRL`: the control after `id`.

@@ -3,6 +3,9 @@
 //! compile time against the kernel's. Nothing here is public outside `v4l2`.
 #![allow(missing_docs)]
 
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("zerocam-capture's V4L2 structures are laid out for 64-bit Linux (x86_64, aarch64)");
+
 use std::ffi::c_ulong;
 
 /// `enum v4l2_buf_type` values zerocam uses.
@@ -158,6 +161,26 @@ impl Format {
             fmt: FormatUnion { raw: [0; 200] },
         }
     }
+
+    /// The single-planar member, if that is the format's type.
+    pub fn pix(&self) -> Option<PixFormat> {
+        if self.type_ != BUF_TYPE_VIDEO_CAPTURE {
+            return None;
+        }
+        // SAFETY: the kernel fills `pix` for the single-planar capture type, and
+        // every bit pattern is a valid PixFormat (plain u32 fields) anyway.
+        Some(unsafe { self.fmt.pix })
+    }
+
+    /// The multi-planar member, if that is the format's type.
+    pub fn pix_mp(&self) -> Option<PixFormatMplane> {
+        if self.type_ != BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+            return None;
+        }
+        // SAFETY: the kernel fills `pix_mp` for the multi-planar capture type,
+        // and every bit pattern is a valid PixFormatMplane (plain integers).
+        Some(unsafe { self.fmt.pix_mp })
+    }
 }
 
 #[repr(C)]
@@ -303,6 +326,15 @@ pub union StreamParmUnion {
 pub struct StreamParm {
     pub type_: u32,
     pub parm: StreamParmUnion,
+}
+
+impl StreamParm {
+    /// The capture member (the only one for capture types).
+    pub fn capture(&self) -> CaptureParm {
+        // SAFETY: G_PARM/S_PARM of a capture type fill `capture`, and every bit
+        // pattern is a valid CaptureParm (plain u32 fields).
+        unsafe { self.parm.capture }
+    }
 }
 
 #[repr(C)]

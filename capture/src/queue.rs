@@ -1,0 +1,296 @@
+//! The state a stream shares with its frames: the buffer slots, what is queued
+//! to the driver, the import cache — and the queue/dequeue mechanics.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use zerocam_cache::ImportCache;
+use zerocam_tensor::{Access, DeviceBorrow, FileAccess};
+
+use crate::frame::{Requeue, SequenceTracker};
+use crate::planes::{frame_tensor, Composed, PlaneMemory};
+use crate::v4l2::{ioctl, raw};
+use crate::{BufferMode, CaptureError, Device, Frame, Result, StreamFormat};
+
+/// One buffer of the stream.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub planes: Vec<PlaneMemory>,
+    /// The access record of each plane's file.
+    pub access: Vec<FileAccess>,
+    /// The driver's borrows while the buffer is queued.
+    pub device: Vec<DeviceBorrow>,
+    /// A frame of it is out.
+    pub held: bool,
+    /// Free, but not queued: a CPU map of it is still alive.
+    pub pending: bool,
+    pub composed: Composed,
+}
+
+impl Slot {
+    pub fn new(planes: Vec<PlaneMemory>) -> Slot {
+        Slot {
+            access: planes.iter().map(|p| FileAccess::of(p.file)).collect(),
+            planes,
+            device: Vec::new(),
+            held: false,
+            pending: false,
+            composed: Composed::default(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub slots: Vec<Slot>,
+    pub streaming: bool,
+    pub queued: usize,
+    pub cache: ImportCache,
+    pub sequence: SequenceTracker,
+    pub frames: u64,
+    pub dropped: u64,
+    pub errors: u64,
+    /// A re-queue that failed when a frame dropped, reported by the next dequeue.
+    pub requeue_error: Option<CaptureError>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub device: Device,
+    pub format: StreamFormat,
+    pub buf_type: u32,
+    pub mode: BufferMode,
+    pub state: Mutex<State>,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.device.path()
+    }
+
+    /// Queues buffer `index` (`VIDIOC_QBUF`) with the driver's borrow of its
+    /// planes. `Ok(false)`: a CPU map of it is alive, so it waits (`pending`).
+    pub fn queue(&self, st: &mut State, index: usize) -> Result<bool> {
+        let slot = &mut st.slots[index];
+        slot.device.clear();
+        for a in &slot.access {
+            match a.device_borrow(Access::Write) {
+                Ok(b) => slot.device.push(b),
+                Err(_) => {
+                    slot.device.clear();
+                    slot.pending = true;
+                    return Ok(false);
+                }
+            }
+        }
+        let mut b = raw::Buffer::new(self.buf_type, self.mode.memory(), index as u32);
+        let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
+        if self.mode == BufferMode::DmaBuf {
+            for (i, p) in slot.planes.iter().enumerate() {
+                let fd = p.fd().map_or(-1, |fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
+                if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+                    planes[i].m.fd = fd;
+                    planes[i].length = p.length as u32;
+                } else {
+                    b.m.fd = fd;
+                    b.length = p.length as u32;
+                }
+            }
+        }
+        if let Err(errno) = ioctl::qbuf(self.device.fd(), &mut b, &mut planes) {
+            slot.device.clear();
+            return Err(self.device.ioctl_error("VIDIOC_QBUF")(errno));
+        }
+        slot.pending = false;
+        st.queued += 1;
+        Ok(true)
+    }
+
+    /// Queues the free buffers that waited for a CPU map to end.
+    pub fn queue_pending(&self, st: &mut State) -> Result<()> {
+        for i in 0..st.slots.len() {
+            if st.slots[i].pending && !st.slots[i].held {
+                self.queue(st, i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `VIDIOC_STREAMOFF` (also after a failed start, to cancel what was
+    /// queued): the driver gives every buffer back; the cache is invalidated.
+    pub fn stop(&self, st: &mut State) -> Result<()> {
+        let result = if st.streaming || st.queued > 0 {
+            ioctl::stream(self.device.fd(), self.buf_type, false)
+                .map_err(self.device.ioctl_error("VIDIOC_STREAMOFF"))
+        } else {
+            Ok(())
+        };
+        st.streaming = false;
+        st.queued = 0;
+        st.cache.invalidate();
+        st.sequence.reset();
+        for s in &mut st.slots {
+            s.device.clear();
+            s.pending = false;
+            s.composed = Composed::default();
+        }
+        result
+    }
+
+    /// Queues every buffer not held and starts streaming.
+    pub fn start(&self, st: &mut State) -> Result<()> {
+        if st.streaming {
+            return Ok(());
+        }
+        if st.slots.iter().any(|s| s.planes.is_empty()) {
+            return Err(CaptureError::Disconnected {
+                path: self.path().to_path_buf(),
+                errno: Errno::ENODEV,
+            });
+        }
+        let mut started = Ok(());
+        for i in 0..st.slots.len() {
+            if !st.slots[i].held {
+                started = self.queue(st, i).map(drop);
+                if started.is_err() {
+                    break;
+                }
+            }
+        }
+        let started = started.and_then(|()| {
+            ioctl::stream(self.device.fd(), self.buf_type, true)
+                .map_err(self.device.ioctl_error("VIDIOC_STREAMON"))
+        });
+        if let Err(e) = started {
+            let _ = self.stop(st);
+            return Err(e);
+        }
+        st.streaming = true;
+        Ok(())
+    }
+
+    /// After the device vanished: nothing is queued, and every buffer the
+    /// stream holds is released (frames still held keep their own).
+    pub fn release_all(&self, st: &mut State) {
+        st.streaming = false;
+        st.queued = 0;
+        st.cache.invalidate();
+        for s in &mut st.slots {
+            s.device.clear();
+            s.access.clear();
+            s.planes.clear();
+            s.composed = Composed::default();
+        }
+    }
+
+    /// `VIDIOC_DQBUF` and the frame's tensor from the cache; `None` when the
+    /// driver had nothing after all (`EAGAIN`).
+    pub fn dequeue(self: &std::sync::Arc<Self>, woke: Instant) -> Result<Option<Frame>> {
+        let mut st = self.lock();
+        let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
+        let b = match ioctl::dqbuf(
+            self.device.fd(),
+            self.buf_type,
+            self.mode.memory(),
+            &mut planes,
+        ) {
+            Ok(b) => b,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(errno) => {
+                let e = self.device.ioctl_error("VIDIOC_DQBUF")(errno);
+                if matches!(e, CaptureError::Disconnected { .. }) {
+                    self.release_all(&mut st);
+                }
+                return Err(e);
+            }
+        };
+        st.queued = st.queued.saturating_sub(1);
+        let index = b.index as usize;
+        let Some(slot) = st.slots.get_mut(index) else {
+            return Err(CaptureError::Ioctl {
+                path: self.path().to_path_buf(),
+                ioctl: "VIDIOC_DQBUF (buffer index out of range)",
+                errno: Errno::EINVAL,
+            });
+        };
+        slot.device.clear(); // the driver is done with it
+        let lost = st.sequence.observe(b.sequence);
+        st.dropped += lost;
+        if b.flags & raw::BUF_FLAG_ERROR != 0 {
+            st.errors += 1;
+            self.queue(&mut st, index)?;
+            return Err(CaptureError::BufferError {
+                path: self.path().to_path_buf(),
+                index: b.index,
+                sequence: b.sequence,
+            });
+        }
+        let n = self.format.planes.len().min(raw::MAX_PLANES);
+        let mut offsets = [0usize; raw::MAX_PLANES];
+        let bytes_used = if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+            for (o, p) in offsets.iter_mut().zip(&planes[..n]) {
+                *o = p.data_offset as usize;
+            }
+            planes[..n].iter().map(|p| p.bytesused as usize).sum()
+        } else {
+            b.bytesused as usize
+        };
+        let made = {
+            let State { slots, cache, .. } = &mut *st;
+            let slot = &mut slots[index];
+            frame_tensor(
+                cache,
+                &self.format,
+                &slot.planes,
+                &offsets[..n],
+                &mut slot.composed,
+            )
+        };
+        let tensor = match made {
+            Ok(t) => t,
+            Err(source) => {
+                self.queue(&mut st, index)?;
+                return Err(CaptureError::Tensor {
+                    path: self.path().to_path_buf(),
+                    source,
+                });
+            }
+        };
+        st.slots[index].held = true;
+        st.frames += 1;
+        let timestamp = Duration::new(
+            b.timestamp.tv_sec.max(0) as u64,
+            (b.timestamp.tv_usec.clamp(0, 999_999) * 1000) as u32,
+        );
+        Ok(Some(Frame {
+            tensor,
+            sequence: b.sequence,
+            timestamp,
+            bytes_used,
+            index,
+            overhead: woke.elapsed(),
+            owner: self.clone(),
+        }))
+    }
+}
+
+impl Requeue for Shared {
+    fn requeue(&self, index: usize) {
+        let mut st = self.lock();
+        let Some(slot) = st.slots.get_mut(index) else {
+            return;
+        };
+        slot.held = false;
+        if st.streaming && !st.slots[index].planes.is_empty() {
+            if let Err(e) = self.queue(&mut st, index) {
+                st.requeue_error = Some(e);
+            }
+        }
+    }
+}
