@@ -7,8 +7,8 @@
 //! driver is excluded. Prints a table and the 1080p / smallest ratio.
 //!
 //! ```sh
-//! cargo run --release -p zerocam-capture --example frame_overhead                 # pattern source
-//! tests/lab/run -- target/release/examples/frame_overhead /dev/video1             # vivid, in the lab
+//! cargo run --release -p zerocam-capture --example frame_overhead                  # pattern source
+//! tests/lab/run -- target/release/examples/frame_overhead /dev/video1 [FRAMES]     # vivid, in the lab
 //! ```
 
 use std::process::ExitCode;
@@ -93,7 +93,7 @@ fn run(
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let device = args.first().map_or("pattern", String::as_str).to_owned();
-    let frames = 300;
+    let frames = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(300);
     let format: CaptureFormat = match "NV12".parse() {
         Ok(f) => f,
         Err(e) => {
