@@ -1,5 +1,43 @@
-//! Python bindings for zerocam.
+//! Python bindings for zerocam: the `zerocam._zerocam` extension module
+//! (PyO3, abi3 for CPython ≥ 3.9) behind the `zerocam` package in
+//! `python/zerocam/`.
 //!
-//! Skeleton only: the PyO3 extension lands with its own issue.
+//! | module | Python |
+//! | --- | --- |
+//! | `tensor.rs` | `Tensor` (+ DLPack and the capsule protocol, `dlpack.rs`, `capsule.rs`) |
+//! | `mapview.rs`, `lease.rs` | `Tensor.map()` and the numpy exports |
+//! | `hostpin.rs` | `Tensor.pin_host()`, `HostPin.cpu_access()` |
+//! | `camera.rs` | `Camera`, `Frame`, `list_devices()` |
+//! | `format.rs` | `PixelFormat`, `Region` |
+//! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
-pub use zerocam_tensor as tensor;
+mod camera;
+mod capsule;
+mod convert;
+mod dlpack;
+mod errors;
+mod format;
+mod hostpin;
+mod lease;
+mod mapview;
+mod tensor;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<mapview::MapView>()?;
+    m.add_class::<lease::Export>()?;
+    m.add_class::<hostpin::HostPin>()?;
+    m.add_class::<hostpin::CpuAccess>()?;
+    m.add_class::<format::PixelFormat>()?;
+    m.add_class::<format::Region>()?;
+    m.add_class::<camera::Camera>()?;
+    m.add_class::<camera::Frame>()?;
+    m.add_function(wrap_pyfunction!(camera::list_devices, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("CAPSULE_NAME", "zerocam.tensor.v1")?;
+    Ok(())
+}

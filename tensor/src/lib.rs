@@ -55,6 +55,7 @@ mod geometry;
 mod identity;
 mod map;
 mod memory;
+mod pin;
 mod planes;
 mod region;
 mod storage;
@@ -76,6 +77,7 @@ pub use memory::{
     dma_heaps, is_dma_available, is_gpu_buffer_available, is_shm_available, TensorMemory,
     FORCE_MEM_ENV,
 };
+pub use pin::{CpuAccess, HostPin};
 pub use planes::PlaneDescriptor;
 pub use region::Region;
 pub use storage::dma_heap::{DEFAULT_HEAPS, HEAP_ENV};

@@ -61,5 +61,9 @@ libegl-dev
 libgles-dev
 libdrm-dev
 libgbm-dev
+python3
+python3-numpy
+python3-pytest
+python3-opencv
 PKGS
 }

@@ -1,0 +1,530 @@
+//! `zerocam.Camera` and `zerocam.Frame`: V4L2 capture and the pattern source.
+//!
+//! A frame keeps its buffer out of the driver's queue until `release()` (or
+//! the end of its `with` block, or its garbage collection). Its `planes` are
+//! numpy arrays over the mapped buffer (read-only maps): each array keeps its
+//! map alive, so a buffer whose plane arrays outlive `release()` stays out of
+//! the queue until the last of them dies (the capture layer does not queue a
+//! mapped buffer) — the arrays never see the driver overwrite them, and never
+//! dangle. After `release()`, `frame.planes` and `frame.tensor` raise
+//! `Released`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use zerocam_capture::{
+    BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
+    Stream, StreamConfig,
+};
+use zerocam_tensor::{Access, TensorDyn};
+
+use crate::errors::{capture_err, invalid, released, tensor_err};
+use crate::lease::MapLease;
+use crate::tensor::PyTensor;
+
+enum Source {
+    Stream(Stream),
+    Pattern(PatternSource),
+}
+
+impl Source {
+    fn as_source(&mut self) -> &mut dyn FrameSource {
+        match self {
+            Source::Stream(s) => s,
+            Source::Pattern(p) => p,
+        }
+    }
+
+    fn as_ref(&self) -> &dyn FrameSource {
+        match self {
+            Source::Stream(s) => s,
+            Source::Pattern(p) => p,
+        }
+    }
+}
+
+/// A camera (V4L2 device or the built-in pattern source): a context manager
+/// and an iterator of frames.
+#[pyclass(module = "zerocam._zerocam", frozen)]
+pub struct Camera {
+    source: Mutex<Option<Source>>,
+    timeout: Duration,
+}
+
+fn parse_format(format: &str) -> PyResult<CaptureFormat> {
+    format
+        .parse::<CaptureFormat>()
+        .map_err(|e| invalid(e.to_string()))
+}
+
+fn parse_size(size: (i64, i64)) -> PyResult<(u32, u32)> {
+    let ok = |v: i64| u32::try_from(v).ok().filter(|&v| v > 0);
+    match (ok(size.0), ok(size.1)) {
+        (Some(w), Some(h)) => Ok((w, h)),
+        _ => Err(invalid(format!(
+            "size ({}, {}) is not a (width, height) of positive ints",
+            size.0, size.1
+        ))),
+    }
+}
+
+fn parse_timeout(t: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(t)
+        .map_err(|_| invalid(format!("timeout {t} is not a positive number of seconds")))
+}
+
+fn parse_buffers(buffers: i64) -> PyResult<u32> {
+    u32::try_from(buffers)
+        .ok()
+        .filter(|&b| b >= 2)
+        .ok_or_else(|| invalid(format!("buffers {buffers} is not an int >= 2")))
+}
+
+/// Sets `controls` (name → menu item name or int value) on `device`.
+fn set_controls(device: &Device, controls: &Bound<'_, PyDict>) -> PyResult<()> {
+    for (k, v) in controls.iter() {
+        let name: String = k
+            .extract()
+            .map_err(|_| invalid(format!("control name {k} is not a string")))?;
+        set_control(device, &name, &v)?;
+    }
+    Ok(())
+}
+
+fn set_control(device: &Device, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(item) = value.extract::<String>() {
+        return device.set_menu(name, &item).map_err(capture_err);
+    }
+    let v: i32 = value.extract().map_err(|_| {
+        invalid(format!(
+            "control {name:?}: value {value} is not a str or an int"
+        ))
+    })?;
+    let info = device.control(name).map_err(capture_err)?;
+    device.set_control(info.id, v).map_err(capture_err)
+}
+
+#[pymethods]
+impl Camera {
+    /// Opens `device` and starts capturing `format` at `size`.
+    ///
+    /// `memory`: `"mmap"` (driver buffers, exported once as dma-bufs) or
+    /// `"dmabuf"` (buffers from the DMA heap). `controls`: `{name: value}`
+    /// set before streaming (a menu item name or an int). `timeout`: seconds
+    /// `next()` waits for a frame.
+    #[new]
+    #[pyo3(signature = (device="/dev/video0", format="NV12", size=(640, 480), fps=None, buffers=4, memory="mmap", controls=None, timeout=2.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        device: &str,
+        format: &str,
+        size: (i64, i64),
+        fps: Option<f64>,
+        buffers: i64,
+        memory: &str,
+        controls: Option<&Bound<'_, PyDict>>,
+        timeout: f64,
+    ) -> PyResult<Camera> {
+        let format = parse_format(format)?;
+        let (w, h) = parse_size(size)?;
+        let buffers = parse_buffers(buffers)?;
+        let timeout = parse_timeout(timeout)?;
+        let mode = match memory {
+            "mmap" => BufferMode::Mmap,
+            "dmabuf" => BufferMode::DmaBuf,
+            other => {
+                return Err(invalid(format!(
+                    "memory {other:?} is not one of \"mmap\", \"dmabuf\""
+                )))
+            }
+        };
+        if device == "pattern" {
+            return Camera::pattern(
+                format.name,
+                size,
+                fps,
+                buffers as i64,
+                timeout.as_secs_f64(),
+            );
+        }
+        let path = PathBuf::from(device);
+        let mut dev = py.detach(|| Device::open(&path)).map_err(capture_err)?;
+        if let Some(c) = controls {
+            set_controls(&dev, c)?;
+        }
+        dev.set_format(format, w, h).map_err(capture_err)?;
+        if let Some(fps) = fps {
+            dev.set_frame_rate(fps).map_err(capture_err)?;
+        }
+        let config = StreamConfig {
+            buffers,
+            mode,
+            ..StreamConfig::default()
+        };
+        let stream = py
+            .detach(|| Stream::new(dev, config))
+            .map_err(capture_err)?;
+        Ok(Camera {
+            source: Mutex::new(Some(Source::Stream(stream))),
+            timeout,
+        })
+    }
+
+    /// The built-in pattern source (colour bars and a moving line; works on
+    /// any machine): same API as a camera.
+    #[staticmethod]
+    #[pyo3(signature = (format="NV12", size=(640, 480), fps=None, buffers=4, timeout=2.0))]
+    fn pattern(
+        format: &str,
+        size: (i64, i64),
+        fps: Option<f64>,
+        buffers: i64,
+        timeout: f64,
+    ) -> PyResult<Camera> {
+        let format = parse_format(format)?;
+        let (w, h) = parse_size(size)?;
+        let mut config = PatternConfig::new(format, w, h);
+        config.fps = fps;
+        config.buffers = parse_buffers(buffers)?;
+        let source = PatternSource::new(config).map_err(capture_err)?;
+        Ok(Camera {
+            source: Mutex::new(Some(Source::Pattern(source))),
+            timeout: parse_timeout(timeout)?,
+        })
+    }
+
+    /// The next frame, waiting at most `timeout` seconds (default: the
+    /// camera's). Raises `Timeout`, `NoFreeBuffer`, `DeviceError`.
+    #[pyo3(signature = (timeout=None))]
+    fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Frame> {
+        let timeout = match timeout {
+            Some(t) => parse_timeout(t)?,
+            None => self.timeout,
+        };
+        let frame = py.detach(|| {
+            let mut src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+            match src.as_mut() {
+                Some(s) => Ok(s.as_source().next_frame(timeout)),
+                None => Err(()),
+            }
+        });
+        match frame {
+            Ok(f) => Ok(Frame::new(f.map_err(capture_err)?)),
+            Err(()) => Err(released("the camera")),
+        }
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Frame> {
+        self.read(py, None)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    /// Stops capture and closes the device (frames still held keep their
+    /// buffers until released). Idempotent.
+    fn close(&self, py: Python<'_>) {
+        let src = self
+            .source
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        py.detach(move || drop(src));
+    }
+
+    /// Sets a device control by name: a menu item name (`"100% Red"`) or an int.
+    fn set_control(&self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+        match src.as_ref() {
+            Some(Source::Stream(s)) => set_control(s.device(), name, value),
+            Some(Source::Pattern(_)) => Err(invalid(format!(
+                "control {name:?}: the pattern source has no controls"
+            ))),
+            None => Err(released("the camera")),
+        }
+    }
+
+    /// Counters: `frames`, `dropped`, `buffer_errors`, `buffers`, `planes`,
+    /// and `cache` (`hits`, `misses` = imports, `evictions`, `invalidated`, `live`).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = src
+            .as_ref()
+            .ok_or_else(|| released("the camera"))?
+            .as_ref()
+            .stats();
+        let d = PyDict::new(py);
+        d.set_item("frames", s.frames)?;
+        d.set_item("dropped", s.dropped)?;
+        d.set_item("buffer_errors", s.buffer_errors)?;
+        d.set_item("buffers", s.buffers)?;
+        d.set_item("planes", s.planes)?;
+        let c = PyDict::new(py);
+        c.set_item("hits", s.cache.hits)?;
+        c.set_item("misses", s.cache.misses)?;
+        c.set_item("evictions", s.cache.evictions)?;
+        c.set_item("invalidated", s.cache.invalidated)?;
+        c.set_item("live", s.cache.live)?;
+        d.set_item("cache", c)?;
+        Ok(d)
+    }
+
+    /// `(format name, width, height)` the frames come in.
+    #[getter]
+    fn format(&self) -> PyResult<(String, u32, u32)> {
+        let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+        let f = src
+            .as_ref()
+            .ok_or_else(|| released("the camera"))?
+            .as_ref()
+            .stream_format()
+            .clone();
+        Ok((f.format.name.to_owned(), f.width, f.height))
+    }
+
+    /// The device path, or `"pattern"`.
+    #[getter]
+    fn device(&self) -> PyResult<String> {
+        let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(src
+            .as_ref()
+            .ok_or_else(|| released("the camera"))?
+            .as_ref()
+            .name()
+            .display()
+            .to_string())
+    }
+}
+
+struct Held {
+    frame: RFrame,
+    planes: Option<Py<PyList>>,
+}
+
+/// A captured frame; gives its buffer back on `release()` or at the end of
+/// its `with` block.
+#[pyclass(module = "zerocam._zerocam", frozen)]
+pub struct Frame {
+    held: Mutex<Option<Held>>,
+    sequence: u32,
+    timestamp: f64,
+    format: String,
+    width: usize,
+    height: usize,
+    index: usize,
+}
+
+impl Frame {
+    fn new(frame: RFrame) -> Frame {
+        let t = frame.tensor();
+        let format = t
+            .format()
+            .and_then(crate::format::PixelFormat::from_rust)
+            .map_or("?", |f| f.label())
+            .to_owned();
+        Frame {
+            sequence: frame.sequence(),
+            timestamp: frame.timestamp().as_secs_f64(),
+            width: t.width().unwrap_or(0),
+            height: t.height().unwrap_or(0),
+            index: frame.buffer_index(),
+            format,
+            held: Mutex::new(Some(Held {
+                frame,
+                planes: None,
+            })),
+        }
+    }
+}
+
+/// The numpy arrays of a frame: the packed image as `[H, W, C]`, or each
+/// plane of a planar format as `[rows, samples]`.
+fn plane_arrays<'py>(py: Python<'py>, frame: &RFrame) -> PyResult<Bound<'py, PyList>> {
+    let t = frame.tensor();
+    let list = PyList::empty(py);
+    if t.plane_count() == 1 {
+        let lease = MapLease::new(&TensorDyn::U8(t.clone()), Access::Read)?;
+        list.append(lease.to_numpy(py)?)?;
+        return Ok(list);
+    }
+    for i in 0..t.plane_count() {
+        let p = t.plane(i).map_err(tensor_err)?;
+        let lease: Arc<MapLease> = MapLease::new(&TensorDyn::U8(p), Access::Read)?;
+        list.append(lease.to_numpy(py)?)?;
+    }
+    Ok(list)
+}
+
+#[pymethods]
+impl Frame {
+    /// The driver's sequence number.
+    #[getter]
+    fn sequence(&self) -> u32 {
+        self.sequence
+    }
+
+    /// Capture time in seconds on `CLOCK_MONOTONIC`.
+    #[getter]
+    fn timestamp(&self) -> f64 {
+        self.timestamp
+    }
+
+    /// The pixel layout name (`"NV12"` also for NV12M frames).
+    #[getter]
+    fn format(&self) -> &str {
+        &self.format
+    }
+
+    /// Width in pixels.
+    #[getter]
+    fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Height in pixels.
+    #[getter]
+    fn height(&self) -> usize {
+        self.height
+    }
+
+    /// The buffer index.
+    #[getter]
+    fn buffer_index(&self) -> usize {
+        self.index
+    }
+
+    /// Read-only numpy arrays over the frame's memory, without a copy
+    /// (`[H, W, C]` for packed formats, one `[rows, samples]` per plane for
+    /// NV12/NV16). Arrays outliving `release()` keep the buffer out of the
+    /// driver's queue until they die.
+    #[getter]
+    fn planes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = held.as_mut().ok_or_else(|| released("the frame"))?;
+        if let Some(p) = &h.planes {
+            return Ok(p.bind(py).clone());
+        }
+        let list = plane_arrays(py, &h.frame)?;
+        h.planes = Some(list.clone().unbind());
+        Ok(list)
+    }
+
+    /// The frame as a `Tensor` (the buffer itself). Maps of it fail while
+    /// the driver owns the buffer (after `release()`).
+    #[getter]
+    fn tensor(&self) -> PyResult<PyTensor> {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = held.as_ref().ok_or_else(|| released("the frame"))?;
+        Ok(PyTensor::wrap(TensorDyn::U8(h.frame.tensor().clone())))
+    }
+
+    /// Whether the frame was released.
+    #[getter]
+    fn released(&self) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// Gives the buffer back to the camera. Idempotent.
+    fn release(&self, py: Python<'_>) {
+        let h = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = h {
+            // Our reference to the plane list goes; arrays the caller holds stay.
+            drop(h.planes);
+            py.detach(move || drop(h.frame));
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.release(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Frame(sequence={}, format={}, size={}x{}, buffer={}{})",
+            self.sequence,
+            self.format,
+            self.width,
+            self.height,
+            self.index,
+            if self.released() { ", released" } else { "" }
+        )
+    }
+}
+
+/// The capture devices present: a list of dicts with `path`, `card`,
+/// `driver`, `bus`, `api` and `formats` (zerocam format names).
+#[pyfunction]
+pub fn list_devices<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("/dev")
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("video"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort_by_key(|p| {
+        let digits: String = p
+            .to_string_lossy()
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u32>().unwrap_or(u32::MAX)
+    });
+    let out = PyList::empty(py);
+    for p in paths {
+        let Ok(dev) = py.detach(|| Device::open(&p)) else {
+            continue;
+        };
+        let info = dev.info();
+        let d = PyDict::new(py);
+        d.set_item("path", p.display().to_string())?;
+        d.set_item("card", &info.card)?;
+        d.set_item("driver", &info.driver)?;
+        d.set_item("bus", &info.bus_info)?;
+        d.set_item("api", info.api.to_string())?;
+        let formats: Vec<String> = dev
+            .formats()
+            .map(|fs| {
+                fs.iter()
+                    .filter_map(|f| CaptureFormat::from_fourcc(f.fourcc))
+                    .map(|f| f.name.to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        d.set_item("formats", formats)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,211 @@
+//! The `__zerocam_tensor__` capsule: passing a tensor between extension
+//! modules (each PyO3 module has its own `Tensor` class, so `isinstance`
+//! across modules fails; the capsule does not).
+//!
+//! Protocol (ABI version 1):
+//! - `obj.__zerocam_tensor__()` returns a `PyCapsule` named
+//!   `"zerocam.tensor.v1"` whose pointer is a [`ZerocamTensorV1`] (C layout,
+//!   below).
+//! - The capsule owns the struct and `fd` (a `dup` of the buffer's fd made for
+//!   this capsule): its destructor closes `fd` and frees the struct. A
+//!   consumer that keeps the buffer `dup`s `fd` (never takes it) and must not
+//!   keep the pointer past the capsule's life.
+//! - Only fd-backed memory (shared memory, dma-buf) can be passed: heap
+//!   tensors raise `BufferError` (use `__dlpack__` for those).
+//! - Arrays: `shape`/`strides` (bytes) from `byte_offset` in the fd.
+//!   Images (`format[0] != 0`): `format` names the `zerocam.PixelFormat`, and
+//!   `width`, `height`, `row_stride` describe it; planes follow each other
+//!   `row_stride * rows` apart.
+
+use std::ffi::{c_void, CStr};
+use std::os::fd::{AsRawFd, IntoRawFd};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use zerocam_tensor::{DType, ImageLayout, Tensor, TensorDyn};
+
+use crate::dlpack::{dl_dtype, DLDataType};
+use crate::errors::{invalid, tensor_err, MapConflict};
+use crate::format::PixelFormat;
+use crate::tensor::{dup_fd, each};
+
+/// The capsule name.
+pub const NAME: &CStr = c"zerocam.tensor.v1";
+const MAX_DIMS: usize = 8;
+
+/// What the capsule points to (C layout; see the module docs).
+#[repr(C)]
+pub struct ZerocamTensorV1 {
+    /// 1.
+    pub abi_version: u32,
+    /// A dup of the buffer's fd, owned by the capsule.
+    pub fd: i32,
+    /// Element type (DLPack code and bits).
+    pub dtype: DLDataType,
+    /// Number of dims (≤ 8).
+    pub ndim: u32,
+    /// Offset of the first element in the fd, bytes.
+    pub byte_offset: u64,
+    /// Shape (first `ndim` entries).
+    pub shape: [i64; MAX_DIMS],
+    /// Byte strides (first `ndim` entries).
+    pub strides: [i64; MAX_DIMS],
+    /// Pixel format name (NUL-terminated; empty for arrays).
+    pub format: [u8; 16],
+    /// Image width (0 for arrays).
+    pub width: u32,
+    /// Image height (0 for arrays).
+    pub height: u32,
+    /// Image row stride in bytes (0 for arrays).
+    pub row_stride: u32,
+}
+
+unsafe extern "C" fn destructor(capsule: *mut ffi::PyObject) {
+    // SAFETY: CPython calls this once with our capsule; its pointer is the
+    // boxed struct made in `export`, and the fd is owned by it.
+    unsafe {
+        let p = ffi::PyCapsule_GetPointer(capsule, NAME.as_ptr()).cast::<ZerocamTensorV1>();
+        if p.is_null() {
+            ffi::PyErr_Clear();
+            return;
+        }
+        let b = Box::from_raw(p);
+        if b.fd >= 0 {
+            libc::close(b.fd);
+        }
+    }
+}
+
+/// `__zerocam_tensor__`.
+pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>> {
+    let fd = t.clone_fd().map_err(|e| {
+        MapConflict::new_err(format!(
+            "no zerocam capsule for this tensor: {e}; use __dlpack__"
+        ))
+    })?;
+    let strides = t.strides().ok_or_else(|| {
+        invalid(format!(
+            "a tensor of shape {:?} has no uniform strides: export each plane",
+            t.shape()
+        ))
+    })?;
+    let shape = t.shape();
+    if shape.len() > MAX_DIMS {
+        return Err(invalid(format!(
+            "{} dims: the capsule holds at most {MAX_DIMS}",
+            shape.len()
+        )));
+    }
+    let mut s = ZerocamTensorV1 {
+        abi_version: 1,
+        fd: -1,
+        dtype: dl_dtype(t.dtype()),
+        ndim: shape.len() as u32,
+        byte_offset: t.plane_offset() as u64,
+        shape: [0; MAX_DIMS],
+        strides: [0; MAX_DIMS],
+        format: [0; 16],
+        width: 0,
+        height: 0,
+        row_stride: 0,
+    };
+    for (i, (&d, &st)) in shape.iter().zip(&strides).enumerate() {
+        s.shape[i] = d as i64;
+        s.strides[i] = st as i64;
+    }
+    if let Some(f) = t.format().and_then(PixelFormat::from_rust) {
+        let name = f.label().as_bytes();
+        s.format[..name.len()].copy_from_slice(name);
+        s.width = each!(t, x => x.width(), None).unwrap_or(0) as u32;
+        s.height = each!(t, x => x.height(), None).unwrap_or(0) as u32;
+        s.row_stride = each!(t, x => x.row_stride(), None).unwrap_or(0) as u32;
+    }
+    s.fd = fd.into_raw_fd();
+    let p = Box::into_raw(Box::new(s));
+    // SAFETY: `p` is a live boxed struct, the name static; the destructor frees both.
+    let cap = unsafe { ffi::PyCapsule_New(p.cast::<c_void>(), NAME.as_ptr(), Some(destructor)) };
+    if cap.is_null() {
+        // SAFETY: not handed to Python: free it here.
+        unsafe {
+            let b = Box::from_raw(p);
+            libc::close(b.fd);
+        }
+    }
+    // SAFETY: a new reference, or NULL with an error set.
+    unsafe { Bound::from_owned_ptr_or_err(py, cap) }
+}
+
+fn dtype_of(d: DLDataType) -> Option<DType> {
+    DType::ALL.into_iter().find(|&x| {
+        let y = dl_dtype(x);
+        y.code == d.code && y.bits == d.bits
+    })
+}
+
+/// `Tensor.from_zerocam(obj)`: imports what `obj.__zerocam_tensor__()` hands over.
+pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
+    let cap = obj.call_method0("__zerocam_tensor__")?;
+    // SAFETY: `PyCapsule_GetPointer` checks the type and the name (NULL and
+    // an error otherwise); the struct lives as long as `cap`, held here.
+    let p = unsafe { ffi::PyCapsule_GetPointer(cap.as_ptr(), NAME.as_ptr()) };
+    if p.is_null() {
+        return Err(
+            PyErr::take(obj.py()).unwrap_or_else(|| invalid("not a zerocam.tensor.v1 capsule"))
+        );
+    }
+    // SAFETY: as above; read only.
+    let s = unsafe { &*p.cast::<ZerocamTensorV1>() };
+    if s.abi_version != 1 || s.ndim == 0 || s.ndim as usize > MAX_DIMS {
+        return Err(invalid(format!(
+            "zerocam capsule: ABI {} with {} dims is not supported",
+            s.abi_version, s.ndim
+        )));
+    }
+    let dtype = dtype_of(s.dtype).ok_or_else(|| invalid("zerocam capsule: unknown dtype"))?;
+    let fd = dup_fd(s.fd)?;
+    let n = s.ndim as usize;
+    let shape: Vec<usize> = s.shape[..n].iter().map(|&d| d as usize).collect();
+    let strides: Vec<usize> = s.strides[..n].iter().map(|&d| d as usize).collect();
+    let end = s.byte_offset as usize
+        + shape
+            .iter()
+            .zip(&strides)
+            .map(|(d, st)| (d - 1) * st)
+            .sum::<usize>()
+        + dtype.size();
+    if s.format[0] != 0 {
+        let name = CStr::from_bytes_until_nul(&s.format)
+            .map_err(|_| invalid("zerocam capsule: bad format name"))?
+            .to_string_lossy()
+            .into_owned();
+        let f = PixelFormat::parse(&pyo3::types::PyString::new(obj.py(), &name).into_any())?;
+        let size = file_size(&fd)?;
+        let t = Tensor::<u8>::from_fd(fd, &[size], None).map_err(tensor_err)?;
+        let layout = ImageLayout::new(s.width as usize, s.height as usize, f.rust())
+            .with_row_stride(s.row_stride as usize)
+            .with_start_offset(s.byte_offset as usize);
+        return Ok(TensorDyn::U8(t.with_image(layout).map_err(tensor_err)?));
+    }
+    let contiguous = {
+        let mut want = dtype.size();
+        let mut ok = s.byte_offset == 0;
+        for (d, st) in shape.iter().zip(&strides).rev() {
+            ok &= *st == want;
+            want *= d;
+        }
+        ok
+    };
+    if !contiguous {
+        return Err(invalid(format!(
+            "zerocam capsule: a strided array (offset {}, strides {strides:?}, end {end}) cannot be imported yet",
+            s.byte_offset
+        )));
+    }
+    TensorDyn::from_fd(fd, &shape, dtype, None).map_err(tensor_err)
+}
+
+fn file_size(fd: &std::os::fd::OwnedFd) -> PyResult<usize> {
+    // SAFETY: lseek on an fd we own; no memory is touched.
+    let end = unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_END) };
+    usize::try_from(end).map_err(|_| invalid("zerocam capsule: fd has no size"))
+}

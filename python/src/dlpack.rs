@@ -1,0 +1,240 @@
+//! DLPack export (`__dlpack__`, `__dlpack_device__`): `numpy.from_dlpack(t)`
+//! and `torch.from_dlpack(t)` take the tensor's memory without a copy.
+//!
+//! The capsule's `DLManagedTensor` owns a CPU map of the tensor (read-write;
+//! read-only for read-only memory, versioned capsules only), so the memory
+//! stays mapped — and, for a dma-buf, inside its sync bracket — until the
+//! consumer calls the deleter. An unconsumed capsule calls it itself.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use zerocam_tensor::{Access, DType, TensorDyn};
+
+use crate::errors::MapConflict;
+use crate::lease::MapLease;
+
+/// `kDLCPU`.
+pub const DL_CPU: i32 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DLDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+/// `DLDataType`: code (0 int, 1 uint, 2 float), bits, lanes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct DLDataType {
+    /// Type code.
+    pub code: u8,
+    /// Bits per element.
+    pub bits: u8,
+    /// Lanes (1).
+    pub lanes: u16,
+}
+
+#[repr(C)]
+struct DLTensor {
+    data: *mut c_void,
+    device: DLDevice,
+    ndim: i32,
+    dtype: DLDataType,
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct DLManagedTensor {
+    dl_tensor: DLTensor,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+#[repr(C)]
+struct DLPackVersion {
+    major: u32,
+    minor: u32,
+}
+
+#[repr(C)]
+struct DLManagedTensorVersioned {
+    version: DLPackVersion,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    flags: u64,
+    dl_tensor: DLTensor,
+}
+
+const FLAG_READ_ONLY: u64 = 1;
+const LEGACY: &CStr = c"dltensor";
+const VERSIONED: &CStr = c"dltensor_versioned";
+
+/// The DLPack type of `dtype`.
+pub fn dl_dtype(dtype: DType) -> DLDataType {
+    let (code, bits) = match dtype {
+        DType::I8 => (0, 8),
+        DType::I16 => (0, 16),
+        DType::I32 => (0, 32),
+        DType::U8 => (1, 8),
+        DType::U16 => (1, 16),
+        DType::U32 => (1, 32),
+        DType::F16 => (2, 16),
+        DType::F32 => (2, 32),
+        _ => (2, 64),
+    };
+    DLDataType {
+        code,
+        bits,
+        lanes: 1,
+    }
+}
+
+/// What the managed tensor owns: the shape and strides arrays it points to,
+/// and the map that keeps the data valid.
+struct Holder {
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    _lease: Arc<MapLease>,
+}
+
+unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: `m` and its `manager_ctx` were made by `Box::into_raw` in
+    // `export`, and DLPack calls the deleter once.
+    unsafe {
+        let m = Box::from_raw(m);
+        drop(Box::from_raw(m.manager_ctx.cast::<Holder>()));
+    }
+}
+
+unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: as for `delete_legacy`.
+    unsafe {
+        let m = Box::from_raw(m);
+        drop(Box::from_raw(m.manager_ctx.cast::<Holder>()));
+    }
+}
+
+unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
+    // SAFETY: CPython calls this with the capsule; a capsule still carrying
+    // its original name was never consumed (consumers rename it), so its
+    // managed tensor is still ours to delete. `PyCapsule_IsValid` sets no
+    // error.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+            let m = ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr()).cast::<DLManagedTensor>();
+            if let Some(d) = m.as_ref().and_then(|m| m.deleter) {
+                d(m);
+            }
+        } else if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
+            let m = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr())
+                .cast::<DLManagedTensorVersioned>();
+            if let Some(d) = m.as_ref().and_then(|m| m.deleter) {
+                d(m);
+            }
+        }
+    }
+}
+
+/// `__dlpack__`: a capsule over a fresh map of `tensor`.
+pub fn export<'py>(
+    py: Python<'py>,
+    tensor: &TensorDyn,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (lease, readonly) = match MapLease::new(tensor, Access::ReadWrite) {
+        Ok(l) => (l, false),
+        Err(e) if e.is_instance_of::<MapConflict>(py) && versioned => {
+            // Read-only memory (or a live read map): a read-only export.
+            match MapLease::new(tensor, Access::Read) {
+                Ok(l) => (l, true),
+                Err(_) => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let layout = lease.layout()?;
+    let e = layout.dtype.size();
+    let strides = layout
+        .strides
+        .iter()
+        .map(|&s| {
+            if s % e == 0 {
+                i64::try_from(s / e).map_err(|_| MapConflict::new_err("stride too large"))
+            } else {
+                Err(MapConflict::new_err(format!(
+                    "byte stride {s} is not a multiple of the {e}-byte element: no DLPack export"
+                )))
+            }
+        })
+        .collect::<PyResult<Vec<i64>>>()?;
+    let shape = layout
+        .shape
+        .iter()
+        .map(|&d| i64::try_from(d).map_err(|_| MapConflict::new_err("shape too large")))
+        .collect::<PyResult<Vec<i64>>>()?;
+    let ndim = i32::try_from(shape.len()).map_err(|_| MapConflict::new_err("too many dims"))?;
+    let holder = Box::into_raw(Box::new(Holder {
+        shape,
+        strides,
+        _lease: lease,
+    }));
+    // SAFETY: `holder` was just made by `Box::into_raw` and is freed only by a deleter.
+    let (shape_ptr, strides_ptr) =
+        unsafe { ((*holder).shape.as_mut_ptr(), (*holder).strides.as_mut_ptr()) };
+    let dl_tensor = DLTensor {
+        data: layout.ptr as *mut c_void,
+        device: DLDevice {
+            device_type: DL_CPU,
+            device_id: 0,
+        },
+        ndim,
+        dtype: dl_dtype(layout.dtype),
+        shape: shape_ptr,
+        strides: strides_ptr,
+        byte_offset: 0,
+    };
+    let (ptr, name) = if versioned {
+        let m = Box::new(DLManagedTensorVersioned {
+            version: DLPackVersion { major: 1, minor: 0 },
+            manager_ctx: holder.cast(),
+            deleter: Some(delete_versioned),
+            flags: if readonly { FLAG_READ_ONLY } else { 0 },
+            dl_tensor,
+        });
+        (Box::into_raw(m).cast::<c_void>(), VERSIONED)
+    } else {
+        let m = Box::new(DLManagedTensor {
+            dl_tensor,
+            manager_ctx: holder.cast(),
+            deleter: Some(delete_legacy),
+        });
+        (Box::into_raw(m).cast::<c_void>(), LEGACY)
+    };
+    // SAFETY: `ptr` is a live managed tensor, `name` a static C string, and
+    // the destructor deletes the tensor only if nobody consumed it.
+    let capsule = unsafe { ffi::PyCapsule_New(ptr, name.as_ptr(), Some(capsule_destructor)) };
+    if capsule.is_null() {
+        // SAFETY: not handed to Python: delete it here.
+        unsafe {
+            if versioned {
+                delete_versioned(ptr.cast());
+            } else {
+                delete_legacy(ptr.cast());
+            }
+        }
+    }
+    // SAFETY: a new reference (or NULL with an error set).
+    unsafe { Bound::from_owned_ptr_or_err(py, capsule) }
+}

@@ -1,0 +1,81 @@
+//! Rust errors as zerocam's Python exceptions (defined in `zerocam/errors.py`).
+//!
+//! Every exception derives from `zerocam.Error` and from the standard one a
+//! caller expects: `InvalidArgument` is a `ValueError`, `DeviceError` an
+//! `OSError` with `errno`, `Timeout` a `TimeoutError`, `MapConflict` a
+//! `BufferError`.
+
+use pyo3::prelude::*;
+use zerocam_capture::CaptureError;
+use zerocam_tensor::Error as TensorError;
+
+pyo3::import_exception!(zerocam.errors, InvalidArgument);
+pyo3::import_exception!(zerocam.errors, DeviceError);
+pyo3::import_exception!(zerocam.errors, Timeout);
+pyo3::import_exception!(zerocam.errors, MapConflict);
+pyo3::import_exception!(zerocam.errors, Released);
+pyo3::import_exception!(zerocam.errors, NoFreeBuffer);
+pyo3::import_exception!(zerocam.errors, Error);
+
+/// A bad argument, naming the value.
+pub fn invalid(msg: impl Into<String>) -> PyErr {
+    InvalidArgument::new_err(msg.into())
+}
+
+/// An OS failure with its errno (`OSError(errno, message)`).
+pub fn os_error(errno: i32, msg: impl Into<String>) -> PyErr {
+    DeviceError::new_err((errno, msg.into()))
+}
+
+/// Use of something released.
+pub fn released(what: &str) -> PyErr {
+    Released::new_err(format!("{what} was released"))
+}
+
+/// A tensor error as the matching Python exception.
+pub fn tensor_err(e: TensorError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        TensorError::BadFd { errno, .. }
+        | TensorError::NotMappable { errno, .. }
+        | TensorError::DupFailed { errno, .. }
+        | TensorError::ShmAlloc { errno, .. }
+        | TensorError::DmaBufSync { errno, .. } => os_error(errno as i32, msg),
+        TensorError::DmaAlloc { ref source, .. } => {
+            os_error(source.raw_os_error().unwrap_or(libc::ENOMEM), msg)
+        }
+        TensorError::DmaUnavailable { .. }
+        | TensorError::HeapAlloc { .. }
+        | TensorError::UnknownHeap { .. } => os_error(libc::ENOMEM, msg),
+        TensorError::MapConflict { .. } | TensorError::ReadOnly { .. } => MapConflict::new_err(msg),
+        TensorError::Pbo { .. } => Error::new_err(msg),
+        _ => invalid(msg),
+    }
+}
+
+/// A capture error as the matching Python exception.
+pub fn capture_err(e: CaptureError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        CaptureError::Timeout { .. } => Timeout::new_err((libc::ETIMEDOUT, msg)),
+        CaptureError::NoFreeBuffer { .. } => NoFreeBuffer::new_err(msg),
+        CaptureError::Tensor { source, .. } => {
+            // Keep the device in the message, the class of the tensor error.
+            let inner = tensor_err(source);
+            Python::attach(|py| {
+                let class = inner.get_type(py);
+                PyErr::from_type(class, msg)
+            })
+        }
+        CaptureError::InvalidArgument(_)
+        | CaptureError::UnsupportedFormat { .. }
+        | CaptureError::UnsupportedSize { .. }
+        | CaptureError::TooFewBuffers { .. }
+        | CaptureError::NoSuchControl { .. }
+        | CaptureError::NotCapture { .. } => invalid(msg),
+        other => match other.errno() {
+            Some(errno) => os_error(errno as i32, msg),
+            None => Error::new_err(msg),
+        },
+    }
+}

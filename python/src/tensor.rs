@@ -1,0 +1,396 @@
+//! `zerocam.Tensor`: a handle on zero-copy memory (heap, shared memory,
+//! DMA-BUF), its views, maps, pins and exports.
+
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use zerocam_tensor::{Access, ImageLayout, Tensor, TensorDyn, TensorMemory};
+
+use crate::convert;
+use crate::errors::{invalid, os_error, tensor_err, MapConflict};
+use crate::format::{PixelFormat, Region};
+use crate::hostpin::HostPin;
+use crate::lease::MapLease;
+use crate::mapview::MapView;
+use crate::{capsule, dlpack};
+
+/// Runs `$body` with `$t` bound to the typed tensor inside a `TensorDyn`.
+macro_rules! each {
+    ($dyn:expr, $t:ident => $body:expr, $other:expr) => {
+        match $dyn {
+            TensorDyn::U8($t) => $body,
+            TensorDyn::I8($t) => $body,
+            TensorDyn::U16($t) => $body,
+            TensorDyn::I16($t) => $body,
+            TensorDyn::U32($t) => $body,
+            TensorDyn::I32($t) => $body,
+            TensorDyn::F16($t) => $body,
+            TensorDyn::F32($t) => $body,
+            TensorDyn::F64($t) => $body,
+            _ => $other,
+        }
+    };
+}
+pub(crate) use each;
+
+/// A tensor: shape, dtype and memory; cheap to view, batch and map.
+#[pyclass(module = "zerocam._zerocam", name = "Tensor", frozen)]
+pub struct PyTensor {
+    pub(crate) inner: TensorDyn,
+    default_access: Access,
+}
+
+impl PyTensor {
+    /// Wraps a Rust tensor.
+    pub fn wrap(inner: TensorDyn) -> PyTensor {
+        PyTensor {
+            inner,
+            default_access: Access::ReadWrite,
+        }
+    }
+
+    fn fd_raw(&self) -> Option<i32> {
+        each!(&self.inner, t => t.fd().map(|fd| fd.as_raw_fd()), None)
+    }
+
+    fn plane_count(&self) -> usize {
+        each!(&self.inner, t => t.plane_count(), 1)
+    }
+}
+
+fn memory_name(m: TensorMemory) -> String {
+    m.to_string()
+}
+
+fn shape_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let dims: Vec<i64> = match obj.extract::<i64>() {
+        Ok(n) => vec![n],
+        Err(_) => obj
+            .extract()
+            .map_err(|_| invalid(format!("shape {obj} is not an int or a sequence of ints")))?,
+    };
+    convert::shape(dims)
+}
+
+#[pymethods]
+impl PyTensor {
+    /// Allocates a zeroed C-contiguous tensor of `shape` and `dtype` in `mem`
+    /// (`None`: DMA, then shared memory, then heap).
+    #[new]
+    #[pyo3(signature = (shape, dtype=None, mem=None, name=None))]
+    fn new(
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        mem: Option<&str>,
+        name: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let shape = shape_arg(shape)?;
+        let dtype = match dtype {
+            Some(d) if !d.is_none() => convert::dtype(py, d)?,
+            _ => zerocam_tensor::DType::U8,
+        };
+        let mem = convert::memory(mem)?;
+        let t = TensorDyn::new(&shape, dtype, mem, name).map_err(tensor_err)?;
+        Ok(PyTensor::wrap(t))
+    }
+
+    /// Allocates a zeroed `width`x`height` image of `format` (uint8 samples).
+    /// `row_stride` pads rows (bytes); `access` is the default of `map()`.
+    #[staticmethod]
+    #[pyo3(signature = (width, height, format=None, mem=None, access="readwrite", row_stride=None, batch=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn image(
+        width: usize,
+        height: usize,
+        format: Option<&Bound<'_, PyAny>>,
+        mem: Option<&str>,
+        access: &str,
+        row_stride: Option<usize>,
+        batch: Option<usize>,
+    ) -> PyResult<PyTensor> {
+        let format = match format {
+            Some(f) if !f.is_none() => PixelFormat::parse(f)?,
+            _ => PixelFormat::Rgb,
+        };
+        let default_access = convert::access(access)?;
+        let mut layout = ImageLayout::new(width, height, format.rust());
+        if let Some(s) = row_stride {
+            layout = layout.with_row_stride(s);
+        }
+        if let Some(n) = batch {
+            if n == 0 {
+                return Err(invalid("batch 0 is empty: give at least 1"));
+            }
+            layout = layout.with_batch(n);
+        }
+        let mut b = Tensor::<u8>::builder_image(layout);
+        if let Some(m) = convert::memory(mem)? {
+            b = b.memory(m);
+        }
+        let t = b.build().map_err(tensor_err)?;
+        Ok(PyTensor {
+            inner: TensorDyn::U8(t),
+            default_access,
+        })
+    }
+
+    /// Imports the buffer behind `fd` (a dma-buf, memfd or other mmap-able
+    /// file) as a C-contiguous tensor of `shape` and `dtype`. The tensor
+    /// keeps a duplicate of `fd`: the caller still owns (and closes) `fd`.
+    #[staticmethod]
+    #[pyo3(signature = (fd, shape, dtype=None))]
+    fn from_fd(
+        py: Python<'_>,
+        fd: i32,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let shape = shape_arg(shape)?;
+        let dtype = match dtype {
+            Some(d) if !d.is_none() => convert::dtype(py, d)?,
+            _ => zerocam_tensor::DType::U8,
+        };
+        let owned = dup_fd(fd)?;
+        let t = TensorDyn::from_fd(owned, &shape, dtype, None).map_err(tensor_err)?;
+        Ok(PyTensor::wrap(t))
+    }
+
+    /// The shape.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    /// Byte strides, or `None` for layouts without uniform strides.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.inner
+            .strides()
+            .map(|s| PyTuple::new(py, s))
+            .transpose()
+    }
+
+    /// Element type name (`"uint8"`, `"float32"`, …).
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.dtype().name()
+    }
+
+    /// The pixel format of an image tensor, else `None`.
+    #[getter]
+    fn format(&self) -> Option<PixelFormat> {
+        self.inner.format().and_then(PixelFormat::from_rust)
+    }
+
+    /// `"mem"`, `"shm"`, `"dma"` or `"pbo"`.
+    #[getter]
+    fn memory(&self) -> String {
+        memory_name(self.inner.memory())
+    }
+
+    /// Width of an image tensor.
+    #[getter]
+    fn width(&self) -> Option<usize> {
+        each!(&self.inner, t => t.width(), None)
+    }
+
+    /// Height of an image tensor.
+    #[getter]
+    fn height(&self) -> Option<usize> {
+        each!(&self.inner, t => t.height(), None)
+    }
+
+    /// Bytes between rows of an image tensor's first plane.
+    #[getter]
+    fn row_stride(&self) -> Option<usize> {
+        each!(&self.inner, t => t.row_stride(), None)
+    }
+
+    /// Bytes of the elements (padding excluded).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.size()
+    }
+
+    /// Number of planes (2 for NV12, 3 for planar RGB, else 1).
+    #[getter]
+    fn planes(&self) -> usize {
+        self.plane_count()
+    }
+
+    /// The tensor's name.
+    #[getter]
+    fn name(&self) -> Option<String> {
+        self.inner.name().map(str::to_owned)
+    }
+
+    /// The fd number behind the tensor's buffer, borrowed (valid while the
+    /// tensor lives; do not close it), or `None` for heap memory.
+    #[getter]
+    fn fd(&self) -> Option<i32> {
+        self.fd_raw()
+    }
+
+    /// The identity shared by this tensor's views, batches and planes.
+    #[getter]
+    fn buffer_id(&self) -> u64 {
+        self.inner.buffer_identity().id()
+    }
+
+    /// `(st_dev, st_ino)` of the buffer's file, or `None` for heap memory.
+    #[getter]
+    fn fd_identity(&self) -> Option<(u64, u64)> {
+        self.inner.fd_identity().map(|i| (i.dev, i.ino))
+    }
+
+    /// A new fd of the buffer (a `dup`), owned by the caller.
+    fn clone_fd(&self) -> PyResult<i32> {
+        let fd = self.inner.clone_fd().map_err(tensor_err)?;
+        Ok(into_raw(fd))
+    }
+
+    /// A view of `region` (a `Region` or `(x, y, width, height)`): same buffer.
+    fn view(&self, region: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let r = Region::parse(region)?;
+        Ok(self.derived(self.inner.view(r).map_err(tensor_err)?))
+    }
+
+    /// Element `n` of the leading batch dimension.
+    fn batch(&self, n: usize) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.batch(n).map_err(tensor_err)?))
+    }
+
+    /// Plane `i` of an image as a 2-D tensor.
+    fn plane(&self, i: usize) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.plane(i).map_err(tensor_err)?))
+    }
+
+    /// Maps the tensor for the CPU; use as a context manager. `access` is
+    /// `"read"` (read-only numpy arrays, no write-back flush), `"write"` or
+    /// `"readwrite"` (default: the tensor's, normally `"readwrite"`).
+    #[pyo3(signature = (access=None))]
+    fn map(&self, access: Option<&str>) -> PyResult<MapView> {
+        let access = match access {
+            Some(a) => convert::access(a)?,
+            None => self.default_access,
+        };
+        Ok(MapView::new(MapLease::new(&self.inner, access)?, access))
+    }
+
+    /// Copies the tensor into a new numpy array (a convenience; `map()` is the
+    /// zero-copy way).
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lease = MapLease::new(&self.inner, Access::Read)?;
+        let a = lease.to_numpy(py)?;
+        let copy = a.call_method0("copy")?;
+        drop(a);
+        lease.close()?;
+        Ok(copy)
+    }
+
+    /// Pins the memory: a stable address valid until `release()`, across maps.
+    /// Access through it is bracketed by `cpu_access(access)`.
+    #[pyo3(signature = (access="readwrite"))]
+    fn pin_host(&self, access: &str) -> PyResult<HostPin> {
+        HostPin::new(&self.inner, convert::access(access)?)
+    }
+
+    /// DLPack export (CPU): `numpy.from_dlpack(t)` without a copy. The
+    /// consumer holds a read-write map (read-only for read-only memory, with
+    /// a versioned capsule) until it drops the array.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if stream.is_some_and(|s| !s.is_none()) {
+            return Err(MapConflict::new_err(format!(
+                "stream {:?}: a CPU tensor takes no stream",
+                stream.map(|s| s.to_string())
+            )));
+        }
+        if let Some(d) = dl_device {
+            if d != (dlpack::DL_CPU, 0) {
+                return Err(MapConflict::new_err(format!(
+                    "dl_device {d:?}: zerocam tensors export to the CPU (1, 0) only"
+                )));
+            }
+        }
+        if copy == Some(true) {
+            return Err(MapConflict::new_err(
+                "copy=True: zerocam exports without copying; copy the consumer's array",
+            ));
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        dlpack::export(py, &self.inner, versioned)
+    }
+
+    /// `(kDLCPU, 0)`.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (dlpack::DL_CPU, 0)
+    }
+
+    /// The `zerocam.tensor.v1` capsule (see `capsule.rs` and the docs).
+    fn __zerocam_tensor__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        capsule::export(py, &self.inner)
+    }
+
+    /// A tensor from any object with `__zerocam_tensor__` (another zerocam
+    /// extension module's tensor): same buffer, no copy.
+    #[staticmethod]
+    fn from_zerocam(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        Ok(PyTensor::wrap(capsule::import(obj)?))
+    }
+
+    fn __repr__(&self) -> String {
+        let mut s = format!(
+            "Tensor(shape={:?}, dtype={}, memory={}",
+            self.inner.shape(),
+            self.inner.dtype(),
+            self.inner.memory()
+        );
+        if let Some(f) = self.inner.format().and_then(PixelFormat::from_rust) {
+            s.push_str(&format!(", format={}", f.label()));
+        }
+        s.push(')');
+        s
+    }
+}
+
+impl PyTensor {
+    fn derived(&self, inner: TensorDyn) -> PyTensor {
+        PyTensor {
+            inner,
+            default_access: self.default_access,
+        }
+    }
+}
+
+/// A duplicate of the caller's fd `fd` (the caller keeps theirs).
+pub fn dup_fd(fd: i32) -> PyResult<OwnedFd> {
+    if fd < 0 {
+        return Err(invalid(format!("fd {fd} is negative")));
+    }
+    // SAFETY: the fd is only borrowed for the `fcntl(F_DUPFD_CLOEXEC)` call
+    // below; an fd number that is not open makes it fail with EBADF.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    let new = borrowed.try_clone_to_owned().map_err(|e| {
+        os_error(
+            e.raw_os_error().unwrap_or(libc::EBADF),
+            format!("fd {fd}: cannot duplicate: {e}"),
+        )
+    })?;
+    Ok(new)
+}
+
+/// Gives up ownership of `fd`, returning its number.
+pub fn into_raw(fd: OwnedFd) -> i32 {
+    use std::os::fd::IntoRawFd;
+    fd.into_raw_fd()
+}

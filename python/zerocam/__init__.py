@@ -1,0 +1,58 @@
+"""zerocam: zero-copy camera frames and tensors (V4L2, DMA-BUF) for Python.
+
+>>> import numpy as np, zerocam
+>>> t = zerocam.Tensor.image(64, 48, zerocam.PixelFormat.Rgb)
+>>> with t.map() as view:
+...     a = np.asarray(view)   # no copy: shape (48, 64, 3), the real strides
+...     a[:] = 7
+...     del a                  # numpy arrays must go before the map ends
+>>> with zerocam.Camera.pattern("NV12", (320, 240)) as cam:
+...     with cam.read() as frame:
+...         y, uv = frame.planes  # numpy arrays over the frame's buffer
+"""
+
+from . import errors
+from ._zerocam import (
+    CAPSULE_NAME,
+    Camera,
+    CpuAccess,
+    Frame,
+    HostPin,
+    MapView,
+    PixelFormat,
+    Region,
+    Tensor,
+    __version__,
+    list_devices,
+)
+from .errors import (
+    DeviceError,
+    Error,
+    InvalidArgument,
+    MapConflict,
+    NoFreeBuffer,
+    Released,
+    Timeout,
+)
+
+__all__ = [
+    "CAPSULE_NAME",
+    "Camera",
+    "CpuAccess",
+    "DeviceError",
+    "Error",
+    "Frame",
+    "HostPin",
+    "InvalidArgument",
+    "MapConflict",
+    "MapView",
+    "NoFreeBuffer",
+    "PixelFormat",
+    "Region",
+    "Released",
+    "Tensor",
+    "Timeout",
+    "__version__",
+    "errors",
+    "list_devices",
+]

@@ -1,0 +1,62 @@
+"""zerocam's exceptions.
+
+Every exception zerocam raises derives from :class:`Error` and from the
+standard exception a caller would expect, so ``except ValueError`` and
+``except zerocam.Error`` both work:
+
+========================  ==========================================================
+class                     raised for
+========================  ==========================================================
+``InvalidArgument``       bad arguments (``ValueError``): shapes, dtypes, regions,
+                          formats, sizes, unknown controls
+``DeviceError``           the kernel refused (``OSError``, with ``errno``): open,
+                          ioctl, mmap, dma-buf sync, allocation
+``Timeout``               no frame within the timeout (``TimeoutError``)
+``MapConflict``           a map, pin bracket or export conflicts with a live one,
+                          or a map is released while numpy arrays still use it
+                          (``BufferError``)
+``Released``              a map, pin or frame used after it was released
+                          (``ValueError``)
+``NoFreeBuffer``          the caller holds every buffer of the camera
+                          (``RuntimeError``)
+========================  ==========================================================
+"""
+
+
+class Error(Exception):
+    """Base class of every zerocam exception."""
+
+
+class InvalidArgument(Error, ValueError):
+    """A bad argument; the message names the value."""
+
+
+class DeviceError(Error, OSError):
+    """A device or kernel failure; ``errno`` holds the kernel's error number."""
+
+
+class Timeout(Error, TimeoutError):
+    """No frame came within the timeout."""
+
+
+class MapConflict(Error, BufferError):
+    """A map conflicts with a live map, device borrow or buffer export."""
+
+
+class Released(Error, ValueError):
+    """A map, pin or frame was used after its release."""
+
+
+class NoFreeBuffer(Error, RuntimeError):
+    """Every buffer of the camera is held by the caller; release a frame."""
+
+
+__all__ = [
+    "Error",
+    "InvalidArgument",
+    "DeviceError",
+    "Timeout",
+    "MapConflict",
+    "Released",
+    "NoFreeBuffer",
+]
