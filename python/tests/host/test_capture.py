@@ -1,0 +1,130 @@
+"""Capture from the built-in pattern source (any machine)."""
+
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import zerocam
+from zerocam import Camera
+
+
+@pytest.mark.parametrize("fmt,shapes", [
+    ("NV12", [(240, 320), (120, 320)]),
+    ("NV12M", [(240, 320), (120, 320)]),
+    ("YUYV", [(240, 320, 2)]),
+    ("RGB24", [(240, 320, 3)]),
+    ("GREY", [(240, 320, 1)]),
+])
+def test_pattern_frames_as_numpy(fmt, shapes):
+    with Camera.pattern(fmt, (320, 240)) as cam:
+        assert cam.device == "pattern" and cam.format[1:] == (320, 240)
+        seqs = []
+        for frame in cam:
+            with frame:
+                planes = frame.planes
+                assert [p.shape for p in planes] == shapes
+                assert all(not p.flags.writeable and p.dtype == np.uint8 for p in planes)
+                assert frame.width == 320 and frame.height == 240
+                seqs.append(frame.sequence)
+                del planes
+            if len(seqs) == 8:
+                break
+        assert seqs == list(range(8))
+        st = cam.stats()
+        assert st["frames"] == 8 and st["dropped"] == 0
+        assert st["cache"]["misses"] == st["buffers"] * st["planes"]
+
+
+def test_planes_are_the_buffer_itself():
+    with Camera.pattern("NV12", (64, 32)) as cam:
+        with cam.read() as frame:
+            y = frame.planes[0]
+            t = frame.tensor
+            assert t.shape == (48, 64) and t.format == zerocam.PixelFormat.Nv12
+            pin = t.pin_host("read")
+            assert y.ctypes.data == pin.ptr  # no copy
+            assert y.strides[0] == t.row_stride
+            # bar colours: BT.601 white bar first
+            assert y[0, 0] == 235
+            del y
+
+
+def test_released_frame_raises_and_held_arrays_stay_valid():
+    with Camera.pattern("GREY", (64, 32), buffers=3) as cam:
+        frame = cam.read()
+        kept = frame.planes[0]
+        before = kept.copy()
+        frame.release()
+        assert frame.released
+        with pytest.raises(zerocam.Released):
+            frame.planes
+        with pytest.raises(zerocam.Released):
+            frame.tensor
+        # capture goes on in the other buffers; ours is not redrawn under `kept`
+        for _ in range(6):
+            with cam.read() as f:
+                assert f.buffer_index != 0
+        assert (kept == before).all()
+        del kept
+        gc.collect()
+        seen = set()
+        for _ in range(6):
+            with cam.read() as f:
+                seen.add(f.buffer_index)
+        assert 0 in seen  # back in rotation once the array died
+
+
+def test_holding_every_buffer_is_no_free_buffer():
+    with Camera.pattern("NV12", (64, 32), buffers=2) as cam:
+        a, b = cam.read(), cam.read()
+        with pytest.raises(zerocam.NoFreeBuffer):
+            cam.read()
+        a.release()
+        cam.read().release()
+        b.release()
+
+
+def test_timeout_and_closed_camera():
+    cam = Camera.pattern("NV12", (64, 32), fps=1.0)
+    cam.read().release()
+    with pytest.raises(TimeoutError) as e:
+        cam.read(timeout=0.05)
+    assert isinstance(e.value, zerocam.Timeout) and "64" not in "" 
+    cam.close()
+    with pytest.raises(zerocam.Released):
+        cam.read()
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(format="MJPG"), "MJPG"),
+    (dict(size=(0, 10)), r"\(0, 10\)"),
+    (dict(buffers=1), "buffers 1"),
+    (dict(timeout=-1.0), "timeout -1"),
+])
+def test_bad_arguments_name_the_value(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Camera.pattern(**kwargs)
+
+
+def test_device_errors_carry_errno():
+    with pytest.raises(OSError) as e:
+        Camera("/dev/video-none")
+    assert e.value.errno == 2 and "/dev/video-none" in str(e.value)
+    with pytest.raises(ValueError, match='"usb"'):
+        Camera("/dev/video-none", memory="usb")
+    assert isinstance(zerocam.list_devices(), list)
+
+
+def test_no_fd_growth_over_300_frames():
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+    before = fds()
+    for _ in range(3):
+        with Camera.pattern("NV12M", (64, 32)) as cam:
+            for _, frame in zip(range(100), cam):
+                with frame:
+                    np.asarray(frame.planes[1]).sum()
+    gc.collect()
+    assert fds() == before

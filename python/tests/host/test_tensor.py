@@ -1,0 +1,210 @@
+"""Tensors on the host: every dtype, padded strides, maps, exports, pins."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import zerocam
+from zerocam import PixelFormat, Region, Tensor
+
+DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mem", ["mem", "shm"])
+def test_every_dtype_maps_zero_copy(dtype, mem):
+    t = Tensor((3, 5, 2), dtype, mem=mem)
+    assert t.shape == (3, 5, 2) and t.dtype == dtype and t.memory == mem
+    with t.map() as view:
+        a = np.asarray(view)
+        assert a.dtype == np.dtype(dtype) and a.shape == (3, 5, 2)
+        assert a.strides == view.strides == t.strides
+        assert a.ctypes.data == view.ptr  # the mapped address itself
+        assert not a.any()  # zeroed
+        a[...] = np.arange(30).reshape(3, 5, 2).astype(dtype)
+        del a
+    with t.map("read") as view:
+        b = np.asarray(view)
+        assert (b == np.arange(30).reshape(3, 5, 2).astype(dtype)).all()
+        del b
+
+
+def test_numpy_dtype_objects_and_bad_dtypes():
+    assert Tensor(4, np.float32).dtype == "float32"
+    assert Tensor([2, 2], np.dtype("int16")).dtype == "int16"
+    with pytest.raises(ValueError, match="complex64"):
+        Tensor(4, "complex64")
+    with pytest.raises(zerocam.InvalidArgument, match=r"\[2, -1\]"):
+        Tensor([2, -1])
+    with pytest.raises(ValueError, match="empty"):
+        Tensor([])
+    with pytest.raises(ValueError, match="gpu"):
+        Tensor(4, mem="gpu")
+
+
+def test_padded_row_stride_is_published_not_reshaped():
+    t = Tensor.image(100, 20, PixelFormat.Rgb, mem="shm", row_stride=320)
+    assert t.shape == (20, 100, 3) and t.row_stride == 320
+    assert t.strides == (320, 3, 1)
+    with t.map() as view:
+        a = np.asarray(view)
+        assert a.strides == (320, 3, 1)
+        a[:, :, 0] = np.arange(20, dtype=np.uint8)[:, None]
+        a[:, :, 1] = np.arange(100, dtype=np.uint8)[None, :]
+        del a
+    # the raw bytes: row r starts r*320 bytes in, padding untouched
+    raw = Tensor.from_fd(t.fd, [20 * 320], "uint8")
+    with raw.map("read") as view:
+        b = np.asarray(view)
+        assert b[5 * 320] == 5 and b[5 * 320 + 3 * 7 + 1] == 7
+        assert not b[5 * 320 + 300 : 6 * 320].any()
+        del b
+
+
+def test_read_map_rejects_writes():
+    t = Tensor((4, 4), "uint8", mem="shm")
+    with t.map("read") as view:
+        a = np.asarray(view)
+        assert view.readonly and not a.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            a[0, 0] = 1
+        del a
+
+
+def test_release_with_a_live_numpy_array_is_refused():
+    t = Tensor((8, 8), "float32", mem="mem")
+    view = t.map()
+    a = np.asarray(view)
+    b = a[2:4]  # a numpy view keeps the export too
+    del a
+    assert view.exports == 1
+    with pytest.raises(BufferError, match="1 numpy array"):
+        view.release()
+    assert not view.released
+    b[:] = 3.0  # still valid memory
+    del b
+    gc.collect()
+    assert view.exports == 0
+    view.release()
+    assert view.released
+
+
+def test_with_block_end_with_live_array_raises_and_keeps_memory():
+    t = Tensor(16, "uint8", mem="shm")
+    with pytest.raises(zerocam.MapConflict):
+        with t.map() as view:
+            kept = np.asarray(view)
+    kept[:] = 9  # the map is still open: no dangling pointer
+    del kept
+    gc.collect()
+    view.release()
+    assert t.numpy().tolist() == [9] * 16
+
+
+def test_use_after_release_raises():
+    t = Tensor((2, 3), "int32")
+    with t.map() as view:
+        pass
+    for use in (np.asarray, lambda v: v.shape, lambda v: v.ptr, lambda v: v.numpy()):
+        with pytest.raises(zerocam.Released):
+            use(view)
+    view.release()  # idempotent
+
+
+def test_writable_maps_conflict():
+    t = Tensor((4, 4), "uint8", mem="shm")
+    with t.map():
+        with pytest.raises(BufferError, match="conflict|overlap|map"):
+            t.map()
+        with pytest.raises(zerocam.MapConflict):
+            Tensor.from_fd(t.fd, [16], "uint8").map("read")
+
+
+def test_write_through_one_view_is_seen_through_another():
+    t = Tensor.image(64, 48, PixelFormat.Rgb, mem="shm")
+    crop = t.view(Region(8, 4, 16, 8))
+    assert crop.shape == (8, 16, 3) and crop.buffer_id == t.buffer_id
+    with crop.map() as v:
+        a = np.asarray(v)
+        a[:] = 200
+        del a
+    other = Tensor.from_fd(t.clone_fd(), (48, 64, 3), "uint8")
+    assert other.fd_identity == t.fd_identity
+    with other.map("read") as v:
+        b = np.asarray(v)
+        assert (b[4:12, 8:24] == 200).all()
+        assert b[:4].sum() == 0 and b[12:].sum() == 0
+        del b
+    with pytest.raises(ValueError, match="out of bounds"):
+        t.view((60, 0, 10, 10))
+
+
+def test_batch_and_planes():
+    b = Tensor((3, 4, 5), "float32", mem="mem")
+    assert b.batch(2).shape == (4, 5)
+    with pytest.raises(ValueError, match="3"):
+        b.batch(3)
+    nv = Tensor.image(32, 16, "NV12", mem="shm")
+    assert nv.shape == (24, 32) and nv.planes == 2 and nv.format == PixelFormat.Nv12
+    assert nv.plane(0).shape == (16, 32) and nv.plane(1).shape == (8, 32)
+    batched = Tensor.image(8, 4, PixelFormat.Grey, mem="shm", batch=3)
+    assert batched.shape == (3, 4, 8, 1) or batched.shape[0] == 3
+    assert batched.batch(1).shape == batched.shape[1:]
+
+
+def test_from_fd_errors_name_the_values():
+    with pytest.raises(OSError) as e:
+        Tensor.from_fd(987654, [4])
+    assert e.value.errno == 9 and "987654" in str(e.value)
+    t = Tensor(16, mem="shm")
+    with pytest.raises(ValueError, match="too small"):
+        Tensor.from_fd(t.fd, [1000])
+
+
+def test_heap_tensor_has_no_fd():
+    t = Tensor(8, mem="mem")
+    assert t.fd is None and t.fd_identity is None
+    with pytest.raises(ValueError):
+        t.clone_fd()
+
+
+def test_pin_host_is_stable_across_maps():
+    t = Tensor((16, 16), "uint8", mem="shm")
+    pin = t.pin_host("readwrite")
+    assert pin.len == 256 and pin.alignment == 64
+    with t.map() as v:
+        assert v.ptr == pin.ptr
+    with t.map("read") as v:
+        assert v.ptr == pin.ptr
+    with pin.cpu_access("read") as bracket:
+        assert bracket.active
+        with pytest.raises(zerocam.MapConflict):
+            t.map("write")  # the bracket is a read borrow
+    assert not bracket.active
+    del t
+    gc.collect()
+    assert pin.ptr  # still valid: the pin holds the buffer
+    pin.release()
+    with pytest.raises(zerocam.Released):
+        pin.ptr
+    ro = Tensor(8, mem="mem").pin_host("read")
+    with pytest.raises(ValueError, match="write"):
+        ro.cpu_access("write")
+
+
+def test_capsule_round_trip_shares_the_buffer():
+    t = Tensor.image(40, 30, PixelFormat.Rgb, mem="shm", row_stride=128)
+    cap = t.__zerocam_tensor__()
+    assert type(cap).__name__ == "PyCapsule" and zerocam.CAPSULE_NAME in repr(cap)
+    u = Tensor.from_zerocam(t)
+    assert u.fd_identity == t.fd_identity and u.strides == t.strides and u.shape == t.shape
+    arr = Tensor((5, 6), "float64", mem="shm")
+    v = Tensor.from_zerocam(arr)
+    with arr.map() as m:
+        a = np.asarray(m)
+        a[1, 2] = 4.5
+        del a
+    assert v.numpy()[1, 2] == 4.5
+    with pytest.raises(BufferError, match="dlpack"):
+        Tensor(4, mem="mem").__zerocam_tensor__()
