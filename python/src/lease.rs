@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use zerocam_tensor::{Access, DType, Element, Tensor, TensorDyn};
 
@@ -140,6 +141,16 @@ impl MapLease {
         self.exports.load(Ordering::SeqCst)
     }
 
+    /// Counts one more export (a numpy array, a buffer-protocol view).
+    pub fn add_export(&self) {
+        self.exports.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Counts one export less.
+    pub fn remove_export(&self) {
+        self.exports.fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Ends the map, unless exports are alive (`MapConflict`). Idempotent.
     pub fn close(&self) -> PyResult<()> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
@@ -164,9 +175,19 @@ impl MapLease {
                 layout,
             },
         )?;
-        self.exports.fetch_add(1, Ordering::SeqCst);
-        py.import("numpy")?.call_method1("asarray", (export,))
+        self.add_export();
+        numpy_asarray(py)?.call1((export,))
     }
+}
+
+/// `numpy.asarray`, looked up once.
+fn numpy_asarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    ASARRAY
+        .get_or_try_init(py, || {
+            py.import("numpy")?.getattr("asarray").map(Bound::unbind)
+        })
+        .map(|f| f.bind(py))
 }
 
 /// The numpy array interface typestr of `dtype` (native byte order).
@@ -210,6 +231,6 @@ impl Export {
 
 impl Drop for Export {
     fn drop(&mut self) {
-        self.lease.exports.fetch_sub(1, Ordering::SeqCst);
+        self.lease.remove_export();
     }
 }

@@ -5,12 +5,17 @@
 //! | module | Python |
 //! | --- | --- |
 //! | `tensor.rs` | `Tensor` (+ DLPack and the capsule protocol, `dlpack.rs`, `capsule.rs`) |
-//! | `mapview.rs`, `lease.rs` | `Tensor.map()` and the numpy exports |
+//! | `mapview.rs`, `lease.rs`, `buffer.rs` | `Tensor.map()`, the numpy exports, the buffer protocol (feature `buffer-protocol`) |
 //! | `hostpin.rs` | `Tensor.pin_host()`, `HostPin.cpu_access()` |
 //! | `camera.rs` | `Camera`, `Frame`, `list_devices()` |
 //! | `format.rs` | `PixelFormat`, `Region` |
 //! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
+#[cfg(all(feature = "buffer-protocol", feature = "abi3-py39"))]
+compile_error!("feature buffer-protocol needs --no-default-features (it targets abi3-py311)");
+
+#[cfg(feature = "buffer-protocol")]
+mod buffer;
 mod camera;
 mod capsule;
 mod convert;
@@ -39,5 +44,6 @@ fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(camera::list_devices, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("CAPSULE_NAME", "zerocam.tensor.v1")?;
+    m.add("BUFFER_PROTOCOL", cfg!(feature = "buffer-protocol"))?;
     Ok(())
 }

@@ -13,10 +13,11 @@
 //! address; after a successful release every use of the view raises
 //! `Released`.
 //!
-//! The abi3 wheel targets CPython 3.9, whose limited API has no buffer
-//! protocol slots (they came in 3.11); numpy's array interface gives numpy
-//! the same information (address, shape, strides, read-only flag) with the
-//! same lifetime rule.
+//! Built with the `buffer-protocol` feature (a `cp311-abi3` wheel), the view
+//! also implements the buffer protocol (`memoryview(view)`; numpy then uses
+//! it), with the same rule: each exported buffer counts until released. The
+//! `cp39-abi3` wheel cannot (CPython's limited API has the buffer slots from
+//! 3.11), so there numpy takes the view through `__array__` only.
 
 use std::sync::Arc;
 
@@ -76,6 +77,29 @@ impl MapView {
             return a.call_method0("copy");
         }
         Ok(a)
+    }
+
+    /// The buffer protocol (feature `buffer-protocol`).
+    #[cfg(feature = "buffer-protocol")]
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        let this = slf.get();
+        let layout = this.lease.layout()?;
+        // SAFETY: CPython's buffer to fill.
+        unsafe { crate::buffer::fill(view, flags, &layout, slf.clone().into_any())? };
+        this.lease.add_export();
+        Ok(())
+    }
+
+    /// Ends one buffer-protocol export.
+    #[cfg(feature = "buffer-protocol")]
+    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: a buffer `__getbuffer__` filled, released once by CPython.
+        unsafe { crate::buffer::release(view) };
+        self.lease.remove_export();
     }
 
     /// The same as `numpy.asarray(view)`.

@@ -13,6 +13,7 @@
 
 from . import errors
 from ._zerocam import (
+    BUFFER_PROTOCOL,
     CAPSULE_NAME,
     Camera,
     CpuAccess,
@@ -36,6 +37,7 @@ from .errors import (
 )
 
 __all__ = [
+    "BUFFER_PROTOCOL",
     "CAPSULE_NAME",
     "Camera",
     "CpuAccess",

@@ -208,3 +208,43 @@ def test_capsule_round_trip_shares_the_buffer():
     assert v.numpy()[1, 2] == 4.5
     with pytest.raises(BufferError, match="dlpack"):
         Tensor(4, mem="mem").__zerocam_tensor__()
+
+
+needs_buffer_protocol = pytest.mark.skipif(
+    not zerocam.BUFFER_PROTOCOL, reason="cp39-abi3 wheel: no buffer protocol (the cp311-abi3 wheel has it)"
+)
+
+
+@needs_buffer_protocol
+@pytest.mark.parametrize("dtype,fmt", [("uint8", "B"), ("int16", "h"), ("float16", "e"), ("float32", "f"), ("float64", "d")])
+def test_buffer_protocol_shape_strides_format(dtype, fmt):
+    t = Tensor((3, 4), dtype, mem="shm")
+    with t.map() as view:
+        m = memoryview(view)
+        assert m.format == fmt and m.shape == (3, 4) and m.strides == t.strides
+        assert not m.readonly and view.exports == 1
+        a = np.asarray(m)
+        assert a.ctypes.data == view.ptr
+        del a
+        m.release()
+        assert view.exports == 0
+
+
+@needs_buffer_protocol
+def test_buffer_protocol_padded_and_read_only():
+    t = Tensor.image(10, 4, PixelFormat.Rgb, mem="shm", row_stride=64)
+    with t.map("read") as view:
+        m = memoryview(view)
+        assert m.strides == (64, 3, 1) and m.readonly
+        with pytest.raises(TypeError):
+            m[0, 0, 0] = 1
+        with pytest.raises(BufferError, match="releas|numpy|export"):
+            view.release()
+        m.release()
+    with t.map() as view:
+        np.asarray(view)[:] = 5
+        assert bytes(view) == b"\x05" * 120  # the elements, the padding skipped
+    with t.map() as view:
+        pass
+    with pytest.raises(zerocam.Released):
+        memoryview(view)

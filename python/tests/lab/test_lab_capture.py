@@ -131,3 +131,14 @@ def test_missing_device_and_bad_format():
     assert e.value.errno == 2
     with pytest.raises(ValueError, match="NV16M|not supported|offers"):
         Camera("/dev/video0", "NV16M", (320, 180))
+
+
+def test_buffer_protocol_on_a_dmabuf_frame():
+    assert zerocam.BUFFER_PROTOCOL  # the guest's python3 is 3.13: the cp311-abi3 wheel
+    t = Tensor((16, 16), "uint8", mem="dma")
+    with t.map() as view:
+        m = memoryview(view)
+        assert m.shape == (16, 16) and m.strides == (16, 1) and m.format == "B"
+        m[0, 0] = 9
+        m.release()
+    assert t.numpy()[0, 0] == 9

@@ -1,0 +1,134 @@
+//! The buffer protocol on `MapView` (feature `buffer-protocol`, CPython ≥
+//! 3.11 limited API): `memoryview(view)` and any buffer consumer get the map's
+//! address, shape, byte strides and format; each exported buffer counts as an
+//! export of the map until the consumer releases it, like a numpy array made
+//! through `__array__`.
+
+use std::ffi::{c_int, CStr};
+
+use pyo3::exceptions::PyBufferError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use zerocam_tensor::DType;
+
+use crate::lease::Layout;
+
+/// The shape and strides a `Py_buffer` points to, owned through `internal`.
+struct Meta {
+    shape: Vec<ffi::Py_ssize_t>,
+    strides: Vec<ffi::Py_ssize_t>,
+}
+
+/// The struct-module format of `dtype`.
+fn format(dtype: DType) -> &'static CStr {
+    match dtype {
+        DType::U8 => c"B",
+        DType::I8 => c"b",
+        DType::U16 => c"H",
+        DType::I16 => c"h",
+        DType::U32 => c"I",
+        DType::I32 => c"i",
+        DType::F16 => c"e",
+        DType::F32 => c"f",
+        DType::F64 => c"d",
+    }
+}
+
+fn c_contiguous(l: &Layout) -> bool {
+    let mut want = l.dtype.size();
+    for (d, s) in l.shape.iter().zip(&l.strides).rev() {
+        if *d > 1 && *s != want {
+            return false;
+        }
+        want *= d;
+    }
+    true
+}
+
+fn ssize(v: usize) -> PyResult<ffi::Py_ssize_t> {
+    ffi::Py_ssize_t::try_from(v).map_err(|_| PyBufferError::new_err(format!("{v} is too large")))
+}
+
+/// Fills `view` for `layout`; `owner` becomes `view.obj` (a new reference).
+///
+/// # Safety
+/// `view` must be the `Py_buffer` CPython passed to `bf_getbuffer`.
+pub unsafe fn fill(
+    view: *mut ffi::Py_buffer,
+    flags: c_int,
+    layout: &Layout,
+    owner: Bound<'_, PyAny>,
+) -> PyResult<()> {
+    if flags & ffi::PyBUF_WRITABLE != 0 && layout.readonly {
+        return Err(PyBufferError::new_err(
+            "a writable buffer was asked of a read-only map (made with \"read\")",
+        ));
+    }
+    let strided = flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES;
+    if !strided && !c_contiguous(layout) {
+        return Err(PyBufferError::new_err(format!(
+            "the map has strides {:?} (padded rows): ask for a strided buffer",
+            layout.strides
+        )));
+    }
+    let meta = Box::new(Meta {
+        shape: layout
+            .shape
+            .iter()
+            .map(|&d| ssize(d))
+            .collect::<PyResult<_>>()?,
+        strides: layout
+            .strides
+            .iter()
+            .map(|&s| ssize(s))
+            .collect::<PyResult<_>>()?,
+    });
+    let items: usize = layout.shape.iter().product();
+    let len = ssize(items * layout.dtype.size())?;
+    let ndim = c_int::try_from(layout.shape.len())
+        .map_err(|_| PyBufferError::new_err("too many dimensions"))?;
+    let meta = Box::into_raw(meta);
+    // SAFETY: `view` is CPython's buffer to fill (the caller's contract);
+    // `meta` lives until `release` frees it through `internal`.
+    unsafe {
+        (*view).buf = layout.ptr as *mut std::ffi::c_void;
+        (*view).obj = owner.into_ptr();
+        (*view).len = len;
+        (*view).itemsize = ssize(layout.dtype.size())?;
+        (*view).readonly = c_int::from(layout.readonly);
+        (*view).format = if flags & ffi::PyBUF_FORMAT != 0 {
+            format(layout.dtype).as_ptr().cast_mut()
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).ndim = ndim;
+        (*view).shape = if flags & ffi::PyBUF_ND != 0 {
+            (*meta).shape.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).strides = if strided {
+            (*meta).strides.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).suboffsets = std::ptr::null_mut();
+        (*view).internal = meta.cast();
+    }
+    Ok(())
+}
+
+/// Frees what [`fill`] allocated.
+///
+/// # Safety
+/// `view` must be a buffer filled by [`fill`], released once.
+pub unsafe fn release(view: *mut ffi::Py_buffer) {
+    // SAFETY: `internal` is the `Meta` box made by `fill` (the caller's contract).
+    unsafe {
+        let meta = (*view).internal.cast::<Meta>();
+        if !meta.is_null() {
+            drop(Box::from_raw(meta));
+            (*view).internal = std::ptr::null_mut();
+        }
+    }
+}
