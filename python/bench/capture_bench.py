@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 DEVICE = os.environ.get("BENCH_DEVICE", "/dev/video0")
-FRAMES = int(os.environ.get("BENCH_FRAMES", "150"))
+FRAMES = int(os.environ.get("BENCH_FRAMES", "300"))
 WARMUP = 10
 SIZES = [(640, 480), (1280, 720)]
 
@@ -44,6 +44,16 @@ def zerocam_frames(w, h):
                 int(y[0, 0])
                 del y, uv
                 yield None
+
+
+def zerocam_bare_frames(w, h):
+    """The floor: frames dequeued and re-queued, no numpy array made."""
+    import zerocam
+
+    with zerocam.Camera(DEVICE, "NV12", (w, h), fps=60.0, buffers=4) as cam:
+        for frame in cam:
+            frame.release()
+            yield None
 
 
 def opencv_frames(w, h, convert):
@@ -85,6 +95,7 @@ def linuxpy_frames(w, h):
 def main():
     runs = [
         ("zerocam (NV12 planes, mmap + dma-buf)", zerocam_frames),
+        ("zerocam, frame only (no numpy; the floor)", zerocam_bare_frames),
         ("OpenCV VideoCapture (NV12 → BGR, default)", lambda w, h: opencv_frames(w, h, True)),
         ("OpenCV VideoCapture (CONVERT_RGB=0, raw)", lambda w, h: opencv_frames(w, h, False)),
         ("linuxpy VideoCapture (frame.data → numpy)", linuxpy_frames),

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use zerocam_capture::{
     BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
     Stream, StreamConfig,
@@ -353,13 +353,27 @@ impl Frame {
 }
 
 /// The numpy arrays of a frame: the packed image as `[H, W, C]`, or each
-/// plane of a planar format as `[rows, samples]`.
+/// plane of a planar format as `[rows, samples]`. A frame in one buffer with
+/// uniform strides (NV12, NV16) is mapped once and split into its planes (one
+/// dma-buf sync bracket instead of one per plane); planes in two buffers
+/// (NV12M) are mapped one by one.
 fn plane_arrays<'py>(py: Python<'py>, frame: &RFrame) -> PyResult<Bound<'py, PyList>> {
     let t = frame.tensor();
     let list = PyList::empty(py);
-    if t.plane_count() == 1 {
+    if t.plane_count() == 1 || t.strides().is_some() {
         let lease = MapLease::new(&TensorDyn::U8(t.clone()), Access::Read)?;
-        list.append(lease.to_numpy(py)?)?;
+        let whole = lease.to_numpy(py)?;
+        if t.plane_count() == 1 {
+            list.append(whole)?;
+            return Ok(list);
+        }
+        let mut start = 0isize;
+        for i in 0..t.plane_count() {
+            let rows = t.plane(i).map_err(tensor_err)?.shape()[0];
+            let end = start + rows as isize;
+            list.append(whole.get_item(PySlice::new(py, start, end, 1))?)?;
+            start = end;
+        }
         return Ok(list);
     }
     for i in 0..t.plane_count() {

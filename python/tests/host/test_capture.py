@@ -128,3 +128,14 @@ def test_no_fd_growth_over_300_frames():
                     np.asarray(frame.planes[1]).sum()
     gc.collect()
     assert fds() == before
+
+
+@pytest.mark.parametrize("fmt", ["NV12", "NV16"])
+def test_single_buffer_planes_are_split_from_one_map(fmt):
+    with Camera.pattern(fmt, (64, 32)) as cam:
+        with cam.read() as frame:
+            y, uv = frame.planes
+            t = frame.tensor
+            assert uv.ctypes.data == y.ctypes.data + y.shape[0] * t.row_stride
+            assert uv.shape == (t.plane(1).shape[0], 64) and uv.strides == y.strides
+            del y, uv
