@@ -164,15 +164,18 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
     let dtype = dtype_of(s.dtype).ok_or_else(|| invalid("zerocam capsule: unknown dtype"))?;
     let fd = dup_fd(s.fd)?;
     let n = s.ndim as usize;
-    let shape: Vec<usize> = s.shape[..n].iter().map(|&d| d as usize).collect();
-    let strides: Vec<usize> = s.strides[..n].iter().map(|&d| d as usize).collect();
-    let end = s.byte_offset as usize
-        + shape
-            .iter()
-            .zip(&strides)
-            .map(|(d, st)| (d - 1) * st)
-            .sum::<usize>()
-        + dtype.size();
+    let bad = || invalid("zerocam capsule: a dimension, stride or offset is out of range");
+    let shape = s.shape[..n]
+        .iter()
+        .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(bad)?;
+    let strides = s.strides[..n]
+        .iter()
+        .map(|&st| usize::try_from(st).ok())
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(bad)?;
+    let offset = usize::try_from(s.byte_offset).map_err(|_| bad())?;
     if s.format[0] != 0 {
         let name = CStr::from_bytes_until_nul(&s.format)
             .map_err(|_| invalid("zerocam capsule: bad format name"))?
@@ -183,22 +186,22 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
         let t = Tensor::<u8>::from_fd(fd, &[size], None).map_err(tensor_err)?;
         let layout = ImageLayout::new(s.width as usize, s.height as usize, f.rust())
             .with_row_stride(s.row_stride as usize)
-            .with_start_offset(s.byte_offset as usize);
+            .with_start_offset(offset);
         return Ok(TensorDyn::U8(t.with_image(layout).map_err(tensor_err)?));
     }
     let contiguous = {
         let mut want = dtype.size();
-        let mut ok = s.byte_offset == 0;
+        let mut ok = offset == 0;
         for (d, st) in shape.iter().zip(&strides).rev() {
             ok &= *st == want;
-            want *= d;
+            want = want.saturating_mul(*d);
         }
         ok
     };
     if !contiguous {
         return Err(invalid(format!(
-            "zerocam capsule: a strided array (offset {}, strides {strides:?}, end {end}) cannot be imported yet",
-            s.byte_offset
+            "zerocam capsule: a strided or offset array (offset {offset}, shape {shape:?}, \
+             strides {strides:?}) cannot be imported yet"
         )));
     }
     TensorDyn::from_fd(fd, &shape, dtype, None).map_err(tensor_err)

@@ -248,3 +248,48 @@ def test_buffer_protocol_padded_and_read_only():
         pass
     with pytest.raises(zerocam.Released):
         memoryview(view)
+
+
+def test_foreign_capsules_are_checked_not_trusted():
+    import ctypes
+
+    class Struct(ctypes.Structure):
+        _fields_ = [("abi", ctypes.c_uint32), ("fd", ctypes.c_int32), ("code", ctypes.c_uint8),
+                    ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16), ("ndim", ctypes.c_uint32),
+                    ("offset", ctypes.c_uint64), ("shape", ctypes.c_int64 * 8),
+                    ("strides", ctypes.c_int64 * 8), ("format", ctypes.c_char * 16),
+                    ("width", ctypes.c_uint32), ("height", ctypes.c_uint32), ("row_stride", ctypes.c_uint32)]
+
+    t = Tensor(64, mem="shm")
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    keep = []
+
+    class Producer:
+        def __init__(self, **fields):
+            s = Struct(abi=1, fd=t.fd, code=1, bits=8, lanes=1, ndim=1)
+            s.shape[0], s.strides[0] = 64, 1
+            for k, v in fields.items():
+                if k in ("shape", "strides"):
+                    getattr(s, k)[0] = v
+                else:
+                    setattr(s, k, v)
+            keep.append(s)
+            self.cap = new(ctypes.addressof(s), b"zerocam.tensor.v1", None)
+
+        def __zerocam_tensor__(self):
+            return self.cap
+
+    assert Tensor.from_zerocam(Producer()).shape == (64,)
+    for bad in (dict(shape=-1), dict(shape=0), dict(strides=-8), dict(ndim=9), dict(abi=2), dict(bits=7)):
+        with pytest.raises(ValueError):
+            Tensor.from_zerocam(Producer(**bad))
+    with pytest.raises(OSError):
+        Tensor.from_zerocam(Producer(fd=999999))
+
+    class Wrong:
+        def __zerocam_tensor__(self):
+            return new(ctypes.addressof(keep[0]), b"something.else", None)
+
+    with pytest.raises(ValueError):
+        Tensor.from_zerocam(Wrong())
