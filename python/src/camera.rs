@@ -369,7 +369,8 @@ fn plane_arrays<'py>(py: Python<'py>, frame: &RFrame) -> PyResult<Bound<'py, PyL
         }
         let mut start = 0isize;
         for i in 0..t.plane_count() {
-            let rows = t.plane(i).map_err(tensor_err)?.shape()[0];
+            let plane = t.plane(i).map_err(tensor_err)?;
+            let rows = plane.shape().first().copied().unwrap_or(0);
             let end = start + rows as isize;
             list.append(whole.get_item(PySlice::new(py, start, end, 1))?)?;
             start = end;
