@@ -43,7 +43,12 @@ for wheel in "$wheel39" "$wheel311"; do
     "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
     # From the workspace root: `python -m` puts the current folder first on
     # sys.path, and python/ holds the package's sources (without the module).
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests/host
+    select=()
+    if [[ $wheel == "$wheel39" ]]; then
+        echo "cp39-abi3 has no buffer protocol: the tests marked buffer_protocol run with the cp311 wheel below"
+        select=(-m "not buffer_protocol")
+    fi
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider "${select[@]}" python/tests/host
 done
 
 [[ ${1:-} == --host ]] && exit 0

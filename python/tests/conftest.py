@@ -8,3 +8,10 @@ def _collect():
     """Collect between tests so numpy arrays of one test never hold maps of the next."""
     yield
     gc.collect()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "buffer_protocol: needs the cp311-abi3 wheel's buffer protocol (memoryview of a map)",
+    )
