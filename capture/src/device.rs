@@ -130,6 +130,32 @@ pub struct StreamFormat {
     pub planes: Vec<PlaneLayout>,
 }
 
+/// The `/dev/video*` nodes that open as streaming capture devices, in node
+/// number order (metadata and output nodes are left out).
+pub fn capture_devices() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("/dev")
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("video"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort_by_key(|p| {
+        let digits: String = p
+            .to_string_lossy()
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u32>().unwrap_or(u32::MAX)
+    });
+    paths.retain(|p| Device::open(p).is_ok());
+    paths
+}
+
 /// An open V4L2 video capture device.
 #[derive(Debug)]
 pub struct Device {

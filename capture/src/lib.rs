@@ -37,7 +37,8 @@ mod v4l2;
 
 pub use controls::ControlInfo;
 pub use device::{
-    BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval, PlaneLayout, StreamFormat,
+    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval, PlaneLayout,
+    StreamFormat,
 };
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};

@@ -35,28 +35,8 @@ pub struct Opened {
     pub is_pattern: bool,
 }
 
-/// The V4L2 capture devices present, in name order.
-pub fn capture_devices() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir("/dev")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("video"))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    paths.sort_by_key(|p| {
-        let n = p.to_string_lossy();
-        let digits: String = n.chars().filter(char::is_ascii_digit).collect();
-        digits.parse::<u32>().unwrap_or(u32::MAX)
-    });
-    paths.retain(|p| Device::open(p).is_ok());
-    paths
-}
+/// The V4L2 capture devices present (see [`zerocam_capture::capture_devices`]).
+pub use zerocam_capture::capture_devices;
 
 /// Opens `spec`.
 ///

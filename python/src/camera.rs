@@ -498,25 +498,7 @@ impl Frame {
 /// `driver`, `bus`, `api` and `formats` (zerocam format names).
 #[pyfunction]
 pub fn list_devices<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir("/dev")
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("video"))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    paths.sort_by_key(|p| {
-        let digits: String = p
-            .to_string_lossy()
-            .chars()
-            .filter(char::is_ascii_digit)
-            .collect();
-        digits.parse::<u32>().unwrap_or(u32::MAX)
-    });
+    let paths = py.detach(zerocam_capture::capture_devices);
     let out = PyList::empty(py);
     for p in paths {
         let Ok(dev) = py.detach(|| Device::open(&p)) else {
