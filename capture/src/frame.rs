@@ -45,7 +45,9 @@ impl Frame {
         self.sequence
     }
 
-    /// When the frame was captured, on `CLOCK_MONOTONIC`.
+    /// When the frame was captured, as the driver stamped it: `CLOCK_MONOTONIC`
+    /// for drivers that flag `V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC` (vb2 drivers,
+    /// vivid and the i.MX ISI among them) and for the pattern source.
     pub fn timestamp(&self) -> Duration {
         self.timestamp
     }
