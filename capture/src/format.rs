@@ -55,12 +55,13 @@ pub struct CaptureFormat {
 }
 
 /// Every format zerocam captures.
-pub const CAPTURE_FORMATS: [CaptureFormat; 8] = [
+pub const CAPTURE_FORMATS: [CaptureFormat; 9] = [
     fmt(*b"NV12", "NV12", PixelFormat::Nv12, 1),
     fmt(*b"NM12", "NV12M", PixelFormat::Nv12, 2),
     fmt(*b"NV16", "NV16", PixelFormat::Nv16, 1),
     fmt(*b"NM16", "NV16M", PixelFormat::Nv16, 2),
     fmt(*b"YUYV", "YUYV", PixelFormat::Yuyv, 1),
+    fmt(*b"UYVY", "UYVY", PixelFormat::Uyvy, 1),
     fmt(*b"RGB3", "RGB24", PixelFormat::Rgb, 1),
     fmt(*b"BGR3", "BGR24", PixelFormat::Bgr, 1),
     fmt(*b"GREY", "GREY", PixelFormat::Grey, 1),

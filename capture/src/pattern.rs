@@ -330,6 +330,12 @@ fn bar_rows(pixel: PixelFormat, w: usize) -> Vec<Vec<u8>> {
                 [yuv(x)[0], if x % 2 == 0 { pair[1] } else { pair[2] }]
             })
             .collect()],
+        PixelFormat::Uyvy => vec![two
+            .flat_map(|x| {
+                let pair = yuv(x & !1);
+                [if x % 2 == 0 { pair[1] } else { pair[2] }, yuv(x)[0]]
+            })
+            .collect()],
         PixelFormat::Rgba | PixelFormat::Bgra => {
             let bgr = pixel == PixelFormat::Bgra;
             vec![two
@@ -365,6 +371,15 @@ fn white_line(pixel: PixelFormat, plane: usize, row: &mut [u8]) {
                 *b = match i % 4 {
                     0 | 2 => y,
                     1 => cb,
+                    _ => cr,
+                };
+            }
+        }
+        (PixelFormat::Uyvy, _) => {
+            for (i, b) in row.iter_mut().enumerate() {
+                *b = match i % 4 {
+                    1 | 3 => y,
+                    0 => cb,
                     _ => cr,
                 };
             }

@@ -37,6 +37,7 @@ fn expected_red(pixel: PixelFormat) -> (Vec<u8>, Vec<u8>) {
         PixelFormat::Bgr => (vec![0, 0, 255], vec![]),
         PixelFormat::Grey => (vec![54], vec![]),
         PixelFormat::Yuyv => (vec![81, 90, 81, 239], vec![]),
+        PixelFormat::Uyvy => (vec![90, 81, 239, 81], vec![]),
         _ => (vec![81], vec![90, 239]),
     }
 }

@@ -70,6 +70,12 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
                 px(&mut out, y, 2 * i + 1, yuv_to_rgb(q[2], q[1], q[3]));
             }
         })?,
+        PixelFormat::Uyvy => rows(frame, 0, |y, r| {
+            for (i, q) in r.chunks(4).enumerate() {
+                px(&mut out, y, 2 * i, yuv_to_rgb(q[1], q[0], q[2]));
+                px(&mut out, y, 2 * i + 1, yuv_to_rgb(q[3], q[0], q[2]));
+            }
+        })?,
         PixelFormat::Nv12 | PixelFormat::Nv16 => {
             let vsub = h / format.plane_rows(1, h).max(1);
             let mut luma = vec![0u8; w * h];
@@ -108,6 +114,23 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_capture_format_of_the_pattern_converts_to_the_same_picture() {
+        use std::time::Duration;
+        use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
+        let rgb_of = |name: &str| {
+            let format = CAPTURE_FORMATS.into_iter().find(|f| f.name == name).unwrap();
+            let mut s = PatternSource::new(PatternConfig::new(format, 64, 16)).unwrap();
+            to_rgb(s.next_frame(Duration::from_secs(1)).unwrap().tensor()).unwrap()
+        };
+        let yuyv = rgb_of("YUYV");
+        for name in ["UYVY", "NV16", "NV16M"] {
+            assert_eq!(rgb_of(name), yuyv, "{name} is YUYV's picture");
+        }
+        assert_eq!(rgb_of("NV12M"), rgb_of("NV12"));
+        assert_eq!(rgb_of("BGR24"), rgb_of("RGB24"));
+    }
 
     #[test]
     fn bt601_round_trips_within_rounding() {

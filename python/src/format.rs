@@ -21,6 +21,8 @@ pub enum PixelFormat {
     Grey,
     /// Packed 4:2:2 Y, Cb, Y, Cr.
     Yuyv,
+    /// Packed 4:2:2 Cb, Y, Cr, Y.
+    Uyvy,
     /// 4:2:0 Y plane then interleaved CbCr plane.
     Nv12,
     /// 4:2:2 Y plane then interleaved CbCr plane.
@@ -29,13 +31,14 @@ pub enum PixelFormat {
     PlanarRgb,
 }
 
-const ALL: [(PixelFormat, Fmt, &str); 9] = [
+const ALL: [(PixelFormat, Fmt, &str); 10] = [
     (PixelFormat::Rgb, Fmt::Rgb, "RGB"),
     (PixelFormat::Bgr, Fmt::Bgr, "BGR"),
     (PixelFormat::Rgba, Fmt::Rgba, "RGBA"),
     (PixelFormat::Bgra, Fmt::Bgra, "BGRA"),
     (PixelFormat::Grey, Fmt::Grey, "GREY"),
     (PixelFormat::Yuyv, Fmt::Yuyv, "YUYV"),
+    (PixelFormat::Uyvy, Fmt::Uyvy, "UYVY"),
     (PixelFormat::Nv12, Fmt::Nv12, "NV12"),
     (PixelFormat::Nv16, Fmt::Nv16, "NV16"),
     (PixelFormat::PlanarRgb, Fmt::PlanarRgb, "PLANAR_RGB"),

@@ -24,6 +24,7 @@ class PixelFormat:
     Bgra: PixelFormat
     Grey: PixelFormat
     Yuyv: PixelFormat
+    Uyvy: PixelFormat
     Nv12: PixelFormat
     Nv16: PixelFormat
     PlanarRgb: PixelFormat

@@ -25,6 +25,8 @@ pub enum PixelFormat {
     Grey,
     /// Packed 4:2:2 Y, Cb, Y, Cr (V4L2 `YUYV`).
     Yuyv,
+    /// Packed 4:2:2 Cb, Y, Cr, Y (V4L2 `UYVY`; Jetson CSI, many sensors).
+    Uyvy,
     /// 4:2:0: a Y plane, then a half-height interleaved CbCr plane (V4L2 `NV12`).
     Nv12,
     /// 4:2:2: a Y plane, then a full-height interleaved CbCr plane (V4L2 `NV16`).
@@ -35,13 +37,14 @@ pub enum PixelFormat {
 
 impl PixelFormat {
     /// Every format, in declaration order.
-    pub const ALL: [PixelFormat; 9] = [
+    pub const ALL: [PixelFormat; 10] = [
         PixelFormat::Rgb,
         PixelFormat::Bgr,
         PixelFormat::Rgba,
         PixelFormat::Bgra,
         PixelFormat::Grey,
         PixelFormat::Yuyv,
+        PixelFormat::Uyvy,
         PixelFormat::Nv12,
         PixelFormat::Nv16,
         PixelFormat::PlanarRgb,
@@ -62,7 +65,7 @@ impl PixelFormat {
         match self {
             PixelFormat::Rgb | PixelFormat::Bgr => 3,
             PixelFormat::Rgba | PixelFormat::Bgra => 4,
-            PixelFormat::Yuyv => 2,
+            PixelFormat::Yuyv | PixelFormat::Uyvy => 2,
             PixelFormat::Grey | PixelFormat::Nv12 | PixelFormat::Nv16 | PixelFormat::PlanarRgb => 1,
         }
     }
@@ -72,7 +75,7 @@ impl PixelFormat {
     pub const fn subsampling(self) -> (usize, usize) {
         match self {
             PixelFormat::Nv12 => (2, 2),
-            PixelFormat::Nv16 | PixelFormat::Yuyv => (2, 1),
+            PixelFormat::Nv16 | PixelFormat::Yuyv | PixelFormat::Uyvy => (2, 1),
             _ => (1, 1),
         }
     }
@@ -106,6 +109,7 @@ impl PixelFormat {
             PixelFormat::Bgra => *b"AR24",
             PixelFormat::Grey => *b"GREY",
             PixelFormat::Yuyv => *b"YUYV",
+            PixelFormat::Uyvy => *b"UYVY",
             PixelFormat::Nv12 => *b"NV12",
             PixelFormat::Nv16 => *b"NV16",
             PixelFormat::PlanarRgb => return None,
@@ -137,6 +141,7 @@ impl fmt::Display for PixelFormat {
             PixelFormat::Bgra => "BGRA",
             PixelFormat::Grey => "GREY",
             PixelFormat::Yuyv => "YUYV",
+            PixelFormat::Uyvy => "UYVY",
             PixelFormat::Nv12 => "NV12",
             PixelFormat::Nv16 => "NV16",
             PixelFormat::PlanarRgb => "PLANAR_RGB",

@@ -60,7 +60,7 @@ enum Command {
 struct SourceArgs {
     /// Device node, or `pattern`; default: the first camera, else the pattern source.
     device: Option<String>,
-    /// Pixel format: NV12, NV12M, NV16, NV16M, YUYV, RGB24, BGR24, GREY.
+    /// Pixel format: NV12, NV12M, NV16, NV16M, YUYV, UYVY, RGB24, BGR24, GREY.
     #[arg(long)]
     format: Option<String>,
     /// Frame size, WIDTHxHEIGHT.
