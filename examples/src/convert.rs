@@ -120,7 +120,10 @@ mod tests {
         use std::time::Duration;
         use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
         let rgb_of = |name: &str| {
-            let format = CAPTURE_FORMATS.into_iter().find(|f| f.name == name).unwrap();
+            let format = CAPTURE_FORMATS
+                .into_iter()
+                .find(|f| f.name == name)
+                .unwrap();
             let mut s = PatternSource::new(PatternConfig::new(format, 64, 16)).unwrap();
             to_rgb(s.next_frame(Duration::from_secs(1)).unwrap().tensor()).unwrap()
         };
