@@ -88,6 +88,29 @@ pub enum FrameSizes {
     },
 }
 
+impl fmt::Display for FrameSizes {
+    /// `320x180, 640x480` for a list; `16..1920 step 2 x 16..1080 step 2` for a range.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameSizes::Discrete(sizes) => {
+                let list: Vec<String> = sizes.iter().map(|(w, h)| format!("{w}x{h}")).collect();
+                f.write_str(&list.join(", "))
+            }
+            FrameSizes::Stepwise {
+                min_width,
+                max_width,
+                step_width,
+                min_height,
+                max_height,
+                step_height,
+            } => write!(
+                f,
+                "{min_width}..{max_width} step {step_width} x {min_height}..{max_height} step {step_height}"
+            ),
+        }
+    }
+}
+
 /// A frame interval in seconds, `numerator / denominator`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interval {

@@ -1,7 +1,7 @@
 //! [`Stream`]: a V4L2 capture stream — buffers in one of two modes, queued and
 //! dequeued as [`Frame`]s whose tensors come from the import cache.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -207,16 +207,19 @@ impl Stream {
         }
         let shared = Arc::clone(&self.shared);
         drop(self);
+        // Frames are only made by `next_frame(&mut self)`, so with none out
+        // (checked above) this is the last reference.
         let shared = match Arc::try_unwrap(shared) {
             Ok(s) => s,
             Err(shared) => {
+                let error = CaptureError::FramesHeld {
+                    path: shared.path().to_path_buf(),
+                    held: Arc::strong_count(&shared) - 1,
+                };
                 return Err(IntoDeviceError {
                     stream: Some(Stream { shared }),
-                    error: CaptureError::FramesHeld {
-                        path: PathBuf::new(),
-                        held: 1,
-                    },
-                })
+                    error,
+                });
             }
         };
         let Shared {

@@ -22,3 +22,21 @@ fn a_node_that_is_not_v4l2_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn frame_sizes_display_as_a_list_or_a_range() {
+    use zerocam_capture::FrameSizes;
+    assert_eq!(
+        FrameSizes::Discrete(vec![(320, 180), (640, 480)]).to_string(),
+        "320x180, 640x480"
+    );
+    let range = FrameSizes::Stepwise {
+        min_width: 16,
+        max_width: 1920,
+        step_width: 2,
+        min_height: 16,
+        max_height: 1080,
+        step_height: 2,
+    };
+    assert_eq!(range.to_string(), "16..1920 step 2 x 16..1080 step 2");
+}

@@ -15,8 +15,8 @@ pub fn yuv_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
     ]
 }
 
-/// Reads plane `p` of `frame` row by row: `f(row_index, row_bytes)`.
-fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
+/// Reads plane `p` of `frame` row by row, padding skipped: `f(row_index, row_bytes)`.
+pub(crate) fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
     let plane = frame.plane(p)?;
     let (n, len) = (plane.shape()[0], plane.shape()[1]);
     let stride = plane.strides().map_or(len, |s| s[0]);

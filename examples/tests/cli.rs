@@ -2,6 +2,8 @@
 //! runs on the pattern source and says so; errors are one line, non-zero.
 #![allow(clippy::unwrap_used)] // tests may panic
 
+mod common;
+
 use assert_cmd::Command;
 
 fn zerocam() -> Command {
@@ -9,13 +11,7 @@ fn zerocam() -> Command {
 }
 
 fn stdout(args: &[&str]) -> String {
-    let out = zerocam().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::run_ok("zerocam", args)
 }
 
 fn fails(args: &[&str]) -> String {
@@ -168,17 +164,7 @@ fn no_subcommand_probes_memory() {
 
 #[test]
 fn camera_to_tensor_runs_on_the_pattern_source() {
-    let out = Command::cargo_bin("camera_to_tensor")
-        .unwrap()
-        .args(["--frames", "12"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::run_ok("camera_to_tensor", &["--frames", "12"]);
     assert!(
         text.lines()
             .next()

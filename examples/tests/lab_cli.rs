@@ -2,7 +2,7 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
-use assert_cmd::Command;
+mod common;
 
 /// vivid's nodes take one streaming user at a time: one test at a time.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -11,17 +11,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn run(args: &[&str]) -> String {
-    let out = Command::cargo_bin("zerocam")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::run_ok("zerocam", args)
 }
 
 #[test]
@@ -103,17 +93,7 @@ fn lab_cli_capture_png_from_vivid() {
 #[test]
 fn lab_camera_to_tensor_on_vivid_nv12m_dmabuf() {
     let _serial = serial();
-    let out = Command::cargo_bin("camera_to_tensor")
-        .unwrap()
-        .args(["/dev/video1", "--frames", "40"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::run_ok("camera_to_tensor", &["/dev/video1", "--frames", "40"]);
     assert!(
         text.lines()
             .next()

@@ -13,18 +13,16 @@ use crate::CliError;
 
 /// Writes every plane's rows without their padding.
 fn write_raw(out: &mut impl Write, t: &Tensor<u8>) -> Result<usize, CliError> {
-    let mut n = 0;
+    let (mut n, mut failed) = (0, None);
     for p in 0..t.plane_count() {
-        let plane = t.plane(p)?;
-        let (rows, len) = (plane.shape()[0], plane.shape()[1]);
-        let stride = plane.strides().map_or(len, |s| s[0]);
-        let m = plane.map_read()?;
-        for r in 0..rows {
-            out.write_all(&m[r * stride..r * stride + len])?;
-            n += len;
-        }
+        crate::convert::rows(t, p, |_, row| {
+            if failed.is_none() {
+                failed = out.write_all(row).err();
+                n += row.len();
+            }
+        })?;
     }
-    Ok(n)
+    failed.map_or(Ok(n), |e| Err(e.into()))
 }
 
 /// Captures `frames` frames to `output` (`.png`: the last frame as RGB;

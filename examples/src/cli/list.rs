@@ -43,18 +43,8 @@ pub fn describe(path: &Path, controls: bool) -> Result<String, CaptureError> {
                     let _ = writeln!(s, "    {w}x{h}: {} fps", fps.join(", "));
                 }
             }
-            FrameSizes::Stepwise {
-                min_width,
-                max_width,
-                step_width,
-                min_height,
-                max_height,
-                step_height,
-            } => {
-                let _ = writeln!(
-                    s,
-                    "    {min_width}..{max_width} step {step_width} x {min_height}..{max_height} step {step_height}"
-                );
+            stepwise => {
+                let _ = writeln!(s, "    {stepwise}");
             }
         }
     }
