@@ -25,6 +25,10 @@
 //! # Ok::<(), zerocam_tensor::Error>(())
 //! ```
 
+mod gpu;
+
+pub use gpu::{GpuCacheStats, GpuImageCache, ImageKey};
+
 use std::num::NonZeroUsize;
 
 use lru::LruCache;

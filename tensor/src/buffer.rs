@@ -43,6 +43,10 @@ impl Buffer {
         self.storage.fd_identity()
     }
 
+    pub fn pbo_buffer(&self) -> Option<u32> {
+        self.storage.pbo_buffer()
+    }
+
     /// Records a map of `span` and starts CPU access. Fails if the span is not
     /// inside the buffer, or a map that writes would overlap another borrow.
     pub fn acquire(&self, span: Span, access: Access) -> Result<NonNull<u8>> {

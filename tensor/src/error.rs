@@ -308,6 +308,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// The GL thread that owns a PBO has exited; the PBO went with its context.
+    #[error("PBO {buffer}: its GL thread has exited (the buffer was freed with its context)")]
+    PboDisconnected {
+        /// The GL buffer name.
+        buffer: u32,
+    },
+
     /// An ndarray view of a layout ndarray cannot express.
     #[cfg(feature = "ndarray")]
     #[error("the mapped layout (shape {shape:?}) has no uniform strides; view it plane by plane")]

@@ -36,6 +36,28 @@ pub(crate) struct ImageGeom {
     pub batch_stride: usize,
     pub planes: [PlaneGeom; 3],
     pub elem: usize,
+    /// The image this one was cut from (itself for an allocation or import).
+    pub root: RootGeom,
+    /// Where this image sits in `root`.
+    pub origin: Origin,
+}
+
+/// The allocation or import an image's views and batch elements come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RootGeom {
+    pub width: usize,
+    pub height: usize,
+    pub batch: usize,
+    pub batch_stride: usize,
+    pub planes: [PlaneGeom; 3],
+}
+
+/// A view's place in its root: batch element `frame`, top-left pixel `(x, y)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Origin {
+    pub frame: usize,
+    pub x: usize,
+    pub y: usize,
 }
 
 /// The geometry of a tensor.
@@ -161,15 +183,41 @@ impl ImageGeom {
                 stride: row_stride,
             };
         }
-        Ok(ImageGeom {
-            format: layout.format,
-            width: layout.width,
-            height: layout.height,
-            batch: layout.batch,
-            batch_stride: frame_bytes,
+        Ok(ImageGeom::root(
+            layout.format,
+            (layout.width, layout.height),
+            (layout.batch, frame_bytes),
             planes,
             elem,
-        })
+        ))
+    }
+
+    /// A root image (not a view): `size` is `(width, height)`, `batch` is
+    /// `(count, stride in bytes)`.
+    pub fn root(
+        format: PixelFormat,
+        (width, height): (usize, usize),
+        (batch, batch_stride): (usize, usize),
+        planes: [PlaneGeom; 3],
+        elem: usize,
+    ) -> ImageGeom {
+        ImageGeom {
+            format,
+            width,
+            height,
+            batch,
+            batch_stride,
+            planes,
+            elem,
+            root: RootGeom {
+                width,
+                height,
+                batch,
+                batch_stride,
+                planes,
+            },
+            origin: Origin::default(),
+        }
     }
 
     pub fn plane_count(&self) -> usize {
@@ -291,6 +339,8 @@ impl ImageGeom {
         }
         g.width = r.width;
         g.height = r.height;
+        g.origin.x += r.x;
+        g.origin.y += r.y;
         Ok(g)
     }
 
@@ -306,6 +356,7 @@ impl ImageGeom {
             p.offset += n * self.batch_stride;
         }
         g.batch = 1;
+        g.origin.frame += n;
         Ok(g)
     }
 

@@ -56,6 +56,7 @@ mod identity;
 mod map;
 mod memory;
 mod pin;
+mod placement;
 mod planes;
 mod region;
 mod storage;
@@ -78,6 +79,7 @@ pub use memory::{
     FORCE_MEM_ENV,
 };
 pub use pin::{CpuAccess, HostPin};
+pub use placement::{ImagePlacement, PlanePlacement, RootLayout};
 pub use planes::PlaneDescriptor;
 pub use region::Region;
 pub use storage::dma_heap::{DEFAULT_HEAPS, HEAP_ENV};

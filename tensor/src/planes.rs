@@ -158,15 +158,7 @@ impl<T: Element> Tensor<T> {
             offset: c_off,
             stride: c_stride,
         };
-        let geom = ImageGeom {
-            format,
-            width: w,
-            height: h,
-            batch: 1,
-            batch_stride: 0,
-            planes,
-            elem: e,
-        };
+        let geom = ImageGeom::root(format, (w, h), (1, 0), planes, e);
         let second = (!same).then(|| chroma.buffer_arc().clone());
         Ok(Tensor::from_parts(
             luma.buffer_arc().clone(),

@@ -406,6 +406,12 @@ impl<T: Element> Tensor<T> {
         self.buffer().fd()
     }
 
+    /// The GL buffer object name behind a PBO tensor (for the GL side: a
+    /// readback or an upload straight into it); `None` for other memory.
+    pub fn pbo_buffer(&self) -> Option<u32> {
+        self.buffer().pbo_buffer()
+    }
+
     /// `(st_dev, st_ino)` of the fd behind the tensor's (first) buffer.
     pub fn fd_identity(&self) -> Option<FdIdentity> {
         self.buffer().fd_identity()

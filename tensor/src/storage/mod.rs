@@ -39,4 +39,8 @@ pub(crate) trait Storage: Send + Sync + Debug {
     fn fd_identity(&self) -> Option<FdIdentity> {
         None
     }
+    /// The GL buffer name of a PBO.
+    fn pbo_buffer(&self) -> Option<u32> {
+        None
+    }
 }

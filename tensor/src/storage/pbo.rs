@@ -70,6 +70,10 @@ impl Storage for PboStorage {
         self.len
     }
 
+    fn pbo_buffer(&self) -> Option<u32> {
+        Some(self.buffer)
+    }
+
     fn begin_cpu_access(&self, access: Access) -> Result<NonNull<u8>> {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let (Some(base), Some(held)) = (st.base, st.access) {
