@@ -172,6 +172,61 @@ pub enum CaptureError {
         name: String,
     },
 
+    /// No libcamera camera is present.
+    #[error("libcamera: no camera found")]
+    NoCamera,
+
+    /// A libcamera camera id that is not present.
+    #[error("libcamera: no camera {id:?} (present: {available})")]
+    UnknownCamera {
+        /// The id asked for.
+        id: String,
+        /// The ids present, comma separated (`none` when there are none).
+        available: String,
+    },
+
+    /// A libcamera call failed.
+    #[error("{camera}: libcamera {operation} failed: {errno}")]
+    Libcamera {
+        /// `libcamera:<id>`, or `libcamera` before a camera is chosen.
+        camera: String,
+        /// What was being done (`acquire`, `configure`, `start`, …).
+        operation: &'static str,
+        /// The errno libcamera returned.
+        errno: Errno,
+    },
+
+    /// libcamera rejected a stream configuration outright.
+    #[error("{camera}: libcamera rejected the configuration {asked}")]
+    ConfigInvalid {
+        /// `libcamera:<id>`.
+        camera: String,
+        /// The configuration asked for, e.g. `NV12 640x480, 4 buffers`.
+        asked: String,
+    },
+
+    /// libcamera would only run a stream configuration after changing it.
+    #[error("{camera}: libcamera adjusted the configuration {asked} to {got} (accept adjustments to use it)")]
+    ConfigAdjusted {
+        /// `libcamera:<id>`.
+        camera: String,
+        /// The configuration asked for.
+        asked: String,
+        /// What libcamera would run instead.
+        got: String,
+    },
+
+    /// A libcamera request completed without a frame (cancelled, or its buffer failed).
+    #[error("{camera}: request for buffer {index} failed: {status}")]
+    RequestFailed {
+        /// `libcamera:<id>`.
+        camera: String,
+        /// The buffer index.
+        index: usize,
+        /// What libcamera said (`cancelled`, `buffer error`, or the errno of re-queueing it).
+        status: String,
+    },
+
     /// A bad argument (not a device's fault).
     #[error("{0}")]
     InvalidArgument(#[from] ArgumentError),
@@ -224,7 +279,8 @@ impl CaptureError {
         match self {
             CaptureError::Open { errno, .. }
             | CaptureError::Disconnected { errno, .. }
-            | CaptureError::Ioctl { errno, .. } => Some(*errno),
+            | CaptureError::Ioctl { errno, .. }
+            | CaptureError::Libcamera { errno, .. } => Some(*errno),
             CaptureError::NoDevice { .. } => Some(Errno::ENOENT),
             _ => None,
         }

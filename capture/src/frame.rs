@@ -30,7 +30,39 @@ pub struct Frame {
     pub(crate) bytes_used: usize,
     pub(crate) index: usize,
     pub(crate) overhead: Duration,
+    pub(crate) synthesized: Synthesized,
     pub(crate) owner: Arc<dyn Requeue>,
+}
+
+/// Which of a frame's metadata zerocam made up because the source left it
+/// empty (libcamera 0.4.0's virtual camera fills no frame metadata, for one).
+/// All `false` for V4L2 streams and the pattern source, whose values are the
+/// source's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Synthesized {
+    /// [`Frame::sequence`] is zerocam's count of frames since the stream
+    /// started (0, 1, 2, …), not the camera's.
+    pub sequence: bool,
+    /// [`Frame::timestamp`] is `CLOCK_MONOTONIC` read by zerocam when the
+    /// frame completed, not the camera's capture time.
+    pub timestamp: bool,
+    /// [`Frame::bytes_used`] is the buffer planes' lengths, not the bytes the
+    /// camera reported filling.
+    pub bytes_used: bool,
+}
+
+impl Synthesized {
+    /// Nothing synthesized: every field is the source's.
+    pub const NONE: Synthesized = Synthesized {
+        sequence: false,
+        timestamp: false,
+        bytes_used: false,
+    };
+
+    /// Whether any field was synthesized.
+    pub fn any(self) -> bool {
+        self.sequence || self.timestamp || self.bytes_used
+    }
 }
 
 impl Frame {
@@ -40,16 +72,27 @@ impl Frame {
         &self.tensor
     }
 
-    /// The driver's sequence number.
+    /// The driver's sequence number (zerocam's frame count where
+    /// [`synthesized`](Self::synthesized)`().sequence`).
     pub fn sequence(&self) -> u32 {
         self.sequence
     }
 
     /// When the frame was captured, as the driver stamped it: `CLOCK_MONOTONIC`
     /// for drivers that flag `V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC` (vb2 drivers,
-    /// vivid and the i.MX ISI among them) and for the pattern source.
+    /// vivid and the i.MX ISI among them) and for the pattern source; for
+    /// libcamera, its `FrameMetadata::timestamp` (nanoseconds, monotonic), or
+    /// zerocam's `CLOCK_MONOTONIC` at completion where
+    /// [`synthesized`](Self::synthesized)`().timestamp`.
     pub fn timestamp(&self) -> Duration {
         self.timestamp
+    }
+
+    /// Which of [`sequence`](Self::sequence), [`timestamp`](Self::timestamp)
+    /// and [`bytes_used`](Self::bytes_used) zerocam synthesized because the
+    /// source left them empty.
+    pub fn synthesized(&self) -> Synthesized {
+        self.synthesized
     }
 
     /// Bytes the driver filled, all planes (V4L2 `bytesused`, `data_offset` included).
@@ -87,6 +130,7 @@ impl fmt::Debug for Frame {
             .field("timestamp", &self.timestamp)
             .field("bytes_used", &self.bytes_used)
             .field("index", &self.index)
+            .field("synthesized", &self.synthesized)
             .field("tensor", &self.tensor)
             .finish()
     }

@@ -29,6 +29,8 @@ mod device;
 mod error;
 mod format;
 mod frame;
+#[cfg(any(feature = "libcamera", test))]
+mod libcamera_source;
 mod pattern;
 mod planes;
 mod queue;
@@ -42,7 +44,11 @@ pub use device::{
 };
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
-pub use frame::{Frame, FrameSource, StreamStats};
+pub use frame::{Frame, FrameSource, StreamStats, Synthesized};
+#[cfg(feature = "libcamera")]
+pub use libcamera_source::{
+    libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,
+};
 pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
 pub use stream::{BufferMode, IntoDeviceError, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;

@@ -459,6 +459,7 @@ impl FrameSource for PatternSource {
             bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
             index,
             overhead: drawn.elapsed(),
+            synthesized: crate::frame::Synthesized::NONE,
             owner: shared,
         })
     }

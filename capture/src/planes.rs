@@ -37,7 +37,7 @@ impl PlaneMemory {
 
     /// The whole plane as a `[length]` tensor: a new import of an exported fd,
     /// or a handle on the owned tensor.
-    fn import(&self) -> zerocam_tensor::Result<Tensor<u8>> {
+    pub(crate) fn import(&self) -> zerocam_tensor::Result<Tensor<u8>> {
         match &self.source {
             PlaneSource::Exported(fd) => {
                 let dup = fd

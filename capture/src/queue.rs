@@ -275,6 +275,7 @@ impl Shared {
             bytes_used,
             index,
             overhead: woke.elapsed(),
+            synthesized: crate::frame::Synthesized::NONE,
             owner: self.clone(),
         }))
     }

@@ -1,0 +1,316 @@
+//! Calls into libcamera made on the libcamera thread: describing cameras, and
+//! acquiring, configuring and allocating one.
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use libcamera::camera::ActiveCamera;
+use libcamera::camera_manager::CameraManager;
+use libcamera::framebuffer::AsFrameBuffer;
+use libcamera::framebuffer_allocator::{FrameBuffer, FrameBufferAllocator};
+use libcamera::geometry::Size;
+use libcamera::pixel_format::PixelFormat as LcPixelFormat;
+use libcamera::properties;
+use libcamera::stream::{Stream, StreamRole};
+use nix::errno::Errno;
+use zerocam_tensor::FdIdentity;
+
+use super::layout::{buffer_layout, capture_format, drm_fourcc, BufferLayout, LcPlane};
+use super::worker::{errno_of, CamKey};
+use super::{LibcameraCamera, LibcameraConfig, LibcameraFormat, LIBCAMERA};
+use crate::{CaptureError, FourCc, PlaneLayout, Result, StreamFormat, CAPTURE_FORMATS};
+
+/// Roles tried in order when generating a configuration.
+const ROLES: [StreamRole; 3] = [
+    StreamRole::VideoRecording,
+    StreamRole::ViewFinder,
+    StreamRole::StillCapture,
+];
+
+/// One buffer's planes: dups of libcamera's fds (kept for the stream's life,
+/// imported on cache misses), what they hold, and how they form the image.
+#[derive(Debug)]
+pub(crate) struct BufferPlanes {
+    /// One per libcamera plane, in order.
+    pub fds: Vec<OwnedFd>,
+    /// One per libcamera plane, in order.
+    pub planes: Vec<LcPlane>,
+    /// How the planes form the image.
+    pub layout: BufferLayout,
+}
+
+/// A configured camera, as the source needs it.
+#[derive(Debug)]
+pub(crate) struct Configured {
+    /// The camera's key on the libcamera thread.
+    pub key: CamKey,
+    /// libcamera's camera id.
+    pub id: String,
+    /// `libcamera:<id>`.
+    pub name: String,
+    /// The format frames come in.
+    pub format: StreamFormat,
+    /// Bytes per row (libcamera `StreamConfiguration::stride`).
+    pub stride: usize,
+    /// The buffers.
+    pub buffers: Vec<BufferPlanes>,
+    /// What libcamera changed in the configuration asked for.
+    pub adjustments: Vec<String>,
+}
+
+/// The acquired camera with its stream, allocator and buffers.
+pub(crate) type Acquired = (
+    ActiveCamera<'static>,
+    Stream,
+    FrameBufferAllocator,
+    Vec<FrameBuffer>,
+    Configured,
+);
+
+fn location_name(l: properties::Location) -> &'static str {
+    match l {
+        properties::Location::CameraFront => "front",
+        properties::Location::CameraBack => "back",
+        properties::Location::CameraExternal => "external",
+    }
+}
+
+/// Every camera with its formats and sizes.
+pub(crate) fn describe(manager: &CameraManager) -> Vec<LibcameraCamera> {
+    let list = manager.cameras();
+    list.iter()
+        .map(|camera| {
+            let props = camera.properties();
+            let formats = camera
+                .generate_first_supported_configuration(&ROLES)
+                .and_then(|(cfg, _)| {
+                    let sc = cfg.get(0)?;
+                    let formats = sc.formats();
+                    let pixel_formats = formats.pixel_formats();
+                    Some(
+                        pixel_formats
+                            .into_iter()
+                            .map(|pf| {
+                                let fourcc = FourCc::from_u32(pf.fourcc());
+                                let range = formats.range(pf);
+                                LibcameraFormat {
+                                    fourcc,
+                                    name: pf.to_string(),
+                                    capture: capture_format(fourcc, 1),
+                                    sizes: formats
+                                        .sizes(pf)
+                                        .iter()
+                                        .map(|s| (s.width, s.height))
+                                        .collect(),
+                                    min: (range.min.width, range.min.height),
+                                    max: (range.max.width, range.max.height),
+                                }
+                            })
+                            .collect(),
+                    )
+                })
+                .unwrap_or_default();
+            LibcameraCamera {
+                id: camera.id().to_owned(),
+                model: props.get::<properties::Model>().ok().map(|m| m.0),
+                location: props
+                    .get::<properties::Location>()
+                    .ok()
+                    .map(|l| location_name(l).to_owned()),
+                formats,
+            }
+        })
+        .collect()
+}
+
+fn summary(format: FourCc, (w, h): (u32, u32), buffers: u32) -> String {
+    format!("{format} {w}x{h}, {buffers} buffers")
+}
+
+/// Acquires the camera `config` names, configures one stream as asked, and
+/// allocates its buffers.
+pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Result<Acquired> {
+    let list = manager.cameras();
+    if list.is_empty() {
+        return Err(CaptureError::NoCamera);
+    }
+    let camera = match &config.camera {
+        None => list.get(0),
+        Some(id) => manager.get(id),
+    };
+    let Some(camera) = camera else {
+        let ids: Vec<String> = list.iter().map(|c| c.id().to_owned()).collect();
+        return Err(CaptureError::UnknownCamera {
+            id: config.camera.clone().unwrap_or_default(),
+            available: ids.join(", "),
+        });
+    };
+    let id = camera.id().to_owned();
+    let name = format!("{LIBCAMERA}:{id}");
+    let lc_error = |operation: &'static str| {
+        let name = name.clone();
+        move |errno: Errno| CaptureError::Libcamera {
+            camera: name.clone(),
+            operation,
+            errno,
+        }
+    };
+    let mut active: ActiveCamera<'static> = camera
+        .acquire()
+        .map_err(|e| lc_error("acquire")(errno_of(&e)))?;
+    drop(camera);
+
+    let drm = drm_fourcc(config.format);
+    let wanted = (config.width, config.height);
+    let asked = summary(drm, wanted, config.buffers);
+    let invalid = || CaptureError::ConfigInvalid {
+        camera: name.clone(),
+        asked: asked.clone(),
+    };
+    let (mut cfg, _) = active
+        .generate_first_supported_configuration(&ROLES)
+        .ok_or_else(invalid)?;
+    {
+        let mut sc = cfg.get_mut(0).ok_or_else(invalid)?;
+        sc.set_pixel_format(LcPixelFormat::new(drm.to_u32(), 0));
+        sc.set_size(Size {
+            width: config.width,
+            height: config.height,
+        });
+        sc.set_buffer_count(config.buffers);
+    }
+    let status = cfg.validate();
+    if status.is_invalid() {
+        return Err(invalid());
+    }
+    let (got_drm, got_size, got_buffers, stride) = {
+        let sc = cfg.get(0).ok_or_else(invalid)?;
+        let size = sc.get_size();
+        (
+            FourCc::from_u32(sc.get_pixel_format().fourcc()),
+            (size.width, size.height),
+            sc.get_buffer_count(),
+            sc.get_stride() as usize,
+        )
+    };
+    let mut adjustments = Vec::new();
+    if got_drm != drm {
+        adjustments.push(format!("format {drm} -> {got_drm}"));
+    }
+    if got_size != wanted {
+        adjustments.push(format!(
+            "size {}x{} -> {}x{}",
+            wanted.0, wanted.1, got_size.0, got_size.1
+        ));
+    }
+    let shape_changed = !adjustments.is_empty();
+    if got_buffers != config.buffers {
+        adjustments.push(format!("buffers {} -> {got_buffers}", config.buffers));
+    }
+    if shape_changed && !config.accept_adjusted {
+        return Err(CaptureError::ConfigAdjusted {
+            camera: name.clone(),
+            asked,
+            got: summary(got_drm, got_size, got_buffers),
+        });
+    }
+    active
+        .configure(&mut cfg)
+        .map_err(|e| lc_error("configure")(errno_of(&e)))?;
+    let stream = cfg
+        .get(0)
+        .and_then(|sc| sc.stream())
+        .ok_or(Errno::EINVAL)
+        .map_err(lc_error("configure (no stream)"))?;
+    let mut allocator = FrameBufferAllocator::new(&active);
+    let frame_buffers = allocator
+        .alloc(&stream)
+        .map_err(|e| lc_error("allocate buffers")(errno_of(&e)))?;
+    if frame_buffers.len() < 2 {
+        return Err(CaptureError::TooFewBuffers {
+            path: name.clone().into(),
+            requested: config.buffers,
+            granted: u32::try_from(frame_buffers.len()).unwrap_or(u32::MAX),
+        });
+    }
+    let unsupported = || CaptureError::UnsupportedFormat {
+        path: name.clone().into(),
+        fourcc: got_drm,
+        offered: CAPTURE_FORMATS.map(|f| f.name).join(", "),
+    };
+    let pixel = capture_format(got_drm, 1)
+        .or_else(|| capture_format(got_drm, 2))
+        .ok_or_else(unsupported)?
+        .pixel;
+    let buffers = frame_buffers
+        .iter()
+        .map(|fb| buffer_planes(fb, pixel).map_err(lc_error("read buffer planes")))
+        .collect::<Result<Vec<_>>>()?;
+    let first = buffers
+        .first()
+        .ok_or(Errno::ENOMEM)
+        .map_err(lc_error("allocate buffers"))?;
+    let planes = match first.layout {
+        BufferLayout::OneFile { start, extent, .. } => vec![PlaneLayout {
+            bytes_per_line: u32::try_from(stride).unwrap_or(u32::MAX),
+            size: u32::try_from(extent - start).unwrap_or(u32::MAX),
+        }],
+        BufferLayout::TwoFiles { planes } => planes
+            .iter()
+            .map(|&(_, offset, end)| PlaneLayout {
+                bytes_per_line: u32::try_from(stride).unwrap_or(u32::MAX),
+                size: u32::try_from(end - offset).unwrap_or(u32::MAX),
+            })
+            .collect(),
+    };
+    let format = StreamFormat {
+        format: capture_format(got_drm, planes.len()).ok_or_else(unsupported)?,
+        width: got_size.0,
+        height: got_size.1,
+        planes,
+    };
+    let configured = Configured {
+        key: 0,
+        id,
+        name,
+        format,
+        stride,
+        buffers,
+        adjustments,
+    };
+    Ok((active, stream, allocator, frame_buffers, configured))
+}
+
+/// Dups and identifies each plane of `fb`.
+fn buffer_planes(
+    fb: &FrameBuffer,
+    pixel: zerocam_tensor::PixelFormat,
+) -> std::result::Result<BufferPlanes, Errno> {
+    let mut fds = Vec::new();
+    let mut planes = Vec::new();
+    for p in &*fb.planes() {
+        let raw = p.fd();
+        if raw < 0 {
+            return Err(Errno::EBADF);
+        }
+        // SAFETY: `raw` is the plane's fd, owned by the FrameBuffer `fb`, which
+        // is alive for this whole call; it is only borrowed here to dup it.
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let dup = fd.try_clone_to_owned().map_err(|e| errno_of(&e))?;
+        let st = nix::sys::stat::fstat(&dup)?;
+        planes.push(LcPlane {
+            file: FdIdentity {
+                dev: st.st_dev,
+                ino: st.st_ino,
+            },
+            offset: p.offset().ok_or(Errno::EINVAL)?,
+            length: p.len(),
+        });
+        fds.push(dup);
+    }
+    let layout = buffer_layout(pixel, &planes).map_err(|_| Errno::EINVAL)?;
+    Ok(BufferPlanes {
+        fds,
+        planes,
+        layout,
+    })
+}
