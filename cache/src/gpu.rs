@@ -130,6 +130,11 @@ impl<G: Hash + Eq + Clone, V> GpuImageCache<G, V> {
         }
     }
 
+    /// Whether `key` is cached (not counted as a lookup, LRU order untouched).
+    pub fn contains(&self, key: &ImageKey<G>) -> bool {
+        self.entries.contains(key)
+    }
+
     /// Drops the entries whose tensors are all gone and returns their values.
     pub fn sweep(&mut self) -> Vec<V> {
         let dead: Vec<ImageKey<G>> = self

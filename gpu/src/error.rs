@@ -1,0 +1,145 @@
+//! [`GpuError`]: what the GPU path reports, with the values that explain it.
+
+use zerocam_tensor::{PixelFormat, Region, TensorMemory};
+
+/// A GPU path failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// The EGL or GLES library could not be loaded, or lacks a function.
+    #[error("EGL unavailable: {reason}")]
+    EglUnavailable {
+        /// What was missing (library name and the loader's message).
+        reason: String,
+    },
+
+    /// An EGL call failed.
+    #[error("EGL: {call} failed with {error}")]
+    Egl {
+        /// The call.
+        call: &'static str,
+        /// EGL's error name (`EGL_BAD_MATCH`, ...).
+        error: String,
+    },
+
+    /// A required EGL or GL extension is missing.
+    #[error("{extension} is not supported by this EGL/GL implementation ({renderer})")]
+    MissingExtension {
+        /// The extension.
+        extension: &'static str,
+        /// The GL renderer string.
+        renderer: String,
+    },
+
+    /// A GL call reported an error.
+    #[error("GL: {call} failed with GL error 0x{code:04x}")]
+    Gl {
+        /// The call or step.
+        call: &'static str,
+        /// `glGetError`'s code.
+        code: u32,
+    },
+
+    /// A shader failed to compile or link (a bug or an incapable driver).
+    #[error("GL shader {stage}: {log}")]
+    Shader {
+        /// Vertex, fragment or link.
+        stage: &'static str,
+        /// The driver's info log.
+        log: String,
+    },
+
+    /// The dma-buf could not be imported as an EGLImage.
+    #[error(
+        "EGLImage import of a {width}x{height} {format:?} dma-buf (pitch {pitch}, offsets {offsets:?}) failed: {error}"
+    )]
+    Import {
+        /// Pixel format.
+        format: PixelFormat,
+        /// Width in pixels.
+        width: usize,
+        /// Height in pixels.
+        height: usize,
+        /// Row pitch of plane 0 in bytes.
+        pitch: usize,
+        /// Plane offsets in bytes.
+        offsets: Vec<usize>,
+        /// EGL's error name.
+        error: String,
+    },
+
+    /// The GL thread has exited (its `Gpu` handles were dropped, or it failed).
+    #[error("the GL thread has exited")]
+    Disconnected,
+
+    /// A format the operation does not take in that role.
+    #[error("{format:?} is not supported as a {role} of {operation}")]
+    UnsupportedFormat {
+        /// The format.
+        format: PixelFormat,
+        /// Source or destination.
+        role: &'static str,
+        /// The operation.
+        operation: &'static str,
+    },
+
+    /// A tensor that is not an image where an image is needed.
+    #[error(
+        "the {role} of {operation} must be an image tensor (shape {shape:?} has no pixel format)"
+    )]
+    NotAnImage {
+        /// Source or destination.
+        role: &'static str,
+        /// The operation.
+        operation: &'static str,
+        /// The tensor's shape.
+        shape: Vec<usize>,
+    },
+
+    /// A size the format or the operation cannot take (odd 4:2:0 sizes, widths
+    /// the packed RGB writer cannot address).
+    #[error("{what}: {width}x{height} {format:?} — {reason}")]
+    BadSize {
+        /// Which tensor or region.
+        what: &'static str,
+        /// The format.
+        format: PixelFormat,
+        /// Width in pixels.
+        width: usize,
+        /// Height in pixels.
+        height: usize,
+        /// What it must be.
+        reason: &'static str,
+    },
+
+    /// A source crop outside the source image.
+    #[error("crop {crop:?} is outside the {width}x{height} source")]
+    CropOutOfBounds {
+        /// The crop asked for.
+        crop: Region,
+        /// Source width.
+        width: usize,
+        /// Source height.
+        height: usize,
+    },
+
+    /// Memory the operation cannot use in that role.
+    #[error("{memory} memory cannot be the {role} of {operation}: {reason}")]
+    UnsupportedMemory {
+        /// The memory kind.
+        memory: TensorMemory,
+        /// Source or destination.
+        role: &'static str,
+        /// The operation.
+        operation: &'static str,
+        /// Why not.
+        reason: &'static str,
+    },
+
+    /// An error from a tensor (map, view, fd).
+    #[error(transparent)]
+    Tensor(#[from] zerocam_tensor::Error),
+}
+
+/// Results of the GPU path.
+pub type Result<T, E = GpuError> = std::result::Result<T, E>;

@@ -1,0 +1,169 @@
+//! Small GL helpers for the GL thread: error checks, strings, shader programs,
+//! textures and framebuffers. Every function expects the thread's context to be
+//! current (the GL thread's invariant).
+
+use std::ffi::CString;
+
+use crate::{GpuError, Result};
+
+/// `GL_TEXTURE_EXTERNAL_OES` (OES_EGL_image_external).
+pub const TEXTURE_EXTERNAL_OES: u32 = 0x8D65;
+
+/// `glGetString(name)` as a String (empty if GL returns NULL).
+pub fn string(name: u32) -> String {
+    // SAFETY: the context is current; glGetString returns NULL or a static
+    // NUL-terminated string owned by GL.
+    unsafe {
+        let p = gl::GetString(name);
+        if p.is_null() {
+            return String::new();
+        }
+        std::ffi::CStr::from_ptr(p.cast())
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// Fails with the first pending GL error, naming `call`.
+pub fn check(call: &'static str) -> Result<()> {
+    // SAFETY: glGetError has no preconditions beyond a current context.
+    let code = unsafe { gl::GetError() };
+    if code == gl::NO_ERROR {
+        return Ok(());
+    }
+    // Drain the rest so the next check starts clean.
+    // SAFETY: as above.
+    while unsafe { gl::GetError() } != gl::NO_ERROR {}
+    Err(GpuError::Gl { call, code })
+}
+
+fn info_log(object: u32, program: bool) -> String {
+    let mut len = 0;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: `object` is a live shader/program; GL writes at most buf.len() bytes.
+    unsafe {
+        if program {
+            gl::GetProgramInfoLog(object, buf.len() as i32, &mut len, buf.as_mut_ptr().cast());
+        } else {
+            gl::GetShaderInfoLog(object, buf.len() as i32, &mut len, buf.as_mut_ptr().cast());
+        }
+    }
+    buf.truncate(usize::try_from(len).unwrap_or(0));
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn compile(kind: u32, source: &str, stage: &'static str) -> Result<u32> {
+    let src = CString::new(source).map_err(|_| GpuError::Shader {
+        stage,
+        log: "source contains a NUL".into(),
+    })?;
+    // SAFETY: plain GL calls on a current context; `src` outlives ShaderSource.
+    unsafe {
+        let shader = gl::CreateShader(kind);
+        gl::ShaderSource(shader, 1, &src.as_ptr(), std::ptr::null());
+        gl::CompileShader(shader);
+        let mut ok = 0;
+        gl::GetShaderiv(shader, gl::COMPILE_STATUS, &mut ok);
+        if ok == 0 {
+            let log = info_log(shader, false);
+            gl::DeleteShader(shader);
+            return Err(GpuError::Shader { stage, log });
+        }
+        Ok(shader)
+    }
+}
+
+/// Compiles and links a program from a vertex and a fragment shader.
+pub fn program(vertex: &str, fragment: &str) -> Result<u32> {
+    let vs = compile(gl::VERTEX_SHADER, vertex, "vertex")?;
+    let fs = match compile(gl::FRAGMENT_SHADER, fragment, "fragment") {
+        Ok(fs) => fs,
+        Err(e) => {
+            // SAFETY: `vs` is a live shader.
+            unsafe { gl::DeleteShader(vs) };
+            return Err(e);
+        }
+    };
+    // SAFETY: plain GL calls on live shader objects.
+    unsafe {
+        let p = gl::CreateProgram();
+        gl::AttachShader(p, vs);
+        gl::AttachShader(p, fs);
+        gl::LinkProgram(p);
+        gl::DeleteShader(vs);
+        gl::DeleteShader(fs);
+        let mut ok = 0;
+        gl::GetProgramiv(p, gl::LINK_STATUS, &mut ok);
+        if ok == 0 {
+            let log = info_log(p, true);
+            gl::DeleteProgram(p);
+            return Err(GpuError::Shader { stage: "link", log });
+        }
+        Ok(p)
+    }
+}
+
+/// The location of uniform `name` in `program` (-1 if unused).
+pub fn uniform(program: u32, name: &str) -> i32 {
+    let Ok(n) = CString::new(name) else {
+        return -1;
+    };
+    // SAFETY: `program` is a linked program; `n` is NUL-terminated.
+    unsafe { gl::GetUniformLocation(program, n.as_ptr()) }
+}
+
+/// A new texture bound at `target` with linear filtering and edge clamping.
+pub fn texture(target: u32) -> u32 {
+    let mut t = 0;
+    // SAFETY: plain GL calls on a current context.
+    unsafe {
+        gl::GenTextures(1, &mut t);
+        gl::BindTexture(target, t);
+        gl::TexParameteri(target, gl::TEXTURE_MIN_FILTER, gl::LINEAR as i32);
+        gl::TexParameteri(target, gl::TEXTURE_MAG_FILTER, gl::LINEAR as i32);
+        gl::TexParameteri(target, gl::TEXTURE_WRAP_S, gl::CLAMP_TO_EDGE as i32);
+        gl::TexParameteri(target, gl::TEXTURE_WRAP_T, gl::CLAMP_TO_EDGE as i32);
+    }
+    t
+}
+
+/// Deletes textures.
+pub fn delete_textures(names: &[u32]) {
+    if names.is_empty() {
+        return;
+    }
+    // SAFETY: deleting names (0 and unknown names are ignored by GL).
+    unsafe { gl::DeleteTextures(names.len() as i32, names.as_ptr()) };
+}
+
+/// A framebuffer with `texture` (a 2D texture) as colour attachment 0.
+pub fn framebuffer(texture: u32) -> Result<u32> {
+    let mut fb = 0;
+    // SAFETY: plain GL calls on a current context with a live texture.
+    unsafe {
+        gl::GenFramebuffers(1, &mut fb);
+        gl::BindFramebuffer(gl::FRAMEBUFFER, fb);
+        gl::FramebufferTexture2D(
+            gl::FRAMEBUFFER,
+            gl::COLOR_ATTACHMENT0,
+            gl::TEXTURE_2D,
+            texture,
+            0,
+        );
+        let status = gl::CheckFramebufferStatus(gl::FRAMEBUFFER);
+        if status != gl::FRAMEBUFFER_COMPLETE {
+            gl::DeleteFramebuffers(1, &fb);
+            return Err(GpuError::Gl {
+                call: "glCheckFramebufferStatus",
+                code: status,
+            });
+        }
+    }
+    Ok(fb)
+}
+
+/// Deletes a framebuffer.
+pub fn delete_framebuffer(fb: u32) {
+    // SAFETY: deleting a name.
+    unsafe { gl::DeleteFramebuffers(1, &fb) };
+}

@@ -1,0 +1,64 @@
+//! # zerocam-gpu
+//!
+//! The GPU half of zerocam: camera frames reach GL without a copy and without a
+//! per-frame re-import.
+//!
+//! - [`Gpu`] owns a GL thread with a surfaceless EGL context (EGL and GLES are
+//!   loaded at run time: a machine without them gets
+//!   [`GpuError::EglUnavailable`], not a link failure).
+//! - [`Gpu::pbo_tensor`] / [`Gpu::pbo_image`] make tensors in GL pixel buffer
+//!   objects (`TensorMemory::Pbo`); they map through the GL thread and survive
+//!   it (maps then fail with `Error::PboDisconnected`).
+//! - [`Gpu::convert`] turns NV12, NV16, YUYV, UYVY, RGB(A), BGR(A) or grey into
+//!   RGB, RGBA or planar RGB with crop and bilinear resize, BT.601/BT.709 in
+//!   limited or full range. A dma-buf source is imported once as an EGLImage
+//!   (`EGL_EXT_image_dma_buf_import`) and cached on its
+//!   [`BufferIdentity`](zerocam_tensor::BufferIdentity) and geometry, so B
+//!   camera buffers make B imports however many frames flow; a destination view
+//!   (a batch element, a tile) is a viewport of its parent's one render target.
+//!
+//! ```no_run
+//! use zerocam_gpu::{ConvertOptions, Gpu};
+//! use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMemory};
+//!
+//! let gpu = Gpu::new()?;
+//! let frame = Tensor::<u8>::image(1280, 720, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
+//! let input = Tensor::<u8>::image(640, 640, PixelFormat::Rgb, Some(TensorMemory::Mem))?;
+//! let options = ConvertOptions { crop: Some(Region::new(280, 0, 720, 720)), ..Default::default() };
+//! gpu.convert(&frame, &input, &options)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod color;
+mod error;
+mod import;
+mod plan;
+
+#[cfg(feature = "gl")]
+mod egl;
+#[cfg(feature = "gl")]
+mod glutil;
+#[cfg(feature = "gl")]
+mod pbo;
+#[cfg(feature = "gl")]
+mod render;
+#[cfg(feature = "gl")]
+mod shaders;
+#[cfg(feature = "gl")]
+mod source;
+#[cfg(feature = "gl")]
+mod state;
+#[cfg(feature = "gl")]
+mod target;
+#[cfg(feature = "gl")]
+mod worker;
+
+pub use color::{ColorSpec, Matrix, Range};
+pub use error::{GpuError, Result};
+pub use import::drm_fourcc;
+pub use plan::{ConvertOptions, ImportPolicy};
+
+#[cfg(feature = "gl")]
+pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};
+#[cfg(feature = "gl")]
+pub use worker::{Gpu, GpuStats};

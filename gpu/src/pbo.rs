@@ -1,0 +1,200 @@
+//! PBO tensors: GL pixel buffer objects owned by the GL thread, mapped into
+//! the caller's address space on demand through [`PboOps`].
+
+use std::ptr::NonNull;
+use std::sync::Weak;
+
+use zerocam_tensor::{Access, Element, Error, ImageLayout, PboOps, PixelFormat, Tensor};
+
+use crate::state::GlState;
+use crate::worker::Link;
+use crate::{Gpu, GpuError, Result};
+
+/// The GL side of PBO tensors: a weak link to the GL thread.
+#[derive(Debug)]
+struct GlPbo {
+    link: Weak<Link>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Link")
+    }
+}
+
+fn pbo_error(buffer: u32, e: GpuError) -> Error {
+    match e {
+        GpuError::Disconnected => Error::PboDisconnected { buffer },
+        e => Error::Pbo {
+            buffer,
+            reason: e.to_string(),
+        },
+    }
+}
+
+// SAFETY: `map` returns glMapBufferRange's pointer, valid for `len` bytes until
+// `unmap` (GL keeps a mapped buffer's memory in place); the GL side never uses
+// a mapped buffer (draws into a mapped PBO fail with a GL error instead), and
+// the pointer is checked for 64-byte alignment.
+unsafe impl PboOps for GlPbo {
+    fn map(&self, buffer: u32, len: usize, access: Access) -> zerocam_tensor::Result<NonNull<u8>> {
+        let link = self
+            .link
+            .upgrade()
+            .ok_or(Error::PboDisconnected { buffer })?;
+        let addr = link
+            .call(move |st| st.map_pbo(buffer, len, access))
+            .and_then(|r| r)
+            .map_err(|e| pbo_error(buffer, e))?;
+        NonNull::new(addr as *mut u8).ok_or(Error::Pbo {
+            buffer,
+            reason: "glMapBufferRange returned NULL".into(),
+        })
+    }
+
+    fn unmap(&self, buffer: u32) -> zerocam_tensor::Result<()> {
+        let link = self
+            .link
+            .upgrade()
+            .ok_or(Error::PboDisconnected { buffer })?;
+        link.call(move |st| st.unmap_pbo(buffer))
+            .and_then(|r| r)
+            .map_err(|e| pbo_error(buffer, e))
+    }
+
+    fn delete(&self, buffer: u32) {
+        if let Some(link) = self.link.upgrade() {
+            // Not waited for: the last tensor may drop anywhere, even on the
+            // GL thread itself.
+            let _ = link.send(Box::new(move |st: &mut GlState| st.delete_pbo(buffer)));
+        }
+    }
+}
+
+impl GlState {
+    fn create_pbo(&mut self, len: usize) -> Result<u32> {
+        let size = isize::try_from(len).map_err(|_| GpuError::Gl {
+            call: "glBufferData (size)",
+            code: gl::OUT_OF_MEMORY,
+        })?;
+        let mut b = 0;
+        let zeros = vec![0u8; len];
+        // SAFETY: plain GL calls on the current context; `zeros` holds `size` bytes.
+        unsafe {
+            gl::GenBuffers(1, &mut b);
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, b);
+            gl::BufferData(
+                gl::PIXEL_PACK_BUFFER,
+                size,
+                zeros.as_ptr().cast(),
+                gl::DYNAMIC_READ,
+            );
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+        }
+        if let Err(e) = crate::glutil::check("glBufferData (PBO)") {
+            // SAFETY: deleting the name just generated.
+            unsafe { gl::DeleteBuffers(1, &b) };
+            return Err(e);
+        }
+        self.pbos.push(b);
+        Ok(b)
+    }
+
+    fn map_pbo(&mut self, buffer: u32, len: usize, access: Access) -> Result<usize> {
+        let bits = match access {
+            Access::Read => gl::MAP_READ_BIT,
+            Access::Write => gl::MAP_WRITE_BIT,
+            Access::ReadWrite => gl::MAP_READ_BIT | gl::MAP_WRITE_BIT,
+        };
+        // SAFETY: plain GL calls; `buffer` is one of this thread's PBOs and
+        // `len` its size (the tensor's storage length).
+        let p = unsafe {
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+            let p = gl::MapBufferRange(gl::PIXEL_PACK_BUFFER, 0, len as isize, bits);
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+            p
+        };
+        crate::glutil::check("glMapBufferRange")?;
+        if p.is_null() || (p as usize) % 64 != 0 {
+            let _ = self.unmap_pbo(buffer);
+            return Err(GpuError::Gl {
+                call: "glMapBufferRange (NULL or not 64-byte aligned)",
+                code: 0,
+            });
+        }
+        Ok(p as usize)
+    }
+
+    fn unmap_pbo(&mut self, buffer: u32) -> Result<()> {
+        // SAFETY: plain GL calls on one of this thread's PBOs.
+        let ok = unsafe {
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+            let ok = gl::UnmapBuffer(gl::PIXEL_PACK_BUFFER);
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+            ok
+        };
+        crate::glutil::check("glUnmapBuffer")?;
+        if ok == gl::FALSE {
+            return Err(GpuError::Gl {
+                call: "glUnmapBuffer (contents lost)",
+                code: 0,
+            });
+        }
+        Ok(())
+    }
+
+    fn delete_pbo(&mut self, buffer: u32) {
+        if let Some(i) = self.pbos.iter().position(|&b| b == buffer) {
+            self.pbos.swap_remove(i);
+            // SAFETY: deleting a live PBO name of this thread, once.
+            unsafe { gl::DeleteBuffers(1, &buffer) };
+        }
+    }
+}
+
+impl Gpu {
+    /// A zeroed tensor of `shape` in a new PBO. Its maps go through the GL
+    /// thread; it outlives the thread, but maps then fail with
+    /// [`Error::PboDisconnected`].
+    ///
+    /// # Errors
+    /// A tensor error for an empty or overflowing shape; [`GpuError::Gl`] if GL
+    /// cannot allocate it; [`GpuError::Disconnected`].
+    pub fn pbo_tensor<T: Element>(&self, shape: &[usize]) -> Result<Tensor<T>> {
+        let len = shape
+            .iter()
+            .try_fold(T::DTYPE.size(), |a, &d| a.checked_mul(d))
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Error::EmptyShape {
+                shape: shape.to_vec(),
+            })?;
+        let buffer = self.link().call(move |st| st.create_pbo(len))??;
+        let ops = std::sync::Arc::new(GlPbo {
+            link: self.weak_link(),
+        });
+        Ok(Tensor::from_pbo(ops, buffer, shape, None)?)
+    }
+
+    /// A `width`x`height` image of `format` in a new PBO (e.g. a model input
+    /// for [`convert`](Gpu::convert) to fill without leaving the GPU).
+    ///
+    /// # Errors
+    /// As [`pbo_tensor`](Gpu::pbo_tensor), and the layout's own errors.
+    pub fn pbo_image(
+        &self,
+        width: usize,
+        height: usize,
+        format: PixelFormat,
+    ) -> Result<Tensor<u8>> {
+        self.pbo_layout(ImageLayout::new(width, height, format))
+    }
+
+    /// An image laid out as `layout` (padded rows, batches) in a new PBO.
+    ///
+    /// # Errors
+    /// As [`pbo_image`](Gpu::pbo_image).
+    pub fn pbo_layout(&self, layout: ImageLayout) -> Result<Tensor<u8>> {
+        let bytes = layout.size_bytes(1)?;
+        Ok(self.pbo_tensor::<u8>(&[bytes])?.with_image(layout)?)
+    }
+}

@@ -1,0 +1,107 @@
+//! The GLSL ES 3.00 sources of the conversion programs.
+//!
+//! One fragment shader writes the destination's *bytes*: the render target is
+//! the destination buffer seen as a grid of RGBA8 texels (row stride / 4 texels
+//! wide), and each fragment computes the four bytes of its texel — one RGBA
+//! pixel, four bytes of a packed RGB row, or one channel of four pixels of a
+//! planar RGB plane. So RGB, RGBA and planar RGB all render and read back as
+//! plain RGBA8, which every GLES 3 implementation renders to and reads back.
+
+/// A full-viewport triangle from `gl_VertexID`; no vertex buffers.
+pub const VERTEX: &str = "#version 300 es
+void main() {
+    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
+    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+}
+";
+
+/// How the source is sampled when the GPU sees its planes as textures
+/// (memory, shared memory and PBO sources, uploaded each frame).
+const SAMPLE_PLANES: &str = "
+uniform sampler2D u_tex0;
+uniform sampler2D u_tex1;
+// 0 RGB(A) texture, 1 grey, 2 NV12/NV16 (Y = tex0.r, CbCr = tex1.rg),
+// 3 YUYV (Y = tex0.r, Cb = tex1.g, Cr = tex1.a), 4 UYVY (Y = tex0.g, Cb = tex1.r, Cr = tex1.b)
+uniform int u_kind;
+uniform bool u_swap_rb;
+uniform mat3 u_yuv;
+uniform vec3 u_yuv_offset;
+
+vec3 sample_rgb(vec2 uv) {
+    if (u_kind == 0) {
+        vec3 c = texture(u_tex0, uv).rgb;
+        return u_swap_rb ? c.bgr : c;
+    }
+    if (u_kind == 1) {
+        return vec3(texture(u_tex0, uv).r);
+    }
+    vec3 yuv;
+    if (u_kind == 2) {
+        yuv = vec3(texture(u_tex0, uv).r, texture(u_tex1, uv).rg);
+    } else if (u_kind == 3) {
+        vec4 c = texture(u_tex1, uv);
+        yuv = vec3(texture(u_tex0, uv).r, c.g, c.a);
+    } else {
+        vec4 c = texture(u_tex1, uv);
+        yuv = vec3(texture(u_tex0, uv).g, c.r, c.b);
+    }
+    return clamp(u_yuv * (yuv - u_yuv_offset), 0.0, 1.0);
+}
+";
+
+/// How an imported dma-buf is sampled: the driver converts YUV to RGB
+/// (colour space and range from the import's hints).
+const SAMPLE_EXTERNAL: &str = "
+uniform samplerExternalOES u_tex0;
+
+vec3 sample_rgb(vec2 uv) {
+    return texture(u_tex0, uv).rgb;
+}
+";
+
+/// Writes the destination bytes of one texel.
+const WRITE: &str = "
+uniform vec4 u_crop;     // source rectangle, normalised: x, y, width, height
+uniform vec2 u_out;      // output size in pixels
+uniform ivec2 u_origin;  // the target texel holding the output's first byte
+uniform int u_pack;      // 0 RGBA pixel, 1 four bytes of packed RGB, 2 one channel of four pixels
+uniform int u_channel;
+out vec4 o_color;
+
+vec3 pixel(int x, int y) {
+    vec2 p = (vec2(float(x), float(y)) + 0.5) / u_out;
+    return sample_rgb(u_crop.xy + p * u_crop.zw);
+}
+
+void main() {
+    ivec2 t = ivec2(gl_FragCoord.xy) - u_origin;
+    if (u_pack == 0) {
+        o_color = vec4(pixel(t.x, t.y), 1.0);
+    } else if (u_pack == 1) {
+        int first = t.x * 4;
+        int p = first / 3;
+        int s = first - 3 * p;
+        vec3 a = pixel(p, t.y);
+        vec3 b = pixel(p + 1, t.y);
+        float v[6] = float[6](a.r, a.g, a.b, b.r, b.g, b.b);
+        o_color = vec4(v[s], v[s + 1], v[s + 2], v[s + 3]);
+    } else {
+        int x = t.x * 4;
+        o_color = vec4(pixel(x, t.y)[u_channel], pixel(x + 1, t.y)[u_channel],
+                       pixel(x + 2, t.y)[u_channel], pixel(x + 3, t.y)[u_channel]);
+    }
+}
+";
+
+/// The fragment shader sampling planes uploaded as textures.
+pub fn fragment_planes() -> String {
+    format!("#version 300 es\nprecision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{WRITE}")
+}
+
+/// The fragment shader sampling an imported EGLImage as an external texture.
+pub fn fragment_external() -> String {
+    format!(
+        "#version 300 es\n#extension GL_OES_EGL_image_external_essl3 : require\n\
+         precision highp float;\nprecision highp int;\n{SAMPLE_EXTERNAL}{WRITE}"
+    )
+}

@@ -1,0 +1,312 @@
+//! The source side of a conversion: a dma-buf imported once as an EGLImage
+//! (cached), or planes uploaded into textures.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use zerocam_cache::{GpuImageCache, ImageKey};
+use zerocam_tensor::{
+    Access, DeviceBorrow, FileAccess, PixelFormat, RootLayout, Tensor, TensorMemory,
+};
+
+use crate::egl::EglImage;
+use crate::glutil::{self, TEXTURE_EXTERNAL_OES};
+use crate::import::{normalized, source_attribs};
+use crate::plan::{ImportPolicy, Plan};
+use crate::state::GlState;
+use crate::{ColorSpec, ConvertOptions, GpuError, Result};
+
+/// What a source import depends on besides the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SourceKey {
+    pub root: RootLayout,
+    pub frame: usize,
+    pub color: ColorSpec,
+}
+
+/// An imported source: the EGLImage and the external texture bound to it.
+#[derive(Debug)]
+pub(crate) struct SourceImage {
+    pub image: EglImage,
+    pub texture: u32,
+}
+
+/// The source caches of the GL thread.
+pub(crate) struct Sources {
+    pub images: GpuImageCache<SourceKey, SourceImage>,
+    /// Two texture names reused by every upload.
+    uploads: Option<[u32; 2]>,
+}
+
+impl Sources {
+    pub fn new(capacity: usize) -> Sources {
+        Sources {
+            images: GpuImageCache::new(capacity),
+            uploads: None,
+        }
+    }
+
+    pub fn free_uploads(&mut self) {
+        if let Some(t) = self.uploads.take() {
+            glutil::delete_textures(&t);
+        }
+    }
+}
+
+/// A source ready to sample: its textures, how to read them, and the borrows
+/// that keep writers off its buffers until the draw is done.
+pub(crate) struct Bound {
+    pub external: bool,
+    pub textures: [u32; 2],
+    /// The `u_kind` of the planes shader.
+    pub kind: i32,
+    pub swap_rb: bool,
+    /// The source rectangle normalised to the bound texture.
+    pub crop: [f32; 4],
+    pub color: ColorSpec,
+    _borrows: Vec<DeviceBorrow>,
+}
+
+/// Imports or uploads `src` and binds it to texture units 0 and 1.
+pub(crate) fn bind(
+    st: &mut GlState,
+    plan: &Plan,
+    src: &Tensor<u8>,
+    options: &ConvertOptions,
+) -> Result<Bound> {
+    let is_dma = src.memory() == TensorMemory::Dma;
+    if options.import == ImportPolicy::Require {
+        if !is_dma {
+            return Err(GpuError::UnsupportedMemory {
+                memory: src.memory(),
+                role: "source",
+                operation: "convert with ImportPolicy::Require",
+                reason: "only a dma-buf can be imported",
+            });
+        }
+        for (ok, extension) in [
+            (st.egl.info.dma_buf_import, "EGL_EXT_image_dma_buf_import"),
+            (st.egl.info.image_external, "GL_OES_EGL_image_external"),
+        ] {
+            if !ok {
+                return Err(GpuError::MissingExtension {
+                    extension,
+                    renderer: st.egl.info.renderer.clone(),
+                });
+            }
+        }
+    }
+    let try_import = is_dma
+        && options.import != ImportPolicy::Never
+        && st.egl.info.dma_buf_import
+        && st.egl.info.image_external;
+    if try_import {
+        match import(st, plan, src, options.color) {
+            Ok(bound) => return Ok(bound),
+            Err(e) if options.import == ImportPolicy::Require => return Err(e),
+            Err(_) => {}
+        }
+    }
+    upload(st, plan, src, options.color)
+}
+
+/// Releases a bound source (its borrows end; the textures stay for reuse).
+pub(crate) fn unbind(_st: &mut GlState, bound: Bound) {
+    drop(bound);
+}
+
+fn buffer_fds(src: &Tensor<u8>, root: &RootLayout) -> Result<Vec<OwnedFd>> {
+    // Dup'd: EGL does not take the fds, but some drivers close what they are given.
+    let mut fds = Vec::with_capacity(2);
+    for b in 0..root.buffer_count() {
+        let holder = if b == 0 { src.clone() } else { src.plane(1)? };
+        let fd = holder.fd().ok_or(zerocam_tensor::Error::NoFd {
+            memory: holder.memory(),
+        })?;
+        fds.push(fd.try_clone_to_owned().map_err(|e| GpuError::Egl {
+            call: "dup",
+            error: e.to_string(),
+        })?);
+    }
+    Ok(fds)
+}
+
+fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
+    let root = plan.source.root;
+    let key = ImageKey {
+        buffer: src.buffer_identity().id(),
+        geometry: SourceKey {
+            root,
+            frame: plan.source.frame,
+            color,
+        },
+    };
+    let mut borrows = Vec::with_capacity(2);
+    for b in 0..root.buffer_count() {
+        let holder = if b == 0 { src.clone() } else { src.plane(1)? };
+        if let Some(file) = holder.fd_identity() {
+            borrows.push(FileAccess::of(file).device_borrow(Access::Read)?);
+        }
+    }
+    let mut retired = Vec::new();
+    let GlState {
+        sources,
+        egl,
+        stats,
+        ..
+    } = st;
+    let created = sources.images.get_or_insert_with(
+        key,
+        src.buffer_identity().weak(),
+        || -> Result<SourceImage> {
+            let fds = buffer_fds(src, &root)?;
+            let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+            let attribs = source_attribs(&root, plan.source.frame, &raw, color)?;
+            let image = egl
+                .create_dma_buf_image(&attribs)
+                .map_err(|error| GpuError::Import {
+                    format: root.format,
+                    width: root.width,
+                    height: root.height,
+                    pitch: root.planes()[0].stride,
+                    offsets: root.planes().iter().map(|p| p.offset).collect(),
+                    error,
+                })?;
+            let texture = glutil::texture(TEXTURE_EXTERNAL_OES);
+            if let Err(e) = egl.bind_image_to_texture(TEXTURE_EXTERNAL_OES, &image) {
+                glutil::delete_textures(&[texture]);
+                egl.destroy_image(image);
+                return Err(e);
+            }
+            stats.live_images += 1;
+            Ok(SourceImage { image, texture })
+        },
+        &mut retired,
+    );
+    let texture = created.map(|s| s.texture);
+    for r in retired {
+        st.destroy_source(r);
+    }
+    let texture = texture?;
+    Ok(Bound {
+        external: true,
+        textures: [texture, 0],
+        kind: 0,
+        swap_rb: false,
+        crop: normalized(plan.crop, (0, 0), root.width, root.height),
+        color,
+        _borrows: borrows,
+    })
+}
+
+/// One texture to upload: GL internal format, format, size, bytes a texel.
+struct TexSpec {
+    plane: usize,
+    internal: u32,
+    format: u32,
+    width: usize,
+    height: usize,
+    texel: usize,
+}
+
+fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, Vec<TexSpec>)> {
+    let t = |plane, internal, format, width, height, texel| TexSpec {
+        plane,
+        internal,
+        format,
+        width,
+        height,
+        texel,
+    };
+    Some(match format {
+        PixelFormat::Rgb | PixelFormat::Bgr => (0, vec![t(0, gl::RGB8, gl::RGB, w, h, 3)]),
+        PixelFormat::Rgba | PixelFormat::Bgra => (0, vec![t(0, gl::RGBA8, gl::RGBA, w, h, 4)]),
+        PixelFormat::Grey => (1, vec![t(0, gl::R8, gl::RED, w, h, 1)]),
+        PixelFormat::Nv12 | PixelFormat::Nv16 => (
+            2,
+            vec![
+                t(0, gl::R8, gl::RED, w, h, 1),
+                t(1, gl::RG8, gl::RG, w / 2, format.plane_rows(1, h), 2),
+            ],
+        ),
+        PixelFormat::Yuyv | PixelFormat::Uyvy => (
+            if format == PixelFormat::Yuyv { 3 } else { 4 },
+            vec![
+                t(0, gl::RG8, gl::RG, w, h, 2),
+                t(0, gl::RGBA8, gl::RGBA, w / 2, h, 4),
+            ],
+        ),
+        _ => return None,
+    })
+}
+
+fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
+    let view = plan.source.region;
+    let format = plan.source.root.format;
+    let (kind, specs) =
+        tex_specs(format, view.width, view.height).ok_or(GpuError::UnsupportedFormat {
+            format,
+            role: "source",
+            operation: "convert",
+        })?;
+    let textures = *st.sources.uploads.get_or_insert_with(|| {
+        [
+            glutil::texture(gl::TEXTURE_2D),
+            glutil::texture(gl::TEXTURE_2D),
+        ]
+    });
+    let pbo = src.pbo_buffer();
+    for (spec, &texture) in specs.iter().zip(&textures) {
+        let plane = src.plane(spec.plane)?;
+        let stride = plane.strides().map_or(0, |s| s[s.len() - 2]);
+        if stride % spec.texel != 0 {
+            return Err(GpuError::BadSize {
+                what: "source",
+                format,
+                width: view.width,
+                height: view.height,
+                reason: "the row stride must be a multiple of the texel size to upload",
+            });
+        }
+        let map;
+        let pixels: *const std::ffi::c_void = match pbo {
+            Some(_) => plane.plane_offset() as *const std::ffi::c_void,
+            None => {
+                map = plane.map_read()?;
+                map.as_ptr().cast()
+            }
+        };
+        // SAFETY: the context is current; `pixels` is either an offset into the
+        // bound unpack PBO or points into a live read map holding at least
+        // `height` rows of `stride` bytes (the plane's span).
+        unsafe {
+            gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, pbo.unwrap_or(0));
+            gl::PixelStorei(gl::UNPACK_ALIGNMENT, 1);
+            gl::PixelStorei(gl::UNPACK_ROW_LENGTH, (stride / spec.texel) as i32);
+            gl::BindTexture(gl::TEXTURE_2D, texture);
+            gl::TexImage2D(
+                gl::TEXTURE_2D,
+                0,
+                spec.internal as i32,
+                spec.width as i32,
+                spec.height as i32,
+                0,
+                spec.format,
+                gl::UNSIGNED_BYTE,
+                pixels,
+            );
+            gl::PixelStorei(gl::UNPACK_ROW_LENGTH, 0);
+            gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, 0);
+        }
+        glutil::check("glTexImage2D (source upload)")?;
+    }
+    st.stats.uploads += 1;
+    Ok(Bound {
+        external: false,
+        textures,
+        kind,
+        swap_rb: matches!(format, PixelFormat::Bgr | PixelFormat::Bgra),
+        crop: normalized(plan.crop, (view.x, view.y), view.width, view.height),
+        color,
+        _borrows: Vec::new(),
+    })
+}

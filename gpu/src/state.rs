@@ -1,0 +1,161 @@
+//! [`GlState`]: everything the GL thread owns — the context, the programs, the
+//! import and render-target caches, and the counters — and the conversion's
+//! GL steps in order.
+
+use zerocam_cache::GpuImageCache;
+use zerocam_tensor::Tensor;
+
+use crate::egl::EglContext;
+use crate::glutil;
+use crate::plan::{ConvertOptions, Plan};
+use crate::source::{SourceImage, Sources};
+use crate::target::RenderTarget;
+use crate::{shaders, GpuError, GpuInfo, GpuStats, Result};
+
+/// Source imports and render targets kept per GL thread.
+const CACHE_CAPACITY: usize = 32;
+
+/// The conversion programs, compiled on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Programs {
+    planes: Option<u32>,
+    external: Option<u32>,
+}
+
+/// The GL thread's state. Dropped on the GL thread, context current: every
+/// image, texture, framebuffer and PBO is freed before the context.
+pub(crate) struct GlState {
+    pub programs: Programs,
+    pub sources: Sources,
+    pub targets: GpuImageCache<zerocam_tensor::RootLayout, RenderTarget>,
+    pub stats: GpuStats,
+    pub pbos: Vec<u32>,
+    // Last: dropped after everything above is freed through it.
+    pub egl: EglContext,
+}
+
+impl GlState {
+    pub fn new(egl: EglContext) -> GlState {
+        GlState {
+            programs: Programs::default(),
+            sources: Sources::new(CACHE_CAPACITY),
+            targets: GpuImageCache::new(CACHE_CAPACITY),
+            stats: GpuStats::default(),
+            pbos: Vec::new(),
+            egl,
+        }
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.egl.info
+    }
+
+    pub fn stats(&mut self) -> GpuStats {
+        GpuStats {
+            images: self.sources.images.stats(),
+            targets: self.targets.stats(),
+            live_pbos: self.pbos.len() as u64,
+            ..self.stats
+        }
+    }
+
+    /// The program for external (imported) or plane textures.
+    pub fn program(&mut self, external: bool) -> Result<u32> {
+        let slot = if external {
+            &mut self.programs.external
+        } else {
+            &mut self.programs.planes
+        };
+        if let Some(p) = *slot {
+            return Ok(p);
+        }
+        let fragment = if external {
+            if !self.egl.info.image_external {
+                return Err(GpuError::MissingExtension {
+                    extension: "GL_OES_EGL_image_external",
+                    renderer: self.egl.info.renderer.clone(),
+                });
+            }
+            shaders::fragment_external()
+        } else {
+            shaders::fragment_planes()
+        };
+        let p = glutil::program(shaders::VERTEX, &fragment)?;
+        *slot = Some(p);
+        Ok(p)
+    }
+
+    pub fn destroy_source(&mut self, s: SourceImage) {
+        glutil::delete_textures(&[s.texture]);
+        self.egl.destroy_image(s.image);
+        self.stats.live_images -= 1;
+    }
+
+    pub fn destroy_target(&mut self, t: RenderTarget) {
+        glutil::delete_framebuffer(t.framebuffer);
+        glutil::delete_textures(&[t.texture]);
+        if let Some(image) = t.image {
+            self.egl.destroy_image(image);
+            self.stats.live_images -= 1;
+        }
+    }
+
+    /// Frees the images and targets whose tensors are gone.
+    fn sweep(&mut self) {
+        for s in self.sources.images.sweep() {
+            self.destroy_source(s);
+        }
+        for t in self.targets.sweep() {
+            self.destroy_target(t);
+        }
+    }
+
+    pub fn clear_caches(&mut self) {
+        for s in self.sources.images.clear() {
+            self.destroy_source(s);
+        }
+        for t in self.targets.clear() {
+            self.destroy_target(t);
+        }
+    }
+
+    /// Runs a planned conversion.
+    pub fn convert(
+        &mut self,
+        plan: &Plan,
+        src: &Tensor<u8>,
+        dst: &Tensor<u8>,
+        options: &ConvertOptions,
+    ) -> Result<()> {
+        self.sweep();
+        // Errors from earlier work must not be blamed on this conversion.
+        while glutil::check("").is_err() {}
+        let bound = crate::source::bind(self, plan, src, options)?;
+        let target = crate::target::prepare(self, plan, dst, options.import)?;
+        let program = self.program(bound.external)?;
+        let drawn = crate::render::draw(program, plan, &bound, &target);
+        let finished = drawn.and_then(|()| crate::target::finish(self, plan, dst, &target));
+        crate::source::unbind(self, bound);
+        finished?;
+        self.stats.converts += 1;
+        Ok(())
+    }
+}
+
+impl Drop for GlState {
+    fn drop(&mut self) {
+        self.clear_caches();
+        self.sources.free_uploads();
+        if !self.pbos.is_empty() {
+            // SAFETY: deleting the live PBO names this thread created.
+            unsafe { gl::DeleteBuffers(self.pbos.len() as i32, self.pbos.as_ptr()) };
+        }
+        for p in [self.programs.planes, self.programs.external]
+            .into_iter()
+            .flatten()
+        {
+            // SAFETY: deleting a program this thread linked.
+            unsafe { gl::DeleteProgram(p) };
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The destination side: one render target per destination root (cached), a
+//! dma-buf rendered in place where EGL imports it, anything else rendered into
+//! a texture and read back — a PBO without leaving the GPU.
+
+use std::os::fd::AsRawFd;
+
+use zerocam_cache::ImageKey;
+use zerocam_tensor::{Access, DeviceBorrow, FileAccess, Tensor, TensorMemory};
+
+use crate::egl::EglImage;
+use crate::glutil;
+use crate::import::target_attribs;
+use crate::plan::{ImportPolicy, Plan};
+use crate::state::GlState;
+use crate::{GpuError, Result};
+
+/// A destination's render target: an RGBA8 texture (imported from the
+/// destination's dma-buf, or GL's own) and its framebuffer.
+#[derive(Debug)]
+pub(crate) struct RenderTarget {
+    pub texture: u32,
+    pub framebuffer: u32,
+    /// The destination's own memory, when rendered in place.
+    pub image: Option<EglImage>,
+}
+
+/// The target of one conversion, bound as the draw framebuffer.
+pub(crate) struct Prepared {
+    pub framebuffer: u32,
+    pub in_place: bool,
+    _borrow: Option<DeviceBorrow>,
+}
+
+fn too_big(plan: &Plan, max: i32) -> GpuError {
+    GpuError::BadSize {
+        what: "destination",
+        format: plan.target_root.format,
+        width: plan.grid.texels_wide(),
+        height: plan.grid.rows,
+        reason: if max > 0 {
+            "its texel grid (row stride / 4 by rows) exceeds GL_MAX_TEXTURE_SIZE"
+        } else {
+            "GL_MAX_TEXTURE_SIZE unknown"
+        },
+    }
+}
+
+fn own_texture(w: i32, h: i32) -> Result<u32> {
+    let t = glutil::texture(gl::TEXTURE_2D);
+    // SAFETY: plain GL calls on a current context with a bound texture.
+    unsafe { gl::TexStorage2D(gl::TEXTURE_2D, 1, gl::RGBA8, w, h) };
+    if let Err(e) = glutil::check("glTexStorage2D (render target)") {
+        glutil::delete_textures(&[t]);
+        return Err(e);
+    }
+    Ok(t)
+}
+
+fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32, EglImage)> {
+    let fd = dst.fd().ok_or(zerocam_tensor::Error::NoFd {
+        memory: dst.memory(),
+    })?;
+    let dup = fd.try_clone_to_owned().map_err(|e| GpuError::Egl {
+        call: "dup",
+        error: e.to_string(),
+    })?;
+    let g = plan.grid;
+    let import_error = |error: String| GpuError::Import {
+        format: plan.target_root.format,
+        width: plan.target_root.width,
+        height: plan.target_root.height,
+        pitch: g.stride,
+        offsets: vec![g.start],
+        error,
+    };
+    let attribs = target_attribs(dup.as_raw_fd(), g.start, g.stride, g.rows)
+        .ok_or_else(|| import_error("sizes exceed EGL's 32-bit attributes".into()))?;
+    let image = st
+        .egl
+        .create_dma_buf_image(&attribs)
+        .map_err(import_error)?;
+    let t = glutil::texture(gl::TEXTURE_2D);
+    if let Err(e) = st.egl.bind_image_to_texture(gl::TEXTURE_2D, &image) {
+        glutil::delete_textures(&[t]);
+        st.egl.destroy_image(image);
+        return Err(e);
+    }
+    Ok((t, image))
+}
+
+fn create(
+    st: &mut GlState,
+    plan: &Plan,
+    dst: &Tensor<u8>,
+    policy: ImportPolicy,
+) -> Result<RenderTarget> {
+    let mut max = 0;
+    // SAFETY: a query into a local.
+    unsafe { gl::GetIntegerv(gl::MAX_TEXTURE_SIZE, &mut max) };
+    let (w, h) = (plan.grid.texels_wide(), plan.grid.rows);
+    let (Ok(wi), Ok(hi)) = (i32::try_from(w), i32::try_from(h)) else {
+        return Err(too_big(plan, max));
+    };
+    if wi > max || hi > max {
+        return Err(too_big(plan, max));
+    }
+    let in_place = dst.memory() == TensorMemory::Dma
+        && policy != ImportPolicy::Never
+        && st.egl.info.dma_buf_import;
+    if in_place {
+        let attempt =
+            imported_texture(st, dst, plan).and_then(|(texture, image)| match glutil::framebuffer(
+                texture,
+            ) {
+                Ok(framebuffer) => Ok(RenderTarget {
+                    texture,
+                    framebuffer,
+                    image: Some(image),
+                }),
+                Err(e) => {
+                    glutil::delete_textures(&[texture]);
+                    st.egl.destroy_image(image);
+                    Err(e)
+                }
+            });
+        match attempt {
+            Ok(t) => {
+                st.stats.live_images += 1;
+                return Ok(t);
+            }
+            Err(e) if policy == ImportPolicy::Require => return Err(e),
+            Err(_) => {}
+        }
+    }
+    let texture = own_texture(wi, hi)?;
+    let framebuffer = glutil::framebuffer(texture).inspect_err(|_| {
+        glutil::delete_textures(&[texture]);
+    })?;
+    Ok(RenderTarget {
+        texture,
+        framebuffer,
+        image: None,
+    })
+}
+
+/// Finds or creates the destination root's render target and binds it.
+pub(crate) fn prepare(
+    st: &mut GlState,
+    plan: &Plan,
+    dst: &Tensor<u8>,
+    policy: ImportPolicy,
+) -> Result<Prepared> {
+    let key = ImageKey {
+        buffer: dst.buffer_identity().id(),
+        geometry: plan.target_root,
+    };
+    // Create outside the cache's borrow (creation needs the whole state).
+    let mut fresh = None;
+    if !st.targets.contains(&key) {
+        fresh = Some(create(st, plan, dst, policy)?);
+    }
+    let mut retired = Vec::new();
+    let found = st
+        .targets
+        .get_or_insert_with(
+            key,
+            dst.buffer_identity().weak(),
+            || fresh.take().ok_or(GpuError::Disconnected),
+            &mut retired,
+        )
+        .map(|t| (t.framebuffer, t.image.is_some()));
+    for r in retired {
+        st.destroy_target(r);
+    }
+    let (framebuffer, in_place) = found?;
+    let borrow = match (in_place, dst.fd_identity()) {
+        (true, Some(file)) => Some(FileAccess::of(file).device_borrow(Access::Write)?),
+        _ => None,
+    };
+    Ok(Prepared {
+        framebuffer,
+        in_place,
+        _borrow: borrow,
+    })
+}
+
+/// Makes the result visible in `dst`: waits for an in-place render, or reads
+/// each rectangle back into the destination's memory.
+pub(crate) fn finish(
+    st: &mut GlState,
+    plan: &Plan,
+    dst: &Tensor<u8>,
+    target: &Prepared,
+) -> Result<()> {
+    if target.in_place {
+        // SAFETY: plain GL call; returns when the draw has reached the dma-buf.
+        unsafe { gl::Finish() };
+        return glutil::check("glFinish");
+    }
+    let g = plan.grid;
+    let pbo = dst.pbo_buffer();
+    let mut map = match pbo {
+        Some(_) => None,
+        None => Some(dst.map_write()?),
+    };
+    let span_start = dst.plane_offset();
+    // SAFETY: plain GL state calls on a current context.
+    unsafe {
+        gl::BindFramebuffer(gl::READ_FRAMEBUFFER, target.framebuffer);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, pbo.unwrap_or(0));
+        gl::PixelStorei(gl::PACK_ALIGNMENT, 4);
+        gl::PixelStorei(gl::PACK_ROW_LENGTH, g.texels_wide() as i32);
+    }
+    for r in &plan.rects {
+        let at = g.byte_offset(r);
+        let end = at + (r.height - 1) * g.stride + r.width * 4;
+        let ptr: *mut std::ffi::c_void = match map.as_mut() {
+            None => at as *mut std::ffi::c_void,
+            Some(m) => {
+                let rel = at
+                    .checked_sub(span_start)
+                    .filter(|_| end - span_start <= m.len());
+                let Some(rel) = rel else {
+                    return Err(zerocam_tensor::Error::BufferTooSmall {
+                        needed: end - span_start,
+                        available: m.len(),
+                    }
+                    .into());
+                };
+                m[rel..].as_mut_ptr().cast()
+            }
+        };
+        // SAFETY: `ptr` addresses `r.height` rows of `g.stride` bytes inside the
+        // live write map (checked above) or the bound pack PBO; GL writes
+        // `r.width` texels of 4 bytes a row with the pack row length set.
+        unsafe {
+            gl::ReadPixels(
+                r.x as i32,
+                r.y as i32,
+                r.width as i32,
+                r.height as i32,
+                gl::RGBA,
+                gl::UNSIGNED_BYTE,
+                ptr,
+            );
+        }
+    }
+    // SAFETY: restoring GL state.
+    unsafe {
+        gl::PixelStorei(gl::PACK_ROW_LENGTH, 0);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+    }
+    glutil::check("glReadPixels (readback)")?;
+    st.stats.readbacks += 1;
+    drop(map);
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! The GL thread and [`Gpu`], the handle that sends it work.
+//!
+//! GL contexts are bound to one thread, so every GL call runs on a thread the
+//! handle owns; callers send it closures over a channel and wait for the reply.
+//! The thread ends when the last [`Gpu`] handle drops. PBO tensors hold only a
+//! weak link to it, so they may outlive it: their maps then fail with
+//! [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::thread::{JoinHandle, ThreadId};
+
+use zerocam_cache::GpuCacheStats;
+use zerocam_tensor::Tensor;
+
+use crate::egl::EglContext;
+use crate::plan::{plan, ConvertOptions};
+use crate::state::GlState;
+use crate::{GpuError, GpuInfo, Result};
+
+type Job = Box<dyn FnOnce(&mut GlState) + Send>;
+
+/// The channel to the GL thread; dropping the last one ends the thread.
+pub(crate) struct Link {
+    tx: Mutex<Option<Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    gl_thread: ThreadId,
+}
+
+impl Link {
+    /// Runs `f` on the GL thread and returns its result.
+    pub fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut GlState) -> R + Send + 'static,
+    ) -> Result<R> {
+        if std::thread::current().id() == self.gl_thread {
+            // A job waiting on its own thread would never be answered.
+            return Err(GpuError::Disconnected);
+        }
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        self.send(Box::new(move |st| {
+            let _ = reply_tx.send(f(st));
+        }))?;
+        reply_rx.recv().map_err(|_| GpuError::Disconnected)
+    }
+
+    /// Queues `job` without waiting.
+    pub fn send(&self, job: Job) -> Result<()> {
+        let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
+        tx.as_ref()
+            .ok_or(GpuError::Disconnected)?
+            .send(job)
+            .map_err(|_| GpuError::Disconnected)
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop; it then frees every GL
+        // object and the context.
+        drop(
+            self.tx
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let handle = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Counters of the GL thread: what was imported, created and freed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GpuStats {
+    /// The EGLImage cache of sources (imports, hits, evictions, swept, live).
+    pub images: GpuCacheStats,
+    /// The render-target cache of destinations.
+    pub targets: GpuCacheStats,
+    /// EGLImages alive now (sources and imported destinations).
+    pub live_images: u64,
+    /// PBOs alive now.
+    pub live_pbos: u64,
+    /// Conversions done.
+    pub converts: u64,
+    /// Sources uploaded through a CPU map (memory sources, or a failed import
+    /// under [`ImportPolicy::Auto`](crate::ImportPolicy::Auto)).
+    pub uploads: u64,
+    /// Destinations read back into their memory (not rendered in place).
+    pub readbacks: u64,
+}
+
+/// A handle to the GL thread: cheap to clone, shareable across threads.
+///
+/// ```no_run
+/// use zerocam_gpu::{ConvertOptions, Gpu};
+/// use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+/// let gpu = Gpu::new()?; // a surfaceless EGL context on its own thread
+/// let frame = Tensor::<u8>::image(1280, 720, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
+/// let input = gpu.pbo_image(640, 640, PixelFormat::Rgb)?;
+/// gpu.convert(&frame, &input, &ConvertOptions::default())?;
+/// let rgb = input.map_read()?; // [640, 640, 3]
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Gpu {
+    link: Arc<Link>,
+    info: Arc<GpuInfo>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish()
+    }
+}
+
+impl Gpu {
+    /// Starts the GL thread: loads EGL and GLES, opens the surfaceless display
+    /// and makes a GLES 3 context current there.
+    ///
+    /// # Errors
+    /// [`GpuError::EglUnavailable`] when the libraries are absent,
+    /// [`GpuError::Egl`] when no display or context can be made.
+    pub fn new() -> Result<Gpu> {
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let (init_tx, init_rx) = mpsc::sync_channel::<Result<GpuInfo>>(1);
+        let thread = std::thread::Builder::new()
+            .name("zerocam-gl".into())
+            .spawn(move || {
+                let mut state = match EglContext::new().map(GlState::new) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = init_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = init_tx.send(Ok(state.info().clone()));
+                for job in job_rx {
+                    // A panicking job drops its reply sender (its caller sees
+                    // `Disconnected`); the thread and its objects live on.
+                    let _ = catch_unwind(AssertUnwindSafe(|| job(&mut state)));
+                }
+            })
+            .map_err(|e| GpuError::EglUnavailable {
+                reason: format!("cannot start the GL thread: {e}"),
+            })?;
+        let gl_thread = thread.thread().id();
+        let info = init_rx.recv().map_err(|_| GpuError::Disconnected)??;
+        Ok(Gpu {
+            link: Arc::new(Link {
+                tx: Mutex::new(Some(job_tx)),
+                thread: Mutex::new(Some(thread)),
+                gl_thread,
+            }),
+            info: Arc::new(info),
+        })
+    }
+
+    /// What the EGL display and GL context offer.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
+    pub(crate) fn weak_link(&self) -> Weak<Link> {
+        Arc::downgrade(&self.link)
+    }
+
+    /// Converts `src` into `dst` on the GPU: YUV (NV12, NV16, YUYV, UYVY), RGB,
+    /// BGR, RGBA, BGRA or grey in; RGB, RGBA or planar RGB (`u8`) out. The
+    /// source (or `options.crop` of it) is scaled to the destination's size
+    /// with bilinear filtering.
+    ///
+    /// A dma-buf source is imported once as an EGLImage and cached on its
+    /// [`BufferIdentity`](zerocam_tensor::BufferIdentity) and geometry (a view
+    /// uses its parent's image, cropped); other memory is uploaded. A
+    /// destination view draws into a viewport of its parent's render target:
+    /// a dma-buf destination is rendered in place where EGL can import it,
+    /// other destinations are read back into their memory (a PBO stays on the
+    /// GPU). The call returns when `dst` holds the result.
+    ///
+    /// # Errors
+    /// Typed [`GpuError`]s for unsupported formats, odd 4:2:0 sizes,
+    /// unaligned RGB destination views, crops outside the source, failed
+    /// imports (under [`ImportPolicy::Require`](crate::ImportPolicy::Require)),
+    /// map conflicts, and a GL thread that has exited.
+    pub fn convert(
+        &self,
+        src: &Tensor<u8>,
+        dst: &Tensor<u8>,
+        options: &ConvertOptions,
+    ) -> Result<()> {
+        let plan = plan(src, dst, options)?;
+        let (src, dst, options) = (src.clone(), dst.clone(), *options);
+        self.link
+            .call(move |st| st.convert(&plan, &src, &dst, &options))?
+    }
+
+    /// The counters.
+    ///
+    /// # Errors
+    /// [`GpuError::Disconnected`] if the GL thread has exited.
+    pub fn stats(&self) -> Result<GpuStats> {
+        self.link.call(|st| st.stats())
+    }
+
+    /// Drops every cached import and render target now (their EGLImages and
+    /// textures are destroyed); the next conversion imports again.
+    ///
+    /// # Errors
+    /// [`GpuError::Disconnected`] if the GL thread has exited.
+    pub fn clear_caches(&self) -> Result<()> {
+        self.link.call(|st| st.clear_caches())
+    }
+}
