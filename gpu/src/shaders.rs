@@ -27,23 +27,39 @@ uniform bool u_swap_rb;
 uniform mat3 u_yuv;
 uniform vec3 u_yuv_offset;
 
+// Bilinear filtering done in float from four texel fetches: the same on every
+// GPU (fixed-function filters round their weights to as few as 8 bits, which
+// the YUV matrix then multiplies by up to 2).
+vec4 bilinear(sampler2D s, vec2 uv) {
+    ivec2 size = textureSize(s, 0);
+    vec2 p = uv * vec2(size) - 0.5;
+    vec2 f = fract(p);
+    ivec2 i = ivec2(floor(p));
+    ivec2 hi = size - 1;
+    vec4 a = texelFetch(s, clamp(i, ivec2(0), hi), 0);
+    vec4 b = texelFetch(s, clamp(i + ivec2(1, 0), ivec2(0), hi), 0);
+    vec4 c = texelFetch(s, clamp(i + ivec2(0, 1), ivec2(0), hi), 0);
+    vec4 d = texelFetch(s, clamp(i + ivec2(1, 1), ivec2(0), hi), 0);
+    return mix(mix(a, b, f.x), mix(c, d, f.x), f.y);
+}
+
 vec3 sample_rgb(vec2 uv) {
     if (u_kind == 0) {
-        vec3 c = texture(u_tex0, uv).rgb;
+        vec3 c = bilinear(u_tex0, uv).rgb;
         return u_swap_rb ? c.bgr : c;
     }
     if (u_kind == 1) {
-        return vec3(texture(u_tex0, uv).r);
+        return vec3(bilinear(u_tex0, uv).r);
     }
     vec3 yuv;
     if (u_kind == 2) {
-        yuv = vec3(texture(u_tex0, uv).r, texture(u_tex1, uv).rg);
+        yuv = vec3(bilinear(u_tex0, uv).r, bilinear(u_tex1, uv).rg);
     } else if (u_kind == 3) {
-        vec4 c = texture(u_tex1, uv);
-        yuv = vec3(texture(u_tex0, uv).r, c.g, c.a);
+        vec4 c = bilinear(u_tex1, uv);
+        yuv = vec3(bilinear(u_tex0, uv).r, c.g, c.a);
     } else {
-        vec4 c = texture(u_tex1, uv);
-        yuv = vec3(texture(u_tex0, uv).g, c.r, c.b);
+        vec4 c = bilinear(u_tex1, uv);
+        yuv = vec3(bilinear(u_tex0, uv).g, c.r, c.b);
     }
     return clamp(u_yuv * (yuv - u_yuv_offset), 0.0, 1.0);
 }

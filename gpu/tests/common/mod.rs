@@ -77,7 +77,10 @@ pub fn planes_of(t: &Tensor<u8>) -> (i32, Vec<Plane>) {
         PixelFormat::Grey => (1, vec![plane(bytes(0), w, h, 1)]),
         PixelFormat::Nv12 | PixelFormat::Nv16 => (
             2,
-            vec![plane(bytes(0), w, h, 1), plane(bytes(1), w / 2, f.plane_rows(1, h), 2)],
+            vec![
+                plane(bytes(0), w, h, 1),
+                plane(bytes(1), w / 2, f.plane_rows(1, h), 2),
+            ],
         ),
         PixelFormat::Yuyv | PixelFormat::Uyvy => {
             let b = bytes(0);
@@ -100,7 +103,12 @@ pub struct Reference {
 }
 
 impl Reference {
-    pub fn new(src: &Tensor<u8>, crop: Option<Region>, out: (usize, usize), color: ColorSpec) -> Self {
+    pub fn new(
+        src: &Tensor<u8>,
+        crop: Option<Region>,
+        out: (usize, usize),
+        color: ColorSpec,
+    ) -> Self {
         let (w, h) = (src.width().unwrap() as f32, src.height().unwrap() as f32);
         let c = crop.unwrap_or(Region::new(0, 0, w as usize, h as usize));
         let (kind, planes) = planes_of(src);
@@ -108,7 +116,12 @@ impl Reference {
             kind,
             planes,
             swap: matches!(src.format(), Some(PixelFormat::Bgr | PixelFormat::Bgra)),
-            crop: [c.x as f32 / w, c.y as f32 / h, c.width as f32 / w, c.height as f32 / h],
+            crop: [
+                c.x as f32 / w,
+                c.y as f32 / h,
+                c.width as f32 / w,
+                c.height as f32 / h,
+            ],
             out,
             color,
         }
@@ -120,23 +133,42 @@ impl Reference {
         let p = &self.planes;
         let yuv = match self.kind {
             0 => {
-                let c = [p[0].sample(u, v, 0), p[0].sample(u, v, 1), p[0].sample(u, v, 2)];
+                let c = [
+                    p[0].sample(u, v, 0),
+                    p[0].sample(u, v, 1),
+                    p[0].sample(u, v, 2),
+                ];
                 return if self.swap { [c[2], c[1], c[0]] } else { c };
             }
             1 => {
                 let g = p[0].sample(u, v, 0);
                 return [g, g, g];
             }
-            2 => [p[0].sample(u, v, 0), p[1].sample(u, v, 0), p[1].sample(u, v, 1)],
-            3 => [p[0].sample(u, v, 0), p[1].sample(u, v, 1), p[1].sample(u, v, 3)],
-            _ => [p[0].sample(u, v, 1), p[1].sample(u, v, 0), p[1].sample(u, v, 2)],
+            2 => [
+                p[0].sample(u, v, 0),
+                p[1].sample(u, v, 0),
+                p[1].sample(u, v, 1),
+            ],
+            3 => [
+                p[0].sample(u, v, 0),
+                p[1].sample(u, v, 1),
+                p[1].sample(u, v, 3),
+            ],
+            _ => [
+                p[0].sample(u, v, 1),
+                p[1].sample(u, v, 0),
+                p[1].sample(u, v, 2),
+            ],
         };
         self.color.to_rgb_normalized(yuv)
     }
 
     /// The largest difference, in 8-bit steps, between `got` (pixel `(x, y)`,
     /// channel `c` → byte) and the reference over the whole output.
-    pub fn max_error(&self, got: impl Fn(usize, usize, usize) -> u8) -> (u8, (usize, usize, usize)) {
+    pub fn max_error(
+        &self,
+        got: impl Fn(usize, usize, usize) -> u8,
+    ) -> (u8, (usize, usize, usize)) {
         let mut worst = (0u8, (0, 0, 0));
         for y in 0..self.out.1 {
             for x in 0..self.out.0 {
