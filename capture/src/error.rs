@@ -259,6 +259,14 @@ pub enum ArgumentError {
     /// Zero buffers.
     #[error("buffer count {0} is too small: at least 2 are needed")]
     TooFewBuffers(u32),
+    /// A source this build of zerocam does not include.
+    #[error("{what} needs zerocam built with the cargo feature `{feature}`")]
+    FeatureMissing {
+        /// What was asked for, e.g. `libcamera:Virtual0`.
+        what: String,
+        /// The feature that provides it.
+        feature: &'static str,
+    },
     /// A size the pattern source cannot draw.
     #[error("the pattern source cannot make {format} {width}x{height}: {reason}")]
     PatternSize {

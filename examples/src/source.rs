@@ -11,7 +11,9 @@ use zerocam_capture::{
 /// What to open.
 #[derive(Debug, Clone)]
 pub struct SourceSpec {
-    /// A device path, `pattern`, or `None` to pick the first camera or the pattern.
+    /// A device path, `libcamera:<id>` (or `libcamera`: the first libcamera
+    /// camera), `pattern`, or `None` to pick the first V4L2 camera, else the
+    /// first libcamera camera (feature `libcamera`), else the pattern.
     pub device: Option<String>,
     /// The format (default: NV12, or the device's current format).
     pub format: Option<CaptureFormat>,
@@ -43,11 +45,26 @@ pub use zerocam_capture::capture_devices;
 /// # Errors
 /// The device's errors (missing, not a camera, unsupported format or size).
 pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    if let Some(id) = spec
+        .device
+        .as_deref()
+        .and_then(|d| d.strip_prefix("libcamera:"))
+    {
+        return open_libcamera(Some(id), spec);
+    }
     let device = match spec.device.as_deref() {
         Some("pattern") => None,
+        Some("libcamera") => return open_libcamera(None, spec),
         Some(d) => Some(PathBuf::from(d)),
         None => capture_devices().into_iter().next(),
     };
+    #[cfg(feature = "libcamera")]
+    if device.is_none()
+        && spec.device.is_none()
+        && zerocam_capture::libcamera_cameras().is_ok_and(|c| !c.is_empty())
+    {
+        return open_libcamera(None, spec);
+    }
     let Some(path) = device else {
         let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
         let (w, h) = spec.size.unwrap_or((1280, 720));
@@ -105,4 +122,45 @@ pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
         description,
         is_pattern: false,
     })
+}
+
+/// Opens libcamera camera `id` (or the first) as `spec` asks (default NV12
+/// 640x480); the V4L2 buffer mode and frame rate do not apply.
+#[cfg(feature = "libcamera")]
+fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    use zerocam_capture::{LibcameraConfig, LibcameraSource};
+    let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
+    let (w, h) = spec.size.unwrap_or((640, 480));
+    let source = LibcameraSource::open(LibcameraConfig {
+        camera: id.map(str::to_owned),
+        buffers: spec.buffers,
+        ..LibcameraConfig::new(format, w, h)
+    })?;
+    let f = source.stream_format();
+    let mut description = format!(
+        "{} (libcamera): {} {}x{}, {} buffers",
+        source.name().display(),
+        f.format.name,
+        f.width,
+        f.height,
+        source.stats().buffers
+    );
+    if !source.adjustments().is_empty() {
+        description += &format!(" (libcamera adjusted: {})", source.adjustments().join(", "));
+    }
+    Ok(Opened {
+        source: Box::new(source),
+        description,
+        is_pattern: false,
+    })
+}
+
+/// Without the `libcamera` feature: says which feature is missing.
+#[cfg(not(feature = "libcamera"))]
+fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    Err(zerocam_capture::ArgumentError::FeatureMissing {
+        what: format!("libcamera:{}", id.unwrap_or_default()),
+        feature: "libcamera",
+    }
+    .into())
 }

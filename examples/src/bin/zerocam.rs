@@ -58,7 +58,7 @@ enum Command {
 
 #[derive(Args)]
 struct SourceArgs {
-    /// Device node, or `pattern`; default: the first camera, else the pattern source.
+    /// Device node, `libcamera:<id>` (feature libcamera), or `pattern`; default: the first camera, else the pattern source.
     device: Option<String>,
     /// Pixel format: NV12, NV12M, NV16, NV16M, YUYV, UYVY, RGB24, BGR24, GREY.
     #[arg(long)]

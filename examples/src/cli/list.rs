@@ -87,6 +87,7 @@ pub fn list() -> Result<String, CaptureError> {
     for p in devices {
         s.push_str(&describe(&p, false)?);
     }
+    s.push_str(&super::libcamera::list());
     s.push_str(&platform());
     Ok(s)
 }

@@ -2,4 +2,5 @@
 
 pub mod bench;
 pub mod capture;
+pub mod libcamera;
 pub mod list;
