@@ -117,6 +117,10 @@ impl GlState {
         for t in self.targets.clear() {
             self.destroy_target(t);
         }
+        // Drivers free deleted objects (and close their imported fds) when the
+        // work that used them retires.
+        // SAFETY: plain GL call on the current context.
+        unsafe { gl::Finish() };
     }
 
     /// Runs a planned conversion.
