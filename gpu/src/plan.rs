@@ -45,6 +45,17 @@ pub(crate) enum Pack {
     Channel(u32),
 }
 
+impl Pack {
+    /// The shaders' `PACK` code.
+    pub fn code(self) -> i32 {
+        match self {
+            Pack::Rgba => 0,
+            Pack::Rgb => 1,
+            Pack::Channel(_) => 2,
+        }
+    }
+}
+
 /// A rectangle of the render-target grid, in texels (x) and rows (y).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Rect {

@@ -34,19 +34,16 @@ pub(crate) fn draw(program: u32, plan: &Plan, source: &Bound, target: &Prepared)
         gl::ActiveTexture(gl::TEXTURE0);
         gl::Uniform1i(uniform(program, "u_tex0"), 0);
         gl::Uniform1i(uniform(program, "u_tex1"), 1);
-        gl::Uniform1i(uniform(program, "u_kind"), source.kind);
         gl::Uniform1i(uniform(program, "u_swap_rb"), i32::from(source.swap_rb));
         gl::UniformMatrix3fv(uniform(program, "u_yuv"), 1, gl::FALSE, matrix.as_ptr());
         gl::Uniform3fv(uniform(program, "u_yuv_offset"), 1, offsets.as_ptr());
         gl::Uniform4fv(uniform(program, "u_crop"), 1, source.crop.as_ptr());
         gl::Uniform2f(uniform(program, "u_out"), out_w, out_h);
         for r in &plan.rects {
-            let (pack, channel) = match r.pack {
-                Pack::Rgba => (0, 0),
-                Pack::Rgb => (1, 0),
-                Pack::Channel(c) => (2, c as i32),
+            let channel = match r.pack {
+                Pack::Channel(c) => c as i32,
+                Pack::Rgba | Pack::Rgb => 0,
             };
-            gl::Uniform1i(uniform(program, "u_pack"), pack);
             gl::Uniform1i(uniform(program, "u_channel"), channel);
             gl::Uniform2i(uniform(program, "u_origin"), r.x as i32, r.y as i32);
             gl::Viewport(r.x as i32, r.y as i32, r.width as i32, r.height as i32);

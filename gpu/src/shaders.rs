@@ -20,9 +20,8 @@ void main() {
 const SAMPLE_PLANES: &str = "
 uniform sampler2D u_tex0;
 uniform sampler2D u_tex1;
-// 0 RGB(A) texture, 1 grey, 2 NV12/NV16 (Y = tex0.r, CbCr = tex1.rg),
+// KIND: 0 RGB(A) texture, 1 grey, 2 NV12/NV16 (Y = tex0.r, CbCr = tex1.rg),
 // 3 YUYV (Y = tex0.r, Cb = tex1.g, Cr = tex1.a), 4 UYVY (Y = tex0.g, Cb = tex1.r, Cr = tex1.b)
-uniform int u_kind;
 uniform bool u_swap_rb;
 uniform mat3 u_yuv;
 uniform vec3 u_yuv_offset;
@@ -44,24 +43,23 @@ vec4 bilinear(sampler2D s, vec2 uv) {
 }
 
 vec3 sample_rgb(vec2 uv) {
-    if (u_kind == 0) {
-        vec3 c = bilinear(u_tex0, uv).rgb;
-        return u_swap_rb ? c.bgr : c;
-    }
-    if (u_kind == 1) {
-        return vec3(bilinear(u_tex0, uv).r);
-    }
-    vec3 yuv;
-    if (u_kind == 2) {
-        yuv = vec3(bilinear(u_tex0, uv).r, bilinear(u_tex1, uv).rg);
-    } else if (u_kind == 3) {
-        vec4 c = bilinear(u_tex1, uv);
-        yuv = vec3(bilinear(u_tex0, uv).r, c.g, c.a);
-    } else {
-        vec4 c = bilinear(u_tex1, uv);
-        yuv = vec3(bilinear(u_tex0, uv).g, c.r, c.b);
-    }
+#if KIND == 0
+    vec3 c = bilinear(u_tex0, uv).rgb;
+    return u_swap_rb ? c.bgr : c;
+#elif KIND == 1
+    return vec3(bilinear(u_tex0, uv).r);
+#else
+#if KIND == 2
+    vec3 yuv = vec3(bilinear(u_tex0, uv).r, bilinear(u_tex1, uv).rg);
+#elif KIND == 3
+    vec4 c = bilinear(u_tex1, uv);
+    vec3 yuv = vec3(bilinear(u_tex0, uv).r, c.g, c.a);
+#else
+    vec4 c = bilinear(u_tex1, uv);
+    vec3 yuv = vec3(bilinear(u_tex0, uv).g, c.r, c.b);
+#endif
     return clamp(u_yuv * (yuv - u_yuv_offset), 0.0, 1.0);
+#endif
 }
 ";
 
@@ -80,7 +78,7 @@ const WRITE: &str = "
 uniform vec4 u_crop;     // source rectangle, normalised: x, y, width, height
 uniform vec2 u_out;      // output size in pixels
 uniform ivec2 u_origin;  // the target texel holding the output's first byte
-uniform int u_pack;      // 0 RGBA pixel, 1 four bytes of packed RGB, 2 one channel of four pixels
+// PACK: 0 RGBA pixel, 1 four bytes of packed RGB, 2 one channel of four pixels
 uniform int u_channel;
 out vec4 o_color;
 
@@ -91,9 +89,10 @@ vec3 pixel(int x, int y) {
 
 void main() {
     ivec2 t = ivec2(gl_FragCoord.xy) - u_origin;
-    if (u_pack == 0) {
-        o_color = vec4(pixel(t.x, t.y), 1.0);
-    } else if (u_pack == 1) {
+#if PACK == 0
+    o_color = vec4(pixel(t.x, t.y), 1.0);
+#elif PACK == 1
+    {
         int first = t.x * 4;
         int p = first / 3;
         int s = first - 3 * p;
@@ -101,23 +100,30 @@ void main() {
         vec3 b = pixel(p + 1, t.y);
         float v[6] = float[6](a.r, a.g, a.b, b.r, b.g, b.b);
         o_color = vec4(v[s], v[s + 1], v[s + 2], v[s + 3]);
-    } else {
-        int x = t.x * 4;
-        o_color = vec4(pixel(x, t.y)[u_channel], pixel(x + 1, t.y)[u_channel],
-                       pixel(x + 2, t.y)[u_channel], pixel(x + 3, t.y)[u_channel]);
     }
+#else
+    int x = t.x * 4;
+    o_color = vec4(pixel(x, t.y)[u_channel], pixel(x + 1, t.y)[u_channel],
+                   pixel(x + 2, t.y)[u_channel], pixel(x + 3, t.y)[u_channel]);
+#endif
 }
 ";
 
-/// The fragment shader sampling planes uploaded as textures.
-pub fn fragment_planes() -> String {
-    format!("#version 300 es\nprecision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{WRITE}")
+/// The fragment shader sampling planes uploaded as textures: source `kind`
+/// (see `KIND` above), destination `pack`. Each pair is its own program, so no
+/// shader branches on a uniform (software rasterisers run both sides).
+pub fn fragment_planes(kind: i32, pack: i32) -> String {
+    format!(
+        "#version 300 es\n#define KIND {kind}\n#define PACK {pack}\n\
+         precision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{WRITE}"
+    )
 }
 
 /// The fragment shader sampling an imported EGLImage as an external texture.
-pub fn fragment_external() -> String {
+pub fn fragment_external(pack: i32) -> String {
     format!(
         "#version 300 es\n#extension GL_OES_EGL_image_external_essl3 : require\n\
-         precision highp float;\nprecision highp int;\n{SAMPLE_EXTERNAL}{WRITE}"
+         #define PACK {pack}\nprecision highp float;\nprecision highp int;\n\
+         {SAMPLE_EXTERNAL}{WRITE}"
     )
 }

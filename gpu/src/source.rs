@@ -57,7 +57,7 @@ impl Sources {
 pub(crate) struct Bound {
     pub external: bool,
     pub textures: [u32; 2],
-    /// The `u_kind` of the planes shader.
+    /// The `KIND` of the planes shader.
     pub kind: i32,
     pub swap_rb: bool,
     /// The source rectangle normalised to the bound texture.

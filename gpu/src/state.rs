@@ -15,12 +15,9 @@ use crate::{shaders, GpuError, GpuInfo, GpuStats, Result};
 /// Source imports and render targets kept per GL thread.
 const CACHE_CAPACITY: usize = 32;
 
-/// The conversion programs, compiled on first use.
-#[derive(Debug, Default)]
-pub(crate) struct Programs {
-    planes: Option<u32>,
-    external: Option<u32>,
-}
+/// The conversion programs, compiled on first use: one per
+/// `(external, source kind, destination pack)`.
+pub(crate) type Programs = std::collections::HashMap<(bool, i32, i32), u32>;
 
 /// The GL thread's state. Dropped on the GL thread, context current: every
 /// image, texture, framebuffer and PBO is freed before the context.
@@ -59,14 +56,11 @@ impl GlState {
         }
     }
 
-    /// The program for external (imported) or plane textures.
-    pub fn program(&mut self, external: bool) -> Result<u32> {
-        let slot = if external {
-            &mut self.programs.external
-        } else {
-            &mut self.programs.planes
-        };
-        if let Some(p) = *slot {
+    /// The program for an external (imported) or uploaded source of `kind`
+    /// writing destination texels as `pack`.
+    pub fn program(&mut self, external: bool, kind: i32, pack: i32) -> Result<u32> {
+        let key = (external, if external { 0 } else { kind }, pack);
+        if let Some(&p) = self.programs.get(&key) {
             return Ok(p);
         }
         let fragment = if external {
@@ -76,12 +70,12 @@ impl GlState {
                     renderer: self.egl.info.renderer.clone(),
                 });
             }
-            shaders::fragment_external()
+            shaders::fragment_external(pack)
         } else {
-            shaders::fragment_planes()
+            shaders::fragment_planes(kind, pack)
         };
         let p = glutil::program(shaders::VERTEX, &fragment)?;
-        *slot = Some(p);
+        self.programs.insert(key, p);
         Ok(p)
     }
 
@@ -110,10 +104,14 @@ impl GlState {
         }
     }
 
-    pub fn clear_caches(&mut self) {
+    pub fn clear_imports(&mut self) {
         for s in self.sources.images.clear() {
             self.destroy_source(s);
         }
+    }
+
+    pub fn clear_caches(&mut self) {
+        self.clear_imports();
         for t in self.targets.clear() {
             self.destroy_target(t);
         }
@@ -136,7 +134,8 @@ impl GlState {
         while glutil::check("").is_err() {}
         let bound = crate::source::bind(self, plan, src, options)?;
         let target = crate::target::prepare(self, plan, dst, options.import)?;
-        let program = self.program(bound.external)?;
+        let pack = plan.rects.first().map_or(0, |r| r.pack.code());
+        let program = self.program(bound.external, bound.kind, pack)?;
         let drawn = crate::render::draw(program, plan, &bound, &target);
         let finished = drawn.and_then(|()| crate::target::finish(self, plan, dst, &target));
         crate::source::unbind(self, bound);
@@ -154,10 +153,7 @@ impl Drop for GlState {
             // SAFETY: deleting the live PBO names this thread created.
             unsafe { gl::DeleteBuffers(self.pbos.len() as i32, self.pbos.as_ptr()) };
         }
-        for p in [self.programs.planes, self.programs.external]
-            .into_iter()
-            .flatten()
-        {
+        for (_, p) in self.programs.drain() {
             // SAFETY: deleting a program this thread linked.
             unsafe { gl::DeleteProgram(p) };
         }

@@ -215,6 +215,15 @@ impl Gpu {
         self.link.call(|st| st.stats())
     }
 
+    /// Drops every cached source import (EGLImage) now, keeping the render
+    /// targets: the next conversion of each source imports it again.
+    ///
+    /// # Errors
+    /// [`GpuError::Disconnected`] if the GL thread has exited.
+    pub fn clear_imports(&self) -> Result<()> {
+        self.link.call(|st| st.clear_imports())
+    }
+
     /// Drops every cached import and render target now (their EGLImages and
     /// textures are destroyed); the next conversion imports again.
     ///

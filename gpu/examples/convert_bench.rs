@@ -1,0 +1,140 @@
+//! Per-frame cost of the GPU path: a camera-like ring of B 1280x720 NV12
+//! dma-bufs converted to a 640x640 RGB model input, three ways in one run:
+//!
+//! - `cached`: the EGLImage cache hits (zerocam's path: B imports in all);
+//! - `reimport`: every frame imported anew (what naive pipelines do: the cache
+//!   imports are cleared before each conversion, so each frame pays
+//!   eglCreateImage, the texture binding and the destroy);
+//! - `upload`: no import at all, the frame uploaded through a CPU map.
+//!
+//! ```sh
+//! cargo build --release -p zerocam-gpu --example convert_bench
+//! tests/lab/run --egl -- target/release/examples/convert_bench 60
+//! ```
+//!
+//! Where there is no DMA heap or no dma-buf import (the host), only `upload`
+//! runs, and the first line says so.
+#![allow(clippy::unwrap_used)] // a benchmark: failing loudly is the point
+
+use std::time::{Duration, Instant};
+
+use zerocam_gpu::{ConvertOptions, Gpu, GpuStats, ImportPolicy};
+use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+
+const BUFFERS: usize = 4;
+
+fn ring(memory: TensorMemory) -> zerocam_tensor::Result<Vec<Tensor<u8>>> {
+    (0..BUFFERS)
+        .map(|i| {
+            let t = Tensor::<u8>::image(1280, 720, PixelFormat::Nv12, Some(memory))?;
+            t.map_write()?
+                .iter_mut()
+                .enumerate()
+                .for_each(|(j, b)| *b = ((i * 31 + j) % 251) as u8);
+            Ok(t)
+        })
+        .collect()
+}
+
+fn run(
+    gpu: &Gpu,
+    frames: &[Tensor<u8>],
+    dst: &Tensor<u8>,
+    n: usize,
+    import: ImportPolicy,
+    reimport: bool,
+) -> (Vec<Duration>, GpuStats) {
+    gpu.clear_caches().unwrap();
+    let before = gpu.stats().unwrap();
+    let options = ConvertOptions {
+        import,
+        ..Default::default()
+    };
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let frame = &frames[i % frames.len()];
+        let t0 = Instant::now();
+        if reimport {
+            gpu.clear_imports().unwrap();
+        }
+        gpu.convert(frame, dst, &options).unwrap();
+        times.push(t0.elapsed());
+    }
+    let after = gpu.stats().unwrap();
+    let mut delta = after;
+    delta.images.imports -= before.images.imports;
+    delta.images.hits -= before.images.hits;
+    delta.uploads -= before.uploads;
+    delta.readbacks -= before.readbacks;
+    times.sort();
+    (times, delta)
+}
+
+fn report(name: &str, dst: &str, (times, s): &(Vec<Duration>, GpuStats)) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let median = times[times.len() / 2];
+    let p90 = times[times.len() * 9 / 10];
+    println!(
+        "{name:<9} -> {dst:<5}: median {:8.3} ms  p90 {:8.3} ms  ({} frames: {} imports, {} cache hits, {} uploads, {} readbacks)",
+        ms(median),
+        ms(p90),
+        times.len(),
+        s.images.imports,
+        s.images.hits,
+        s.uploads,
+        s.readbacks
+    );
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100);
+    let gpu = Gpu::new().unwrap();
+    let info = gpu.info();
+    println!("zerocam-gpu convert bench: 1280x720 NV12 -> 640x640 RGB, {n} frames from {BUFFERS} buffers");
+    println!(
+        "renderer: {} ({}), dma-buf import: {}",
+        info.renderer, info.version, info.dma_buf_import
+    );
+    let dma = ring(TensorMemory::Dma).ok().filter(|_| info.dma_buf_import);
+    if dma.is_none() {
+        println!("no DMA heap or no dma-buf import here: only `upload` runs");
+    }
+    let mem_dst = Tensor::<u8>::image(640, 640, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
+    let mem_frames = ring(TensorMemory::Mem).unwrap();
+    // Warm up: compile the programs, allocate the targets.
+    run(&gpu, &mem_frames, &mem_dst, 3, ImportPolicy::Never, false);
+    if let Some(frames) = &dma {
+        run(&gpu, frames, &mem_dst, 3, ImportPolicy::Require, false);
+        let dma_dst =
+            Tensor::<u8>::image(640, 640, PixelFormat::Rgb, Some(TensorMemory::Dma)).unwrap();
+        // A 16x16 output makes the draw nearly free: what is left is the
+        // per-frame import (or cache lookup) and the call itself.
+        let tiny = Tensor::<u8>::image(16, 16, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
+        for (dst, label) in [(&mem_dst, "mem"), (&dma_dst, "dma"), (&tiny, "16x16")] {
+            report(
+                "cached",
+                label,
+                &run(&gpu, frames, dst, n, ImportPolicy::Require, false),
+            );
+            report(
+                "reimport",
+                label,
+                &run(&gpu, frames, dst, n, ImportPolicy::Require, true),
+            );
+        }
+        report(
+            "upload",
+            "mem",
+            &run(&gpu, frames, &mem_dst, n, ImportPolicy::Never, false),
+        );
+    } else {
+        report(
+            "upload",
+            "mem",
+            &run(&gpu, &mem_frames, &mem_dst, n, ImportPolicy::Never, false),
+        );
+    }
+}
