@@ -106,3 +106,28 @@ fn lab_camera_to_tensor_on_vivid_nv12m_dmabuf() {
         "{text}"
     );
 }
+
+/// zink on lavapipe (what `tests/lab/run --egl` sets): the one software GL in
+/// the guest that imports NV12 dma-bufs.
+#[test]
+fn lab_camera_to_gl_imports_each_vivid_buffer_once() {
+    let _serial = serial();
+    let out = assert_cmd::Command::cargo_bin("camera_to_gl")
+        .unwrap()
+        .args(["/dev/video0", "--frames", "12"])
+        .env("LIBGL_ALWAYS_SOFTWARE", "1")
+        .env("GALLIUM_DRIVER", "zink")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("dma-buf import: yes"), "{text}");
+    assert!(
+        text.contains("from 4 buffers: 4 EGLImage imports, 8 cache hits, 0 uploads"),
+        "{text}"
+    );
+}

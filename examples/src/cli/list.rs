@@ -65,13 +65,39 @@ pub fn describe(path: &Path, controls: bool) -> Result<String, CaptureError> {
     Ok(s)
 }
 
-/// The memory and GPU facts `zerocam list` ends with.
+/// The memory and GPU facts `zerocam list` ends with. The GPU line comes
+/// from starting zerocam's GL thread (surfaceless EGL) and asking it.
 pub fn platform() -> String {
     let heaps = zerocam_tensor::dma_heaps();
+    let gpu = match zerocam_gpu::Gpu::new() {
+        Ok(gpu) => {
+            let i = gpu.info();
+            format!(
+                "EGL: {} ({}, {} platform)\nEGL dma-buf import: {}\n",
+                i.renderer,
+                i.version,
+                i.platform,
+                if i.dma_buf_import && i.image_external {
+                    "yes"
+                } else {
+                    "no (frames are uploaded)"
+                }
+            )
+        }
+        Err(e) => format!("EGL: unavailable ({e})\nEGL dma-buf import: no\n"),
+    };
     format!(
-        "DMA heaps: {}\nshared memory: {}\nEGL dma-buf import: not checked (the GPU path is not built yet)\n",
-        if heaps.is_empty() { "none".into() } else { heaps.join(", ") },
-        if zerocam_tensor::is_shm_available() { "yes" } else { "no" }
+        "DMA heaps: {}\nshared memory: {}\n{gpu}",
+        if heaps.is_empty() {
+            "none".into()
+        } else {
+            heaps.join(", ")
+        },
+        if zerocam_tensor::is_shm_available() {
+            "yes"
+        } else {
+            "no"
+        }
     )
 }
 
