@@ -2,9 +2,11 @@
 
 pub mod cli;
 pub mod convert;
+mod example_main;
 pub mod probe;
 pub mod source;
 
+pub use example_main::example_main;
 pub use zerocam_tensor as tensor;
 
 /// What a CLI command can fail with; printed as one line.

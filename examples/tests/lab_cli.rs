@@ -4,15 +4,7 @@
 
 mod common;
 
-/// vivid's nodes take one streaming user at a time: one test at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn run(args: &[&str]) -> String {
-    common::run_ok("zerocam", args)
-}
+use common::{serial, zerocam as run};
 
 #[test]
 fn lab_cli_list_shows_both_vivid_devices() {

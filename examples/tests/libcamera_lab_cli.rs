@@ -6,15 +6,7 @@
 
 mod common;
 
-/// One camera, acquired by one process at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn run(args: &[&str]) -> String {
-    common::run_ok("zerocam", args)
-}
+use common::{serial, zerocam as run};
 
 #[test]
 fn lab_libcamera_cli_list_shows_the_virtual_camera() {

@@ -106,26 +106,5 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
 }
 
 fn main() -> ExitCode {
-    let mut device = None;
-    let mut frames = 30;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--frames" => match args.next().and_then(|v| v.parse().ok()) {
-                Some(n) => frames = n,
-                None => {
-                    eprintln!("camera_to_gl: --frames needs a number");
-                    return ExitCode::from(2);
-                }
-            },
-            _ => device = Some(a),
-        }
-    }
-    match run(device, frames) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("camera_to_gl: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    zerocam_examples::example_main("camera_to_gl", 30, run)
 }

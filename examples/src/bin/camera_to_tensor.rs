@@ -94,26 +94,5 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
 }
 
 fn main() -> ExitCode {
-    let mut device = None;
-    let mut frames = 60;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--frames" => match args.next().and_then(|v| v.parse().ok()) {
-                Some(n) => frames = n,
-                None => {
-                    eprintln!("camera_to_tensor: --frames needs a number");
-                    return ExitCode::from(2);
-                }
-            },
-            _ => device = Some(a),
-        }
-    }
-    match run(device, frames) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("camera_to_tensor: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    zerocam_examples::example_main("camera_to_tensor", 60, run)
 }

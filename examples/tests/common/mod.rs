@@ -17,3 +17,15 @@ pub fn run_ok(bin: &str, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// A camera (vivid's nodes, libcamera's virtual camera) takes one streaming
+/// user at a time: one test at a time.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs the `zerocam` CLI with `args`; asserts success and returns its stdout.
+pub fn zerocam(args: &[&str]) -> String {
+    run_ok("zerocam", args)
+}
