@@ -101,11 +101,13 @@ impl<G: Hash + Eq + Clone, V> GpuImageCache<G, V> {
     }
 
     /// The value for `key`, or `import()`'s result inserted for it. Before an
-    /// import, dead entries are swept; values dropped to make room (swept or
-    /// evicted) are pushed to `retired` for the caller to destroy.
+    /// import, dead entries are swept and, when the cache is full, the least
+    /// recently used entry is evicted; values dropped so (swept or evicted) are
+    /// pushed to `retired` for the caller to destroy.
     ///
     /// # Errors
-    /// Whatever `import` returns; nothing is inserted then.
+    /// Whatever `import` returns; nothing is inserted then (an entry evicted to
+    /// make room stays evicted).
     pub fn get_or_insert_with<E>(
         &mut self,
         key: ImageKey<G>,
@@ -113,21 +115,27 @@ impl<G: Hash + Eq + Clone, V> GpuImageCache<G, V> {
         import: impl FnOnce() -> Result<V, E>,
         retired: &mut Vec<V>,
     ) -> Result<&V, E> {
-        if self.entries.contains(&key) {
+        let hit = self.entries.contains(&key);
+        if hit {
             self.stats.hits += 1;
         } else {
             retired.extend(self.sweep());
-            let value = import()?;
-            self.stats.imports += 1;
-            if let Some((_, old)) = self.entries.push(key.clone(), Entry { alive, value }) {
-                self.stats.evictions += 1;
-                retired.push(old.value);
+            if self.entries.len() == self.entries.cap().get() {
+                // Room is made here, not by the insert (which would drop the
+                // value): the evicted value goes back to the caller.
+                if let Some((_, old)) = self.entries.pop_lru() {
+                    self.stats.evictions += 1;
+                    retired.push(old.value);
+                }
             }
         }
-        match self.entries.get(&key) {
-            Some(entry) => Ok(&entry.value),
-            None => unreachable!("the entry was found or inserted above"),
-        }
+        let stats = &mut self.stats;
+        let entry = self.entries.try_get_or_insert(key, || {
+            let value = import()?;
+            stats.imports += 1;
+            Ok(Entry { alive, value })
+        })?;
+        Ok(&entry.value)
     }
 
     /// Whether `key` is cached (not counted as a lookup, LRU order untouched).

@@ -46,7 +46,7 @@ pub struct GpuInfo {
     pub dma_buf_import: bool,
     /// `EGL_EXT_image_dma_buf_import_modifiers`.
     pub dma_buf_modifiers: bool,
-    /// `GL_OES_EGL_image_external` (sampling YUV EGLImages).
+    /// `GL_OES_EGL_image_external_essl3` (sampling YUV EGLImages from GLSL ES 3).
     pub image_external: bool,
 }
 
@@ -125,7 +125,10 @@ impl EglContext {
                     config,
                     &[egl::WIDTH, 1, egl::HEIGHT, 1, egl::NONE],
                 )
-                .map_err(|e| egl_err("eglCreatePbufferSurface", e))?;
+                .map_err(|e| {
+                    let _ = egl.destroy_context(display, context);
+                    egl_err("eglCreatePbufferSurface", e)
+                })?;
             Some(s)
         };
         let mut ctx = EglContext {
@@ -151,7 +154,8 @@ impl EglContext {
         ctx.info.vendor = crate::glutil::string(gl::VENDOR);
         ctx.info.renderer = crate::glutil::string(gl::RENDERER);
         ctx.info.version = crate::glutil::string(gl::VERSION);
-        ctx.info.image_external = has(&gl_ext, "GL_OES_EGL_image_external");
+        // The shaders are GLSL ES 3.00: they need the essl3 flavour.
+        ctx.info.image_external = has(&gl_ext, "GL_OES_EGL_image_external_essl3");
         if has(&ext, "EGL_KHR_image_base") {
             // SAFETY: the names are the KHR_image_base entry points and the
             // types their prototypes from eglext.h.
@@ -237,7 +241,9 @@ impl Drop for EglContext {
 /// `F` must be the function pointer type of `name`'s prototype.
 unsafe fn proc<F: Copy>(egl: &Egl, name: &str) -> Option<F> {
     let f = egl.get_proc_address(name)?;
-    debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of_val(&f));
+    if std::mem::size_of::<F>() != std::mem::size_of_val(&f) {
+        return None;
+    }
     // SAFETY: both are function pointers of one size; the caller names the type.
     Some(unsafe { std::mem::transmute_copy::<extern "system" fn(), F>(&f) })
 }

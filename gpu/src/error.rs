@@ -72,6 +72,51 @@ pub enum GpuError {
     #[error("the GL thread has exited")]
     Disconnected,
 
+    /// A call that waits on the GL thread, made from the GL thread itself
+    /// (it would never be answered).
+    #[error("{call} called on the GL thread itself would wait for itself")]
+    OnGlThread {
+        /// The call.
+        call: &'static str,
+    },
+
+    /// A whole batch where one image is needed.
+    #[error("the {role} is a batch of {batch} images: convert one element (`tensor.batch(n)`) at a time")]
+    Batched {
+        /// Source or destination.
+        role: &'static str,
+        /// Images in the batch.
+        batch: usize,
+    },
+
+    /// A PBO tensor made by another [`Gpu`](crate::Gpu): its buffer name means
+    /// nothing in this context.
+    #[error("the {role} is PBO {buffer} of another Gpu (GL names are per context)")]
+    ForeignPbo {
+        /// Source or destination.
+        role: &'static str,
+        /// The PBO's name in its own context.
+        buffer: u32,
+    },
+
+    /// A PBO the CPU has mapped cannot be used by GL meanwhile.
+    #[error("the {role} PBO {buffer} is mapped by the CPU: drop its map first")]
+    PboMapped {
+        /// Source or destination.
+        role: &'static str,
+        /// The PBO.
+        buffer: u32,
+    },
+
+    /// An fd could not be duplicated for an import.
+    #[error("cannot dup the {what} fd: {source}")]
+    Dup {
+        /// Which fd.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+
     /// A format the operation does not take in that role.
     #[error("{format:?} is not supported as a {role} of {operation}")]
     UnsupportedFormat {

@@ -24,6 +24,16 @@ pub fn string(name: u32) -> String {
     }
 }
 
+/// Forgets pending GL errors (at most 32: a lost context may repeat one forever).
+pub fn clear_errors() {
+    for _ in 0..32 {
+        // SAFETY: glGetError has no preconditions beyond a current context.
+        if unsafe { gl::GetError() } == gl::NO_ERROR {
+            break;
+        }
+    }
+}
+
 /// Fails with the first pending GL error, naming `call`.
 pub fn check(call: &'static str) -> Result<()> {
     // SAFETY: glGetError has no preconditions beyond a current context.
@@ -32,8 +42,7 @@ pub fn check(call: &'static str) -> Result<()> {
         return Ok(());
     }
     // Drain the rest so the next check starts clean.
-    // SAFETY: as above.
-    while unsafe { gl::GetError() } != gl::NO_ERROR {}
+    clear_errors();
     Err(GpuError::Gl { call, code })
 }
 

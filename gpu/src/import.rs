@@ -14,6 +14,10 @@ const NONE: i32 = 0x3038;
 const LINUX_DRM_FOURCC: i32 = 0x3271;
 /// FD, OFFSET, PITCH of planes 0 and 1.
 const PLANE_ATTRIBS: [[i32; 3]; 2] = [[0x3272, 0x3273, 0x3274], [0x3275, 0x3276, 0x3277]];
+/// MODIFIER_LO, MODIFIER_HI of planes 0 and 1 (EXT_image_dma_buf_import_modifiers).
+const PLANE_MODIFIER: [[i32; 2]; 2] = [[0x3443, 0x3444], [0x3445, 0x3446]];
+/// `DRM_FORMAT_MOD_LINEAR`: a tensor's bytes are always row-major.
+const MOD_LINEAR: u64 = 0;
 const YUV_COLOR_SPACE_HINT: i32 = 0x327B;
 const SAMPLE_RANGE_HINT: i32 = 0x327C;
 const ITU_REC601: i32 = 0x327F;
@@ -52,13 +56,30 @@ fn int(what: &'static str, root: &RootLayout, v: usize) -> Result<i32> {
     })
 }
 
+/// The modifier attributes of plane `i`: LINEAR, said explicitly where the
+/// display takes modifiers (so no driver assumes an implicit tiled layout).
+fn linear(i: usize, modifiers: bool) -> Vec<i32> {
+    if !modifiers {
+        return Vec::new();
+    }
+    let [lo, hi] = PLANE_MODIFIER[i];
+    vec![
+        lo,
+        (MOD_LINEAR & 0xffff_ffff) as i32,
+        hi,
+        (MOD_LINEAR >> 32) as i32,
+    ]
+}
+
 /// The attributes importing batch element `frame` of `root`, whose buffers'
-/// fds are `fds` (one per buffer), with the colour hints of `color`.
+/// fds are `fds` (one per buffer), with the colour hints of `color`; with
+/// `modifiers`, each plane says it is LINEAR.
 pub fn source_attribs(
     root: &RootLayout,
     frame: usize,
     fds: &[RawFd],
     color: ColorSpec,
+    modifiers: bool,
 ) -> Result<Vec<i32>> {
     let fourcc = drm_fourcc(root.format).ok_or(GpuError::UnsupportedFormat {
         format: root.format,
@@ -73,7 +94,7 @@ pub fn source_attribs(
         LINUX_DRM_FOURCC,
         fourcc as i32,
     ];
-    for (plane, names) in root.planes().iter().zip(PLANE_ATTRIBS) {
+    for (i, (plane, names)) in root.planes().iter().zip(PLANE_ATTRIBS).enumerate() {
         let fd = *fds.get(plane.buffer).ok_or(GpuError::BadSize {
             what: "source",
             format: root.format,
@@ -90,6 +111,7 @@ pub fn source_attribs(
             names[2],
             int("source", root, plane.stride)?,
         ]);
+        a.extend(linear(i, modifiers));
     }
     if !matches!(
         root.format,
@@ -114,9 +136,13 @@ pub fn source_attribs(
 
 /// The attributes importing a destination's bytes as an RGBA8 render target
 /// `grid` texels wide and `rows` high at byte `start`, pitch `stride`.
-pub fn target_attribs(fd: RawFd, start: usize, stride: usize, rows: usize) -> Option<Vec<i32>> {
+pub fn target_attribs(
+    fd: RawFd,
+    (start, stride, rows): (usize, usize, usize),
+    modifiers: bool,
+) -> Option<Vec<i32>> {
     let i = |v: usize| i32::try_from(v).ok();
-    Some(vec![
+    let mut a = vec![
         WIDTH,
         i(stride / 4)?,
         HEIGHT,
@@ -129,8 +155,10 @@ pub fn target_attribs(fd: RawFd, start: usize, stride: usize, rows: usize) -> Op
         i(start)?,
         PLANE_ATTRIBS[0][2],
         i(stride)?,
-        NONE,
-    ])
+    ];
+    a.extend(linear(0, modifiers));
+    a.push(NONE);
+    Some(a)
 }
 
 /// The source rectangle normalised to a `width`x`height` texture whose top-left
@@ -163,7 +191,7 @@ mod tests {
         .memory(TensorMemory::Mem)
         .build()
         .unwrap();
-        let a = source_attribs(&root_of(&t), 0, &[7], ColorSpec::default()).unwrap();
+        let a = source_attribs(&root_of(&t), 0, &[7], ColorSpec::default(), false).unwrap();
         assert_eq!(
             &a[..6],
             &[
@@ -190,25 +218,35 @@ mod tests {
     }
 
     #[test]
+    fn modifiers_say_linear_for_every_plane() {
+        let t = Tensor::<u8>::image(8, 4, PixelFormat::Nv12, Some(TensorMemory::Mem)).unwrap();
+        let a = source_attribs(&root_of(&t), 0, &[7], ColorSpec::default(), true).unwrap();
+        assert_eq!(&a[12..16], &[0x3443, 0, 0x3444, 0]);
+        assert_eq!(&a[22..26], &[0x3445, 0, 0x3446, 0]);
+        let b = target_attribs(9, (64, 256, 10), true).unwrap();
+        assert_eq!(&b[b.len() - 5..], &[0x3443, 0, 0x3444, 0, NONE]);
+    }
+
+    #[test]
     fn split_planes_name_two_fds() {
         let y = Tensor::<u8>::new(&[4, 8], Some(TensorMemory::Mem), None).unwrap();
         let uv = Tensor::<u8>::new(&[2, 8], Some(TensorMemory::Mem), None).unwrap();
         let t = Tensor::from_planes(y, uv, PixelFormat::Nv12).unwrap();
-        let a = source_attribs(&root_of(&t), 0, &[3, 4], ColorSpec::default()).unwrap();
+        let a = source_attribs(&root_of(&t), 0, &[3, 4], ColorSpec::default(), false).unwrap();
         assert_eq!((a[7], a[13], a[15]), (3, 4, 0));
-        let e = source_attribs(&root_of(&t), 0, &[3], ColorSpec::default()).unwrap_err();
+        let e = source_attribs(&root_of(&t), 0, &[3], ColorSpec::default(), false).unwrap_err();
         assert!(e.to_string().contains("no fd"), "{e}");
     }
 
     #[test]
     fn rgb_bytes_are_drm_bgr888_and_carry_no_yuv_hints() {
         let t = Tensor::<u8>::image(4, 2, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
-        let a = source_attribs(&root_of(&t), 0, &[5], ColorSpec::default()).unwrap();
+        let a = source_attribs(&root_of(&t), 0, &[5], ColorSpec::default(), false).unwrap();
         assert_eq!(a[5], fourcc(b"BG24") as i32);
         assert_eq!(a.len(), 6 + 6 + 1);
         let p = Tensor::<u8>::image(4, 2, PixelFormat::PlanarRgb, Some(TensorMemory::Mem)).unwrap();
         assert!(matches!(
-            source_attribs(&root_of(&p), 0, &[5], ColorSpec::default()),
+            source_attribs(&root_of(&p), 0, &[5], ColorSpec::default(), false),
             Err(GpuError::UnsupportedFormat { .. })
         ));
     }

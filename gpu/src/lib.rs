@@ -17,6 +17,13 @@
 //!   camera buffers make B imports however many frames flow; a destination view
 //!   (a batch element, a tile) is a viewport of its parent's one render target.
 //!
+//!
+//! Which dma-bufs a driver imports is the driver's call: 24-bit RGB/BGR
+//! (`BG24`/`RG24`) is refused by many (zink among them, `EGL_BAD_MATCH`);
+//! under [`ImportPolicy::Auto`] such a frame is uploaded instead and counted in
+//! [`GpuStats::uploads`]. Imports always say `DRM_FORMAT_MOD_LINEAR` where the
+//! display takes modifiers: a tensor's bytes are row-major.
+//!
 //! ```no_run
 //! use zerocam_gpu::{ConvertOptions, Gpu};
 //! use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMemory};

@@ -2,7 +2,7 @@
 //! the caller's address space on demand through [`PboOps`].
 
 use std::ptr::NonNull;
-use std::sync::Weak;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use zerocam_tensor::{Access, Element, Error, ImageLayout, PboOps, PixelFormat, Tensor};
 
@@ -10,10 +10,14 @@ use crate::state::GlState;
 use crate::worker::Link;
 use crate::{Gpu, GpuError, Result};
 
-/// The GL side of PBO tensors: a weak link to the GL thread.
+/// The GL side of one PBO tensor: a weak link to the GL thread, upgraded to a
+/// strong one while the buffer is mapped — the thread (and the mapping) cannot
+/// go away under a live CPU map.
 #[derive(Debug)]
 struct GlPbo {
     link: Weak<Link>,
+    owner: usize,
+    mapped: Mutex<Option<Arc<Link>>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -23,6 +27,8 @@ impl std::fmt::Debug for Link {
 }
 
 fn pbo_error(buffer: u32, e: GpuError) -> Error {
+    // Only `Disconnected` means the thread is gone; every other failure
+    // (including a call from the GL thread itself) says what it was.
     match e {
         GpuError::Disconnected => Error::PboDisconnected { buffer },
         e => Error::Pbo {
@@ -32,10 +38,12 @@ fn pbo_error(buffer: u32, e: GpuError) -> Error {
     }
 }
 
-// SAFETY: `map` returns glMapBufferRange's pointer, valid for `len` bytes until
-// `unmap` (GL keeps a mapped buffer's memory in place); the GL side never uses
-// a mapped buffer (draws into a mapped PBO fail with a GL error instead), and
-// the pointer is checked for 64-byte alignment.
+// SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
+// 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
+// storage in place; the GL thread (which would delete the buffer and destroy
+// the context on exit) is kept alive by the strong link held from map to
+// unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
+// PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
 unsafe impl PboOps for GlPbo {
     fn map(&self, buffer: u32, len: usize, access: Access) -> zerocam_tensor::Result<NonNull<u8>> {
         let link = self
@@ -46,20 +54,35 @@ unsafe impl PboOps for GlPbo {
             .call(move |st| st.map_pbo(buffer, len, access))
             .and_then(|r| r)
             .map_err(|e| pbo_error(buffer, e))?;
-        NonNull::new(addr as *mut u8).ok_or(Error::Pbo {
+        let ptr = NonNull::new(addr as *mut u8).ok_or(Error::Pbo {
             buffer,
             reason: "glMapBufferRange returned NULL".into(),
-        })
+        })?;
+        *self.mapped.lock().unwrap_or_else(PoisonError::into_inner) = Some(link);
+        Ok(ptr)
     }
 
     fn unmap(&self, buffer: u32) -> zerocam_tensor::Result<()> {
-        let link = self
-            .link
-            .upgrade()
+        let held = self
+            .mapped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let link = held
+            .or_else(|| self.link.upgrade())
             .ok_or(Error::PboDisconnected { buffer })?;
-        link.call(move |st| st.unmap_pbo(buffer))
+        let unmapped = link
+            .call(move |st| st.unmap_pbo(buffer))
             .and_then(|r| r)
-            .map_err(|e| pbo_error(buffer, e))
+            .map_err(|e| pbo_error(buffer, e));
+        // Dropping the last strong link here (the `Gpu` handles are gone) ends
+        // the GL thread, after the unmap above.
+        drop(link);
+        unmapped
+    }
+
+    fn owner(&self) -> usize {
+        self.owner
     }
 
     fn delete(&self, buffer: u32) {
@@ -72,7 +95,7 @@ unsafe impl PboOps for GlPbo {
 }
 
 impl GlState {
-    fn create_pbo(&mut self, len: usize) -> Result<u32> {
+    pub(crate) fn create_pbo(&mut self, len: usize) -> Result<u32> {
         let size = isize::try_from(len).map_err(|_| GpuError::Gl {
             call: "glBufferData (size)",
             code: gl::OUT_OF_MEMORY,
@@ -143,7 +166,22 @@ impl GlState {
         Ok(())
     }
 
-    fn delete_pbo(&mut self, buffer: u32) {
+    /// Fails with `PboMapped` if the CPU has `buffer` mapped.
+    pub(crate) fn check_unmapped(&self, buffer: u32, role: &'static str) -> Result<()> {
+        let mut mapped = 0;
+        // SAFETY: plain GL queries on one of this thread's PBOs.
+        unsafe {
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+            gl::GetBufferParameteriv(gl::PIXEL_PACK_BUFFER, gl::BUFFER_MAPPED, &mut mapped);
+            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+        }
+        if mapped != 0 {
+            return Err(GpuError::PboMapped { role, buffer });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn delete_pbo(&mut self, buffer: u32) {
         if let Some(i) = self.pbos.iter().position(|&b| b == buffer) {
             self.pbos.swap_remove(i);
             // SAFETY: deleting a live PBO name of this thread, once.
@@ -169,10 +207,18 @@ impl Gpu {
                 shape: shape.to_vec(),
             })?;
         let buffer = self.link().call(move |st| st.create_pbo(len))??;
-        let ops = std::sync::Arc::new(GlPbo {
+        let ops = Arc::new(GlPbo {
             link: self.weak_link(),
+            owner: self.owner_token(),
+            mapped: Mutex::new(None),
         });
-        Ok(Tensor::from_pbo(ops, buffer, shape, None)?)
+        Tensor::from_pbo(ops, buffer, shape, None).map_err(|e| {
+            // Not wrapped: nothing else would ever delete the buffer.
+            let _ = self
+                .link()
+                .send(Box::new(move |st: &mut GlState| st.delete_pbo(buffer)));
+            e.into()
+        })
     }
 
     /// A `width`x`height` image of `format` in a new PBO (e.g. a model input

@@ -100,11 +100,18 @@ pub(crate) struct Plan {
 }
 
 fn image(t: &Tensor<u8>, role: &'static str) -> Result<ImagePlacement> {
-    t.placement().ok_or_else(|| GpuError::NotAnImage {
+    let p = t.placement().ok_or_else(|| GpuError::NotAnImage {
         role,
         operation: OP,
         shape: t.shape().to_vec(),
-    })
+    })?;
+    if p.frames > 1 {
+        return Err(GpuError::Batched {
+            role,
+            batch: p.frames,
+        });
+    }
+    Ok(p)
 }
 
 fn bad(what: &'static str, format: PixelFormat, r: Region, reason: &'static str) -> GpuError {
@@ -286,8 +293,10 @@ mod tests {
             .view(Region::new(4, 8, 16, 16))
             .unwrap();
         let (root, grid, rects) = target(&view).unwrap();
-        let (root0, grid0, _) = target(&batch).unwrap();
+        let (root0, grid0, _) = target(&batch.batch(0).unwrap()).unwrap();
         assert_eq!((root, grid), (root0, grid0));
+        let e = target(&batch).unwrap_err();
+        assert!(matches!(e, GpuError::Batched { batch: 3, .. }), "{e}");
         assert_eq!(grid.rows, 96);
         assert_eq!(
             rects,

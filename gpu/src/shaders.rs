@@ -69,7 +69,11 @@ const SAMPLE_EXTERNAL: &str = "
 uniform samplerExternalOES u_tex0;
 
 vec3 sample_rgb(vec2 uv) {
+#if KIND == 1
+    return vec3(texture(u_tex0, uv).r); // grey: an R8 image samples as (r, 0, 0)
+#else
     return texture(u_tex0, uv).rgb;
+#endif
 }
 ";
 
@@ -119,11 +123,12 @@ pub fn fragment_planes(kind: i32, pack: i32) -> String {
     )
 }
 
-/// The fragment shader sampling an imported EGLImage as an external texture.
-pub fn fragment_external(pack: i32) -> String {
+/// The fragment shader sampling an imported EGLImage as an external texture
+/// (`kind` 1 for grey, else 0).
+pub fn fragment_external(kind: i32, pack: i32) -> String {
     format!(
         "#version 300 es\n#extension GL_OES_EGL_image_external_essl3 : require\n\
-         #define PACK {pack}\nprecision highp float;\nprecision highp int;\n\
+         #define KIND {kind}\n#define PACK {pack}\nprecision highp float;\nprecision highp int;\n\
          {SAMPLE_EXTERNAL}{WRITE}"
     )
 }

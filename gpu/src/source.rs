@@ -85,7 +85,10 @@ pub(crate) fn bind(
         }
         for (ok, extension) in [
             (st.egl.info.dma_buf_import, "EGL_EXT_image_dma_buf_import"),
-            (st.egl.info.image_external, "GL_OES_EGL_image_external"),
+            (
+                st.egl.info.image_external,
+                "GL_OES_EGL_image_external_essl3",
+            ),
         ] {
             if !ok {
                 return Err(GpuError::MissingExtension {
@@ -122,9 +125,9 @@ fn buffer_fds(src: &Tensor<u8>, root: &RootLayout) -> Result<Vec<OwnedFd>> {
         let fd = holder.fd().ok_or(zerocam_tensor::Error::NoFd {
             memory: holder.memory(),
         })?;
-        fds.push(fd.try_clone_to_owned().map_err(|e| GpuError::Egl {
-            call: "dup",
-            error: e.to_string(),
+        fds.push(fd.try_clone_to_owned().map_err(|source| GpuError::Dup {
+            what: if b == 0 { "source" } else { "source chroma" },
+            source,
         })?);
     }
     Ok(fds)
@@ -148,6 +151,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         }
     }
     let mut retired = Vec::new();
+    let modifiers = st.egl.info.dma_buf_modifiers;
     let GlState {
         sources,
         egl,
@@ -160,7 +164,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         || -> Result<SourceImage> {
             let fds = buffer_fds(src, &root)?;
             let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
-            let attribs = source_attribs(&root, plan.source.frame, &raw, color)?;
+            let attribs = source_attribs(&root, plan.source.frame, &raw, color, modifiers)?;
             let image = egl
                 .create_dma_buf_image(&attribs)
                 .map_err(|error| GpuError::Import {
@@ -190,7 +194,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
     Ok(Bound {
         external: true,
         textures: [texture, 0],
-        kind: 0,
+        kind: i32::from(root.format == PixelFormat::Grey),
         swap_rb: false,
         crop: normalized(plan.crop, (0, 0), root.width, root.height),
         color,
@@ -258,30 +262,32 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
     for (spec, &texture) in specs.iter().zip(&textures) {
         let plane = src.plane(spec.plane)?;
         let stride = plane.strides().map_or(0, |s| s[s.len() - 2]);
-        if stride % spec.texel != 0 {
-            return Err(GpuError::BadSize {
-                what: "source",
-                format,
-                width: view.width,
-                height: view.height,
-                reason: "the row stride must be a multiple of the texel size to upload",
-            });
-        }
         let map;
-        let pixels: *const std::ffi::c_void = match pbo {
-            Some(_) => plane.plane_offset() as *const std::ffi::c_void,
+        let base: *const u8 = match pbo {
+            Some(_) => plane.plane_offset() as *const u8,
             None => {
                 map = plane.map_read()?;
-                map.as_ptr().cast()
+                map.as_ptr()
             }
         };
-        // SAFETY: the context is current; `pixels` is either an offset into the
-        // bound unpack PBO or points into a live read map holding at least
-        // `height` rows of `stride` bytes (the plane's span).
+        // Rows a whole number of texels apart go up in one call; others (RGB
+        // rows padded to, say, 64 bytes) row by row.
+        let whole = stride % spec.texel == 0;
+        // SAFETY: the context is current; `base` is either an offset into the
+        // bound unpack PBO or points into a live read map of the plane, which
+        // holds `height` rows of `stride` bytes (the last one `width * texel`
+        // long): every row read below lies inside it.
         unsafe {
             gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, pbo.unwrap_or(0));
             gl::PixelStorei(gl::UNPACK_ALIGNMENT, 1);
-            gl::PixelStorei(gl::UNPACK_ROW_LENGTH, (stride / spec.texel) as i32);
+            gl::PixelStorei(
+                gl::UNPACK_ROW_LENGTH,
+                if whole {
+                    (stride / spec.texel) as i32
+                } else {
+                    0
+                },
+            );
             gl::BindTexture(gl::TEXTURE_2D, texture);
             gl::TexImage2D(
                 gl::TEXTURE_2D,
@@ -292,8 +298,23 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
                 0,
                 spec.format,
                 gl::UNSIGNED_BYTE,
-                pixels,
+                if whole { base.cast() } else { std::ptr::null() },
             );
+            if !whole {
+                for row in 0..spec.height {
+                    gl::TexSubImage2D(
+                        gl::TEXTURE_2D,
+                        0,
+                        0,
+                        row as i32,
+                        spec.width as i32,
+                        1,
+                        spec.format,
+                        gl::UNSIGNED_BYTE,
+                        base.wrapping_add(row * stride).cast(),
+                    );
+                }
+            }
             gl::PixelStorei(gl::UNPACK_ROW_LENGTH, 0);
             gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, 0);
         }

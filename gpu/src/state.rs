@@ -48,6 +48,7 @@ impl GlState {
     }
 
     pub fn stats(&mut self) -> GpuStats {
+        self.sweep();
         GpuStats {
             images: self.sources.images.stats(),
             targets: self.targets.stats(),
@@ -59,18 +60,18 @@ impl GlState {
     /// The program for an external (imported) or uploaded source of `kind`
     /// writing destination texels as `pack`.
     pub fn program(&mut self, external: bool, kind: i32, pack: i32) -> Result<u32> {
-        let key = (external, if external { 0 } else { kind }, pack);
+        let key = (external, kind, pack);
         if let Some(&p) = self.programs.get(&key) {
             return Ok(p);
         }
         let fragment = if external {
             if !self.egl.info.image_external {
                 return Err(GpuError::MissingExtension {
-                    extension: "GL_OES_EGL_image_external",
+                    extension: "GL_OES_EGL_image_external_essl3",
                     renderer: self.egl.info.renderer.clone(),
                 });
             }
-            shaders::fragment_external(pack)
+            shaders::fragment_external(kind, pack)
         } else {
             shaders::fragment_planes(kind, pack)
         };
@@ -95,7 +96,7 @@ impl GlState {
     }
 
     /// Frees the images and targets whose tensors are gone.
-    fn sweep(&mut self) {
+    pub fn sweep(&mut self) {
         for s in self.sources.images.sweep() {
             self.destroy_source(s);
         }
@@ -131,13 +132,26 @@ impl GlState {
     ) -> Result<()> {
         self.sweep();
         // Errors from earlier work must not be blamed on this conversion.
-        while glutil::check("").is_err() {}
+        glutil::clear_errors();
+        if let Some(b) = src.pbo_buffer() {
+            self.check_unmapped(b, "source")?;
+        }
+        if let Some(b) = dst.pbo_buffer() {
+            self.check_unmapped(b, "destination")?;
+        }
         let bound = crate::source::bind(self, plan, src, options)?;
         let target = crate::target::prepare(self, plan, dst, options.import)?;
         let pack = plan.rects.first().map_or(0, |r| r.pack.code());
-        let program = self.program(bound.external, bound.kind, pack)?;
-        let drawn = crate::render::draw(program, plan, &bound, &target);
+        let drawn = self
+            .program(bound.external, bound.kind, pack)
+            .and_then(|program| crate::render::draw(program, plan, &bound, &target));
         let finished = drawn.and_then(|()| crate::target::finish(self, plan, dst, &target));
+        if bound.external && !target.in_place && dst.pbo_buffer().is_some() {
+            // A readback into a PBO is asynchronous: the draw may not have read
+            // the imported source yet. Its borrow (below) must outlast that.
+            // SAFETY: plain GL call on the current context.
+            unsafe { gl::Finish() };
+        }
         crate::source::unbind(self, bound);
         finished?;
         self.stats.converts += 1;

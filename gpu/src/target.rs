@@ -60,9 +60,9 @@ fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32,
     let fd = dst.fd().ok_or(zerocam_tensor::Error::NoFd {
         memory: dst.memory(),
     })?;
-    let dup = fd.try_clone_to_owned().map_err(|e| GpuError::Egl {
-        call: "dup",
-        error: e.to_string(),
+    let dup = fd.try_clone_to_owned().map_err(|source| GpuError::Dup {
+        what: "destination",
+        source,
     })?;
     let g = plan.grid;
     let import_error = |error: String| GpuError::Import {
@@ -73,7 +73,8 @@ fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32,
         offsets: vec![g.start],
         error,
     };
-    let attribs = target_attribs(dup.as_raw_fd(), g.start, g.stride, g.rows)
+    let modifiers = st.egl.info.dma_buf_modifiers;
+    let attribs = target_attribs(dup.as_raw_fd(), (g.start, g.stride, g.rows), modifiers)
         .ok_or_else(|| import_error("sizes exceed EGL's 32-bit attributes".into()))?;
     let image = st
         .egl
@@ -204,6 +205,27 @@ pub(crate) fn finish(
         None => Some(dst.map_write()?),
     };
     let span_start = dst.plane_offset();
+    // Where each rectangle goes: a byte offset into the pack PBO, or into the
+    // map (checked to lie inside it before GL is touched).
+    let mut offsets = Vec::with_capacity(plan.rects.len());
+    for r in &plan.rects {
+        let at = g.byte_offset(r);
+        let end = at + (r.height - 1) * g.stride + r.width * 4;
+        match &map {
+            None => offsets.push(at),
+            Some(m) => {
+                let inside = at >= span_start && end - span_start <= m.len();
+                if !inside {
+                    return Err(zerocam_tensor::Error::BufferTooSmall {
+                        needed: end.saturating_sub(span_start),
+                        available: m.len(),
+                    }
+                    .into());
+                }
+                offsets.push(at - span_start);
+            }
+        }
+    }
     // SAFETY: plain GL state calls on a current context.
     unsafe {
         gl::BindFramebuffer(gl::READ_FRAMEBUFFER, target.framebuffer);
@@ -211,24 +233,10 @@ pub(crate) fn finish(
         gl::PixelStorei(gl::PACK_ALIGNMENT, 4);
         gl::PixelStorei(gl::PACK_ROW_LENGTH, g.texels_wide() as i32);
     }
-    for r in &plan.rects {
-        let at = g.byte_offset(r);
-        let end = at + (r.height - 1) * g.stride + r.width * 4;
+    for (r, &offset) in plan.rects.iter().zip(&offsets) {
         let ptr: *mut std::ffi::c_void = match map.as_mut() {
-            None => at as *mut std::ffi::c_void,
-            Some(m) => {
-                let rel = at
-                    .checked_sub(span_start)
-                    .filter(|_| end - span_start <= m.len());
-                let Some(rel) = rel else {
-                    return Err(zerocam_tensor::Error::BufferTooSmall {
-                        needed: end - span_start,
-                        available: m.len(),
-                    }
-                    .into());
-                };
-                m[rel..].as_mut_ptr().cast()
-            }
+            None => offset as *mut std::ffi::c_void,
+            Some(m) => m[offset..].as_mut_ptr().cast(),
         };
         // SAFETY: `ptr` addresses `r.height` rows of `g.stride` bytes inside the
         // live write map (checked above) or the bound pack PBO; GL writes

@@ -7,6 +7,7 @@
 //! [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::{JoinHandle, ThreadId};
@@ -21,8 +22,13 @@ use crate::{GpuError, GpuInfo, Result};
 
 type Job = Box<dyn FnOnce(&mut GlState) + Send>;
 
+/// Ids of GL threads, never reused (0 is `PboOps::owner`'s "unknown").
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
 /// The channel to the GL thread; dropping the last one ends the thread.
 pub(crate) struct Link {
+    /// Process-unique: what this thread's PBOs report as `PboOps::owner`.
+    pub id: usize,
     tx: Mutex<Option<Sender<Job>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     gl_thread: ThreadId,
@@ -36,7 +42,9 @@ impl Link {
     ) -> Result<R> {
         if std::thread::current().id() == self.gl_thread {
             // A job waiting on its own thread would never be answered.
-            return Err(GpuError::Disconnected);
+            return Err(GpuError::OnGlThread {
+                call: "a GL thread call",
+            });
         }
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
         self.send(Box::new(move |st| {
@@ -156,6 +164,7 @@ impl Gpu {
         let info = init_rx.recv().map_err(|_| GpuError::Disconnected)??;
         Ok(Gpu {
             link: Arc::new(Link {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 tx: Mutex::new(Some(job_tx)),
                 thread: Mutex::new(Some(thread)),
                 gl_thread,
@@ -175,6 +184,21 @@ impl Gpu {
 
     pub(crate) fn weak_link(&self) -> Weak<Link> {
         Arc::downgrade(&self.link)
+    }
+
+    /// The value this handle's PBOs report as `PboOps::owner`.
+    pub(crate) fn owner_token(&self) -> usize {
+        self.link.id
+    }
+
+    /// Refuses PBO tensors of another `Gpu`.
+    fn check_own_pbo(&self, t: &Tensor<u8>, role: &'static str) -> Result<()> {
+        match (t.pbo_buffer(), t.pbo_owner()) {
+            (Some(buffer), Some(owner)) if owner != self.owner_token() => {
+                Err(GpuError::ForeignPbo { role, buffer })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Converts `src` into `dst` on the GPU: YUV (NV12, NV16, YUYV, UYVY), RGB,
@@ -202,6 +226,8 @@ impl Gpu {
         options: &ConvertOptions,
     ) -> Result<()> {
         let plan = plan(src, dst, options)?;
+        self.check_own_pbo(src, "source")?;
+        self.check_own_pbo(dst, "destination")?;
         let (src, dst, options) = (src.clone(), dst.clone(), *options);
         self.link
             .call(move |st| st.convert(&plan, &src, &dst, &options))?

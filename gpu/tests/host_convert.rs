@@ -301,3 +301,53 @@ fn render_targets_of_dropped_destinations_are_freed() {
     gpu.clear_caches().unwrap();
     assert_eq!(gpu.stats().unwrap().targets.live, 0);
 }
+
+#[test]
+fn padded_rgb_rows_upload_row_by_row() {
+    let gpu = Gpu::new().unwrap();
+    let padded =
+        Tensor::<u8>::builder_image(ImageLayout::new(30, 10, PixelFormat::Rgb).with_row_stride(96))
+            .memory(TensorMemory::Mem)
+            .build()
+            .unwrap();
+    {
+        let mut m = padded.map().unwrap();
+        for (i, b) in m.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+    }
+    check(
+        &gpu,
+        &padded,
+        PixelFormat::Rgba,
+        (30, 10),
+        ConvertOptions::default(),
+        1,
+    );
+}
+
+#[test]
+fn a_whole_batch_is_refused_one_element_is_not() {
+    let gpu = Gpu::new().unwrap();
+    let batch =
+        Tensor::<u8>::builder_image(ImageLayout::new(16, 16, PixelFormat::Rgb).with_batch(2))
+            .memory(TensorMemory::Mem)
+            .build()
+            .unwrap();
+    let src = picture(PixelFormat::Nv12, 16, 16);
+    let e = gpu
+        .convert(&src, &batch, &ConvertOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            GpuError::Batched {
+                role: "destination",
+                batch: 2
+            }
+        ),
+        "{e}"
+    );
+    gpu.convert(&src, &batch.batch(1).unwrap(), &ConvertOptions::default())
+        .unwrap();
+}

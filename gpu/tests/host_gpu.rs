@@ -106,3 +106,68 @@ fn the_handle_is_shared_across_threads() {
     assert_eq!(got, [0, 1, 2, 3]);
     assert_eq!(gpu.stats().unwrap().live_pbos, 0);
 }
+
+#[test]
+fn a_live_map_keeps_the_gl_thread_until_it_drops() {
+    let gpu = Gpu::new().unwrap();
+    let t = gpu.pbo_tensor::<u8>(&[1 << 20]).unwrap();
+    let mut m = t.map_write().unwrap();
+    drop(gpu); // the last handle: the thread must outlive the map
+    m.fill(2);
+    assert_eq!(m[(1 << 20) - 1], 2);
+    drop(m); // unmapped, then the thread ends
+    let e = t.map_read().unwrap_err();
+    assert!(matches!(e, Error::PboDisconnected { .. }), "{e}");
+}
+
+#[test]
+fn a_pbo_of_another_gpu_is_refused_by_name() {
+    let (a, b) = (Gpu::new().unwrap(), Gpu::new().unwrap());
+    let theirs = a.pbo_image(8, 8, PixelFormat::Rgba).unwrap();
+    let _ours = b.pbo_image(8, 8, PixelFormat::Rgba).unwrap(); // same GL name in b
+    let src = b.pbo_image(8, 8, PixelFormat::Rgb).unwrap();
+    let e = b
+        .convert(&src, &theirs, &zerocam_gpu::ConvertOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            GpuError::ForeignPbo {
+                role: "destination",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = a
+        .convert(&src, &theirs, &zerocam_gpu::ConvertOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(e, GpuError::ForeignPbo { role: "source", .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_mapped_pbo_cannot_be_converted_into() {
+    let gpu = Gpu::new().unwrap();
+    let src = gpu.pbo_image(8, 8, PixelFormat::Rgb).unwrap();
+    let dst = gpu.pbo_image(8, 8, PixelFormat::Rgba).unwrap();
+    let held = dst.map_read().unwrap();
+    let e = gpu
+        .convert(&src, &dst, &zerocam_gpu::ConvertOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            GpuError::PboMapped {
+                role: "destination",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    drop(held);
+    gpu.convert(&src, &dst, &zerocam_gpu::ConvertOptions::default())
+        .unwrap();
+}

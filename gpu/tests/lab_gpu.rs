@@ -207,6 +207,24 @@ fn a_dma_buf_destination_is_rendered_in_place() {
     assert_red(&batch, "dma-buf batch");
 }
 
+/// An R8 EGLImage samples as (r, 0, 0): a grey source must still come out grey.
+#[test]
+fn a_grey_dma_buf_source_comes_out_grey() {
+    let _g = lock();
+    let gpu = gpu();
+    let grey = Tensor::<u8>::image(32, 16, PixelFormat::Grey, Some(TensorMemory::Dma)).unwrap();
+    grey.map_write().unwrap().fill(100);
+    let dst = Tensor::<u8>::image(32, 16, PixelFormat::Rgba, Some(TensorMemory::Mem)).unwrap();
+    gpu.convert(&grey, &dst, &REQUIRE).unwrap();
+    assert_eq!(gpu.stats().unwrap().images.imports, 1);
+    let m = dst.map_read().unwrap();
+    assert!(
+        m.chunks(4).all(|p| p == [100, 100, 100, 255]),
+        "{:?}",
+        &m[..8]
+    );
+}
+
 #[test]
 fn bad_dma_buf_inputs_are_typed_errors() {
     let _g = lock();

@@ -43,8 +43,8 @@ impl Buffer {
         self.storage.fd_identity()
     }
 
-    pub fn pbo_buffer(&self) -> Option<u32> {
-        self.storage.pbo_buffer()
+    pub fn pbo(&self) -> Option<(u32, usize)> {
+        self.storage.pbo()
     }
 
     /// Records a map of `span` and starts CPU access. Fails if the span is not

@@ -64,6 +64,7 @@ impl RootLayout {
 /// let (whole, part) = (t.placement().unwrap(), crop.placement().unwrap());
 /// assert_eq!(whole.root, part.root);
 /// assert_eq!((part.frame, part.region), (1, Region::new(8, 4, 16, 16)));
+/// assert_eq!((whole.frames, part.frames), (2, 1));
 /// assert_eq!(part.root.planes()[0].stride, 64 * 3);
 /// # Ok::<(), zerocam_tensor::Error>(())
 /// ```
@@ -73,6 +74,9 @@ pub struct ImagePlacement {
     pub root: RootLayout,
     /// The batch element (0 when not batched or not a batch element).
     pub frame: usize,
+    /// Batch elements this tensor covers: the root's batch for a whole batched
+    /// image, 1 for one element (`batch(n)`) or an unbatched image.
+    pub frames: usize,
     /// The pixels of that element this tensor covers.
     pub region: Region,
 }
@@ -98,6 +102,7 @@ impl ImagePlacement {
                 planes: g.root.planes.map(plane),
             },
             frame: g.origin.frame,
+            frames: g.batch,
             region: Region::new(g.origin.x, g.origin.y, g.width, g.height),
         }
     }

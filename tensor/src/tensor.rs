@@ -407,9 +407,16 @@ impl<T: Element> Tensor<T> {
     }
 
     /// The GL buffer object name behind a PBO tensor (for the GL side: a
-    /// readback or an upload straight into it); `None` for other memory.
+    /// readback or an upload straight into it); `None` for other memory. The
+    /// name means something only in its owner's context: see
+    /// [`pbo_owner`](Tensor::pbo_owner).
     pub fn pbo_buffer(&self) -> Option<u32> {
-        self.buffer().pbo_buffer()
+        self.buffer().pbo().map(|(buffer, _)| buffer)
+    }
+
+    /// [`PboOps::owner`] of a PBO tensor's GL side; `None` for other memory.
+    pub fn pbo_owner(&self) -> Option<usize> {
+        self.buffer().pbo().map(|(_, owner)| owner)
     }
 
     /// `(st_dev, st_ino)` of the fd behind the tensor's (first) buffer.

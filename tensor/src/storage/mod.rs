@@ -39,8 +39,8 @@ pub(crate) trait Storage: Send + Sync + Debug {
     fn fd_identity(&self) -> Option<FdIdentity> {
         None
     }
-    /// The GL buffer name of a PBO.
-    fn pbo_buffer(&self) -> Option<u32> {
+    /// The GL buffer name of a PBO and its owner (`PboOps::owner`).
+    fn pbo(&self) -> Option<(u32, usize)> {
         None
     }
 }

@@ -27,6 +27,12 @@ pub unsafe trait PboOps: Send + Sync + Debug {
     fn unmap(&self, buffer: u32) -> Result<()>;
     /// Deletes it (`glDeleteBuffers`); called once, when the last tensor drops.
     fn delete(&self, buffer: u32);
+    /// Which GL context owns the buffer: buffer names are per context, so a GL
+    /// side checks this before using a tensor's buffer by name. Any value the
+    /// GL side can recognise as its own (0 by default: unknown).
+    fn owner(&self) -> usize {
+        0
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,8 +76,8 @@ impl Storage for PboStorage {
         self.len
     }
 
-    fn pbo_buffer(&self) -> Option<u32> {
-        Some(self.buffer)
+    fn pbo(&self) -> Option<(u32, usize)> {
+        Some((self.buffer, self.ops.owner()))
     }
 
     fn begin_cpu_access(&self, access: Access) -> Result<NonNull<u8>> {
