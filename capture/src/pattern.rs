@@ -106,7 +106,9 @@ impl Requeue for Shared {
     }
 }
 
-/// The built-in pattern camera. See the [module docs](self).
+/// The built-in pattern camera: memfd buffers through the same import cache
+/// and [`Frame`] API as a V4L2 stream, padded rows like a driver's, scrolling
+/// colour bars (BT.601 limited range for YUV) and a white line moving down.
 #[derive(Debug)]
 pub struct PatternSource {
     shared: Arc<Shared>,
