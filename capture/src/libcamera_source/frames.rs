@@ -1,176 +1,47 @@
-//! The source's side of a libcamera stream: its buffers as memory planes, the
-//! import cache, the counters, and turning a completion into a [`Frame`].
+//! The source's side of a libcamera stream: what its frames share with it,
+//! handing buffers back to the libcamera thread (with the camera's borrow of
+//! their files, as the V4L2 stream does), and turning what the thread sends
+//! into a [`Frame`] or an error.
 
+use std::fmt;
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use zerocam_cache::{DmaBufKey, ImportCache};
-use zerocam_tensor::{ImageLayout, Tensor};
+use nix::errno::Errno;
 
-use super::layout::BufferLayout;
-use super::metadata::{MetadataFixer, RawMetadata};
-use super::setup::{BufferPlanes, Configured};
-use super::worker::{CamKey, Cmd, Completion};
+use super::events::{CamKey, Completion, Event, Outcome};
+use super::slots::{Place, State};
 use crate::frame::Requeue;
-use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
-use crate::{CaptureError, Frame, Result, StreamFormat};
+use crate::{CaptureError, Frame, Result};
 
-/// One buffer, as the source sees it.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    /// One memory plane per distinct dma-buf (one for libcamera's usual NV12).
-    planes: Vec<PlaneMemory>,
-    layout: BufferLayout,
-    /// libcamera's plane lengths (for `bytes_used` when it reports none).
-    lengths: Vec<usize>,
-    pub held: bool,
-    composed: Composed,
-}
-
-impl Slot {
-    /// The buffer's memory planes: one per dma-buf the layout uses, each a
-    /// dup of libcamera's fd kept for the stream's life.
-    pub fn new(buffer: BufferPlanes) -> Slot {
-        let BufferPlanes {
-            fds,
-            planes,
-            layout,
-        } = buffer;
-        let lengths = planes.iter().map(|p| p.length).collect();
-        let mut fds: Vec<Option<_>> = fds.into_iter().map(Some).collect();
-        let mut memory = |index: usize, extent: usize| {
-            let fd = fds.get_mut(index).and_then(Option::take)?;
-            Some(PlaneMemory {
-                source: PlaneSource::Exported(fd),
-                file: planes.get(index)?.file,
-                length: extent,
-            })
-        };
-        let memory_planes = match layout {
-            BufferLayout::OneFile { plane, extent, .. } => {
-                memory(plane, extent).into_iter().collect()
-            }
-            BufferLayout::TwoFiles { planes } => planes
-                .iter()
-                .filter_map(|&(index, _, end)| memory(index, end))
-                .collect(),
-        };
-        Slot {
-            planes: memory_planes,
-            layout,
-            lengths,
-            held: false,
-            composed: Composed::default(),
-        }
-    }
-}
-
-/// The mutable part of a source.
-#[derive(Debug)]
-pub(crate) struct State {
-    pub key: CamKey,
-    pub slots: Vec<Slot>,
-    pub cache: ImportCache,
-    pub format: StreamFormat,
-    pub stride: usize,
-    pub fixer: MetadataFixer,
-    pub streaming: bool,
-    /// False once the camera is closed (a failed reconfigure).
-    pub open: bool,
-    pub frames: u64,
-    pub dropped: u64,
-    pub errors: u64,
-}
-
-impl State {
-    /// The state of a freshly configured (and started) camera.
-    pub fn new(configured: Configured, cache: ImportCache) -> State {
-        let Configured {
-            key,
-            format,
-            stride,
-            buffers,
-            ..
-        } = configured;
-        State {
-            key,
-            slots: buffers.into_iter().map(Slot::new).collect(),
-            cache,
-            format,
-            stride,
-            fixer: MetadataFixer::default(),
-            streaming: true,
-            open: true,
-            frames: 0,
-            dropped: 0,
-            errors: 0,
-        }
-    }
-
-    /// The frame tensor of buffer `index`, through the cache.
-    fn tensor(&mut self, index: usize) -> zerocam_tensor::Result<Tensor<u8>> {
-        let State {
-            slots,
-            cache,
-            format,
-            stride,
-            ..
-        } = self;
-        let Some(slot) = slots.get_mut(index) else {
-            return Err(zerocam_tensor::Error::NoFd {
-                memory: zerocam_tensor::TensorMemory::Dma,
-            });
-        };
-        match slot.layout {
-            BufferLayout::OneFile {
-                start,
-                plane_offset,
-                ..
-            } => {
-                let pixel = format.format.pixel;
-                let (w, h) = (format.width as usize, format.height as usize);
-                let mut layout = ImageLayout::new(w, h, pixel)
-                    .with_row_stride((*stride).max(pixel.plane_row_samples(0, w)))
-                    .with_start_offset(start);
-                if let Some(offset) = plane_offset {
-                    layout = layout.with_plane_offset(offset);
-                }
-                let Some(p) = slot.planes.first() else {
-                    return Err(zerocam_tensor::Error::NoFd {
-                        memory: zerocam_tensor::TensorMemory::Dma,
-                    });
-                };
-                cache.get_or_import(DmaBufKey::new(p.file, start), || {
-                    p.import()?.with_image(layout)
-                })
-            }
-            BufferLayout::TwoFiles { planes } => frame_tensor(
-                cache,
-                format,
-                &slot.planes,
-                &[planes[0].1, planes[1].1],
-                &mut slot.composed,
-            ),
-        }
-    }
-}
+/// Asks the libcamera thread to queue buffer `index` of camera `key` again
+/// (or, stopped, to keep it idle); false when the thread is gone.
+pub(crate) type Requeuer = Box<dyn Fn(CamKey, usize) -> bool + Send + Sync>;
 
 /// What frames share with their source: the state, and the way to the
 /// libcamera thread to queue their request again.
-#[derive(Debug)]
 pub(crate) struct Shared {
     pub name: PathBuf,
-    pub worker: Sender<Cmd>,
+    requeue: Requeuer,
     state: Mutex<State>,
 }
 
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("name", &self.name)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Shared {
-    pub fn new(name: PathBuf, worker: Sender<Cmd>, state: State) -> Shared {
+    pub fn new(name: PathBuf, requeue: Requeuer, state: State) -> Shared {
         Shared {
             name,
-            worker,
+            requeue,
             state: Mutex::new(state),
         }
     }
@@ -183,21 +54,157 @@ impl Shared {
         self.name.display().to_string()
     }
 
-    /// Hands buffer `index` back to the libcamera thread without a frame.
+    /// Hands free buffer `index` back to the libcamera thread. Streaming, the
+    /// camera borrows its files first; when a CPU map of them is alive it is
+    /// not queued but left `Pending` (retried by [`queue_pending`](Self::queue_pending)).
+    /// Stopped, it is left `Idle` (queued by the next start).
     pub fn give_back(&self, st: &mut State, index: usize) {
-        if let Some(s) = st.slots.get_mut(index) {
-            s.held = false;
+        let (key, streaming) = (st.key, st.streaming && st.open && !st.disconnected);
+        let Some(slot) = st.slots.get_mut(index) else {
+            return;
+        };
+        if !streaming {
+            slot.release_device();
+            slot.place = Place::Idle;
+            if st.open && !st.disconnected {
+                // The thread keeps the request idle until the next start.
+                let _ = (self.requeue)(key, index);
+            }
+            return;
         }
-        let _ = self.worker.send(Cmd::Requeue(st.key, index));
+        if slot.borrow_for_device().is_err() {
+            slot.place = Place::Pending;
+            return;
+        }
+        slot.place = Place::Queued;
+        if !(self.requeue)(key, index) {
+            slot.release_device();
+            slot.place = Place::Pending;
+        }
+    }
+
+    /// Queues the free buffers that waited for a CPU map to end or whose
+    /// re-queue failed.
+    pub fn queue_pending(&self, st: &mut State) {
+        for i in 0..st.slots.len() {
+            if st.slots[i].place == Place::Pending {
+                self.give_back(st, i);
+            }
+        }
+    }
+
+    /// Before a start: borrows every free buffer for the camera and returns
+    /// the ones to queue (a buffer still mapped stays `Pending`).
+    pub fn prepare_start(&self, st: &mut State) -> Vec<usize> {
+        let mut queue = Vec::new();
+        for (i, s) in st.slots.iter_mut().enumerate() {
+            if s.place == Place::Held {
+                continue;
+            }
+            if s.borrow_for_device().is_ok() {
+                s.place = Place::Queued;
+                queue.push(i);
+            } else {
+                s.place = Place::Pending;
+            }
+        }
+        queue
+    }
+
+    /// After a stop (or a failed start): nothing is queued, the camera's
+    /// borrows end, the import cache is invalidated.
+    pub fn stopped(&self, st: &mut State) {
+        st.streaming = false;
+        for s in &mut st.slots {
+            s.release_device();
+            if s.place != Place::Held {
+                s.place = Place::Idle;
+            }
+        }
+        st.cache.invalidate();
+    }
+
+    /// The next frame from `events`: retries pending buffers, then waits up
+    /// to `timeout` (`None`: forever).
+    pub fn next_frame(
+        self: &Arc<Self>,
+        events: &Receiver<Event>,
+        timeout: Duration,
+    ) -> Result<Frame> {
+        let deadline = Instant::now().checked_add(timeout);
+        {
+            let mut st = self.lock();
+            if st.disconnected {
+                return Err(self.disconnected());
+            }
+            if !st.open || !st.streaming {
+                return Err(CaptureError::NotStreaming {
+                    path: self.name.clone(),
+                });
+            }
+            self.queue_pending(&mut st);
+            if !st.slots.iter().any(|s| s.place == Place::Queued) {
+                return Err(CaptureError::NoFreeBuffer {
+                    path: self.name.clone(),
+                    buffers: st.slots.len(),
+                });
+            }
+        }
+        let got = match deadline {
+            Some(d) => events.recv_timeout(d.saturating_duration_since(Instant::now())),
+            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match got {
+            Ok(event) => self.event(event, Instant::now()),
+            Err(RecvTimeoutError::Timeout) => Err(CaptureError::Timeout {
+                path: self.name.clone(),
+                timeout,
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(CaptureError::Libcamera {
+                camera: self.camera(),
+                operation: "receive a frame",
+                errno: Errno::EPIPE,
+            }),
+        }
+    }
+
+    fn disconnected(&self) -> CaptureError {
+        CaptureError::Disconnected {
+            path: self.name.clone(),
+            errno: Errno::ENODEV,
+        }
+    }
+
+    /// The frame of `event`, or the error it carries.
+    pub fn event(self: &Arc<Self>, event: Event, woke: Instant) -> Result<Frame> {
+        match event {
+            Event::Completion(c) => self.frame(c, woke),
+            Event::Disconnected => {
+                let mut st = self.lock();
+                st.disconnected = true;
+                self.stopped(&mut st);
+                Err(self.disconnected())
+            }
+        }
     }
 
     /// The frame of completion `c`, or the error it carries.
     pub fn frame(self: &Arc<Self>, c: Completion, woke: Instant) -> Result<Frame> {
         let mut st = self.lock();
         let index = c.index;
-        let raw: RawMetadata = match c.outcome {
-            super::worker::Outcome::Frame(raw) => raw,
-            super::worker::Outcome::Failed(why) => {
+        let Some(slot) = st.slots.get_mut(index) else {
+            return Err(CaptureError::RequestFailed {
+                camera: self.camera(),
+                index,
+                status: "no such buffer".into(),
+            });
+        };
+        // The camera is done with the buffer.
+        slot.release_device();
+        slot.place = Place::Pending;
+        let raw = match c.outcome {
+            Outcome::Frame(raw) => raw,
+            Outcome::Failed(why) => {
                 st.errors += 1;
                 self.give_back(&mut st, index);
                 return Err(CaptureError::RequestFailed {
@@ -206,8 +213,9 @@ impl Shared {
                     status: why.to_owned(),
                 });
             }
-            super::worker::Outcome::QueueFailed(errno) => {
+            Outcome::QueueFailed(errno) => {
                 st.errors += 1;
+                // Left Pending: queued again by the next next_frame.
                 return Err(CaptureError::RequestFailed {
                     camera: self.camera(),
                     index,
@@ -234,7 +242,7 @@ impl Shared {
         st.dropped += meta.dropped;
         st.frames += 1;
         if let Some(s) = st.slots.get_mut(index) {
-            s.held = true;
+            s.place = Place::Held;
         }
         drop(st);
         Ok(Frame {
@@ -253,6 +261,12 @@ impl Shared {
 impl Requeue for Shared {
     fn requeue(&self, index: usize) {
         let mut st = self.lock();
-        self.give_back(&mut st, index);
+        if st.slots.get(index).is_some_and(|s| s.place == Place::Held) {
+            self.give_back(&mut st, index);
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "frames_tests.rs"]
+mod tests;

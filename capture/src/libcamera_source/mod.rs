@@ -20,11 +20,18 @@
 //! while a camera is open or being listed.
 
 #[cfg(feature = "libcamera")]
+mod camera;
+// Without the feature, built only for their unit tests.
+#[cfg_attr(not(feature = "libcamera"), allow(dead_code))]
+mod events;
+#[cfg_attr(not(feature = "libcamera"), allow(dead_code))]
 mod frames;
 mod layout;
 mod metadata;
 #[cfg(feature = "libcamera")]
 mod setup;
+#[cfg_attr(not(feature = "libcamera"), allow(dead_code))]
+mod slots;
 #[cfg(feature = "libcamera")]
 mod source;
 #[cfg(feature = "libcamera")]

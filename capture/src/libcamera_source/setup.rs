@@ -1,7 +1,7 @@
 //! Calls into libcamera made on the libcamera thread: describing cameras, and
 //! acquiring, configuring and allocating one.
 
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 
 use libcamera::camera::ActiveCamera;
 use libcamera::camera_manager::CameraManager;
@@ -14,8 +14,9 @@ use libcamera::stream::{Stream, StreamRole};
 use nix::errno::Errno;
 use zerocam_tensor::FdIdentity;
 
+use super::events::{BufferPlanes, Configured};
 use super::layout::{buffer_layout, capture_format, drm_fourcc, BufferLayout, LcPlane};
-use super::worker::{errno_of, CamKey};
+use super::worker::errno_of;
 use super::{LibcameraCamera, LibcameraConfig, LibcameraFormat, LIBCAMERA};
 use crate::{CaptureError, FourCc, PlaneLayout, Result, StreamFormat, CAPTURE_FORMATS};
 
@@ -25,37 +26,6 @@ const ROLES: [StreamRole; 3] = [
     StreamRole::ViewFinder,
     StreamRole::StillCapture,
 ];
-
-/// One buffer's planes: dups of libcamera's fds (kept for the stream's life,
-/// imported on cache misses), what they hold, and how they form the image.
-#[derive(Debug)]
-pub(crate) struct BufferPlanes {
-    /// One per libcamera plane, in order.
-    pub fds: Vec<OwnedFd>,
-    /// One per libcamera plane, in order.
-    pub planes: Vec<LcPlane>,
-    /// How the planes form the image.
-    pub layout: BufferLayout,
-}
-
-/// A configured camera, as the source needs it.
-#[derive(Debug)]
-pub(crate) struct Configured {
-    /// The camera's key on the libcamera thread.
-    pub key: CamKey,
-    /// libcamera's camera id.
-    pub id: String,
-    /// `libcamera:<id>`.
-    pub name: String,
-    /// The format frames come in.
-    pub format: StreamFormat,
-    /// Bytes per row (libcamera `StreamConfiguration::stride`).
-    pub stride: usize,
-    /// The buffers.
-    pub buffers: Vec<BufferPlanes>,
-    /// What libcamera changed in the configuration asked for.
-    pub adjustments: Vec<String>,
-}
 
 /// The acquired camera with its stream, allocator and buffers.
 pub(crate) type Acquired = (

@@ -1,16 +1,17 @@
 //! [`LibcameraSource`], and listing libcamera's cameras.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
-use super::frames::{Shared, State};
-use super::setup::Configured;
-use super::worker::{gone, worker, Cmd, Completion};
+use super::events::{Configured, Event};
+use super::frames::Shared;
+use super::slots::State;
+use super::worker::{gone, worker, Cmd};
 use super::{LibcameraCamera, LibcameraConfig};
 use crate::{ArgumentError, CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats};
 
@@ -44,30 +45,60 @@ pub fn libcamera_cameras() -> Result<Vec<LibcameraCamera>> {
 #[derive(Debug)]
 pub struct LibcameraSource {
     shared: Arc<Shared>,
-    completions: Receiver<Completion>,
+    events: Receiver<Event>,
+    worker: Sender<Cmd>,
     format: StreamFormat,
     id: String,
     adjustments: Vec<String>,
 }
 
-/// Asks the libcamera thread to open `config`, with completions into a new channel.
-fn open_camera(config: &LibcameraConfig) -> Result<(Configured, Receiver<Completion>)> {
+/// Asks the libcamera thread to open `config`, with events into a new channel.
+fn open_camera(
+    worker: &Sender<Cmd>,
+    config: &LibcameraConfig,
+) -> Result<(Configured, Receiver<Event>)> {
     if config.buffers < 2 {
         return Err(ArgumentError::TooFewBuffers(config.buffers).into());
     }
-    let (completions, frames) = channel();
+    let (events, received) = channel();
     let (reply, answer) = sync_channel(1);
-    worker()?
+    worker
         .send(Cmd::Open {
             config: config.clone(),
-            completions,
+            events,
             reply,
         })
         .map_err(|_| gone("open a camera", Errno::EPIPE))?;
     let configured = answer
         .recv()
         .map_err(|_| gone("open a camera", Errno::EPIPE))??;
-    Ok((configured, frames))
+    Ok((configured, received))
+}
+
+/// Closes camera `key` on the libcamera thread and waits until it is.
+fn close_camera(worker: &Sender<Cmd>, key: super::events::CamKey) {
+    let (reply, answer) = sync_channel(1);
+    if worker.send(Cmd::Close(key, reply)).is_ok() {
+        let _ = answer.recv();
+    }
+}
+
+/// The source's state for a camera just opened (closed again on failure).
+fn new_state(
+    worker: &Sender<Cmd>,
+    configured: Configured,
+    carried: zerocam_cache::CacheStats,
+) -> Result<State> {
+    let key = configured.key;
+    let name = PathBuf::from(&configured.name);
+    let cache = ImportCache::new(2 * configured.buffers.len() * configured.format.planes.len());
+    match State::new(configured, cache) {
+        Ok(st) => Ok(State { carried, ..st }),
+        Err(source) => {
+            close_camera(worker, key);
+            Err(CaptureError::Tensor { path: name, source })
+        }
+    }
 }
 
 impl LibcameraSource {
@@ -84,17 +115,19 @@ impl LibcameraSource {
     /// [`CaptureError::Libcamera`] when a libcamera call fails (a camera in
     /// use: `acquire` with `EBUSY`).
     pub fn open(config: LibcameraConfig) -> Result<LibcameraSource> {
-        let (configured, completions) = open_camera(&config)?;
         let worker = worker()?;
+        let (configured, events) = open_camera(&worker, &config)?;
         let format = configured.format.clone();
         let id = configured.id.clone();
         let adjustments = configured.adjustments.clone();
         let name = PathBuf::from(&configured.name);
-        let cache = ImportCache::new(2 * configured.buffers.len() * format.planes.len());
-        let shared = Arc::new(Shared::new(name, worker, State::new(configured, cache)));
+        let state = new_state(&worker, configured, Default::default())?;
+        let to_worker = worker.clone();
+        let requeue = Box::new(move |key, index| to_worker.send(Cmd::Requeue(key, index)).is_ok());
         Ok(LibcameraSource {
-            shared,
-            completions,
+            shared: Arc::new(Shared::new(name, requeue, state)),
+            events,
+            worker,
             format,
             id,
             adjustments,
@@ -112,13 +145,9 @@ impl LibcameraSource {
         &self.adjustments
     }
 
-    fn call(
-        &self,
-        make: impl FnOnce(std::sync::mpsc::SyncSender<Result<()>>) -> Cmd,
-    ) -> Result<()> {
+    fn call(&self, make: impl FnOnce(SyncSender<Result<()>>) -> Cmd) -> Result<()> {
         let (reply, answer) = sync_channel(1);
-        self.shared
-            .worker
+        self.worker
             .send(make(reply))
             .map_err(|_| gone("reach the libcamera thread", Errno::EPIPE))?;
         answer
@@ -126,27 +155,37 @@ impl LibcameraSource {
             .map_err(|_| gone("reach the libcamera thread", Errno::EPIPE))?
     }
 
-    /// Starts capturing again after [`stop`](Self::stop): every request whose
-    /// frame is not held is queued. Sequence and timestamp checks start over.
+    /// Starts capturing again after [`stop`](Self::stop): every buffer whose
+    /// frame is not held is queued (one whose tensor is still mapped waits
+    /// until the map drops). Sequence and timestamp checks start over.
     ///
     /// # Errors
     /// [`CaptureError::Libcamera`] when libcamera refuses to start or queue,
-    /// [`CaptureError::NotStreaming`] after a failed reconfigure.
+    /// [`CaptureError::NotStreaming`] after a failed reconfigure,
+    /// [`CaptureError::Disconnected`] once the camera went away.
     pub fn start(&mut self) -> Result<()> {
-        let key = {
-            let st = self.shared.lock();
-            if !st.open {
-                return Err(CaptureError::NotStreaming {
-                    path: self.shared.name.clone(),
-                });
-            }
-            if st.streaming {
-                return Ok(());
-            }
-            st.key
-        };
-        self.call(|reply| Cmd::Start(key, reply))?;
+        // Locked throughout: a frame dropping meanwhile waits, then queues.
         let mut st = self.shared.lock();
+        if st.disconnected {
+            return Err(CaptureError::Disconnected {
+                path: self.shared.name.clone(),
+                errno: Errno::ENODEV,
+            });
+        }
+        if !st.open {
+            return Err(CaptureError::NotStreaming {
+                path: self.shared.name.clone(),
+            });
+        }
+        if st.streaming {
+            return Ok(());
+        }
+        let key = st.key;
+        let queue = self.shared.prepare_start(&mut st);
+        if let Err(e) = self.call(|reply| Cmd::Start(key, queue, reply)) {
+            self.shared.stopped(&mut st);
+            return Err(e);
+        }
         st.fixer.reset();
         st.streaming = true;
         Ok(())
@@ -159,34 +198,35 @@ impl LibcameraSource {
     /// # Errors
     /// [`CaptureError::Libcamera`] when libcamera's stop fails.
     pub fn stop(&mut self) -> Result<()> {
-        let key = {
-            let st = self.shared.lock();
-            if !st.streaming {
-                return Ok(());
-            }
-            st.key
-        };
-        let stopped = self.call(|reply| Cmd::Stop(key, reply));
         let mut st = self.shared.lock();
-        st.streaming = false;
-        while let Ok(c) = self.completions.try_recv() {
-            self.shared.give_back(&mut st, c.index);
+        if !st.streaming {
+            return Ok(());
         }
-        st.cache.invalidate();
+        let key = st.key;
+        let stopped = self.call(|reply| Cmd::Stop(key, reply));
+        // libcamera has given every buffer back: the camera's borrows end.
+        self.shared.stopped(&mut st);
+        while let Ok(event) = self.events.try_recv() {
+            match event {
+                Event::Completion(c) => self.shared.give_back(&mut st, c.index),
+                Event::Disconnected => st.disconnected = true,
+            }
+        }
         stopped
     }
 
     /// Configures the same camera anew (format, size, buffers from `config`;
     /// its `camera` is ignored): stops, releases the buffers, and starts with
-    /// the new ones. The import cache is invalidated. On failure the source is
-    /// left closed (frames give [`CaptureError::NotStreaming`]) until a
-    /// reconfigure succeeds.
+    /// the new ones. The import cache is new; its counters (and the frame
+    /// counters) go on from the old ones. On failure the source is left
+    /// closed (frames give [`CaptureError::NotStreaming`], `stats().buffers`
+    /// is 0, the old buffers are released) until a reconfigure succeeds.
     ///
     /// # Errors
     /// [`CaptureError::FramesHeld`] while frames are out (nothing changes
     /// then), and [`open`](Self::open)'s errors.
     pub fn reconfigure(&mut self, config: LibcameraConfig) -> Result<()> {
-        let held = self.shared.lock().slots.iter().filter(|s| s.held).count();
+        let held = self.shared.lock().held();
         if held > 0 {
             return Err(CaptureError::FramesHeld {
                 path: self.shared.name.clone(),
@@ -198,43 +238,33 @@ impl LibcameraSource {
             camera: Some(self.id.clone()),
             ..config
         };
-        let (configured, completions) = open_camera(&config)?;
-        self.format = configured.format.clone();
-        self.adjustments = configured.adjustments.clone();
-        self.completions = completions;
+        let (configured, events) = open_camera(&self.worker, &config)?;
+        let format = configured.format.clone();
+        let adjustments = configured.adjustments.clone();
         let mut st = self.shared.lock();
-        // Invalidated by close(); kept (with its counters) when big enough.
-        let needed = 2 * configured.buffers.len() * self.format.planes.len();
-        let cache = match std::mem::replace(&mut st.cache, ImportCache::new(1)) {
-            c if c.capacity() >= needed => c,
-            _ => ImportCache::new(needed),
-        };
-        let (frames, dropped, errors) = (st.frames, st.dropped, st.errors);
-        *st = State {
-            frames,
-            dropped,
-            errors,
-            ..State::new(configured, cache)
-        };
+        let mut new = new_state(&self.worker, configured, st.cache_stats())?;
+        new.frames = st.frames;
+        new.dropped = st.dropped;
+        new.errors = st.errors;
+        *st = new;
+        drop(st);
+        self.format = format;
+        self.adjustments = adjustments;
+        self.events = events;
         Ok(())
     }
 
-    /// Closes the camera on the libcamera thread (idempotent).
+    /// Closes the camera on the libcamera thread, then releases the buffers
+    /// (idempotent).
     fn close(&mut self) {
-        let key = {
-            let mut st = self.shared.lock();
-            if !st.open {
-                return;
-            }
-            st.open = false;
-            st.streaming = false;
-            st.cache.invalidate();
-            st.key
-        };
-        let (reply, answer) = sync_channel(1);
-        if self.shared.worker.send(Cmd::Close(key, reply)).is_ok() {
-            let _ = answer.recv();
+        let mut st = self.shared.lock();
+        if !st.open {
+            return;
         }
+        close_camera(&self.worker, st.key);
+        st.open = false;
+        self.shared.stopped(&mut st);
+        st.slots.clear();
     }
 }
 
@@ -246,38 +276,7 @@ impl Drop for LibcameraSource {
 
 impl FrameSource for LibcameraSource {
     fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
-        let deadline = Instant::now().checked_add(timeout);
-        {
-            let st = self.shared.lock();
-            if !st.open || !st.streaming {
-                return Err(CaptureError::NotStreaming {
-                    path: self.shared.name.clone(),
-                });
-            }
-            if st.slots.iter().all(|s| s.held) {
-                return Err(CaptureError::NoFreeBuffer {
-                    path: self.shared.name.clone(),
-                    buffers: st.slots.len(),
-                });
-            }
-        }
-        let got = match deadline {
-            Some(d) => self
-                .completions
-                .recv_timeout(d.saturating_duration_since(Instant::now())),
-            None => self
-                .completions
-                .recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match got {
-            Ok(c) => self.shared.frame(c, Instant::now()),
-            Err(RecvTimeoutError::Timeout) => Err(CaptureError::Timeout {
-                path: self.shared.name.clone(),
-                timeout,
-            }),
-            Err(RecvTimeoutError::Disconnected) => Err(gone("receive a frame", Errno::EPIPE)),
-        }
+        self.shared.next_frame(&self.events, timeout)
     }
 
     fn stream_format(&self) -> &StreamFormat {
@@ -292,7 +291,7 @@ impl FrameSource for LibcameraSource {
             buffer_errors: st.errors,
             buffers: st.slots.len(),
             planes: st.format.planes.len(),
-            cache: st.cache.stats(),
+            cache: st.cache_stats(),
         }
     }
 

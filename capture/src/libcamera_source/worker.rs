@@ -3,8 +3,8 @@
 //! second one aborts), and its camera objects are not `Send`; so every call
 //! goes through this thread as a [`Cmd`] and the sources talk to it over
 //! channels. Completed requests come back on libcamera's own thread, are
-//! handed here as [`Cmd::Completed`] and forwarded to the source as a
-//! [`Completion`]; the request waits here until its frame drops
+//! handed here as [`Cmd::Completed`] and forwarded to the source as an
+//! [`Event`]; the request waits here until its frame drops
 //! ([`Cmd::Requeue`]) and is then reused and queued again.
 //!
 //! The manager is started when a command needs it and stopped again as soon
@@ -13,84 +13,68 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver, Sender, SyncSender, TryRecvError};
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
-use libcamera::camera::ActiveCamera;
 use libcamera::camera_manager::CameraManager;
-use libcamera::framebuffer::{AsFrameBuffer, FrameMetadataStatus};
-use libcamera::framebuffer_allocator::{FrameBuffer, FrameBufferAllocator};
-use libcamera::request::{Request, RequestStatus, ReuseFlag};
-use libcamera::stream::Stream;
+use libcamera::request::Request;
 use nix::errno::Errno;
 
-use super::metadata::RawMetadata;
-use super::setup::{configure, describe, Configured};
+use super::camera::{OpenCamera, Slot};
+use super::events::{CamKey, Configured, Event};
+use super::setup::{configure, describe};
 use super::{LibcameraCamera, LibcameraConfig, LIBCAMERA};
 use crate::{CaptureError, Result};
-
-/// A camera opened by the thread.
-pub(crate) type CamKey = u64;
 
 /// What a source asks of the libcamera thread.
 pub(crate) enum Cmd {
     /// List the cameras.
     Enumerate(SyncSender<Result<Vec<LibcameraCamera>>>),
-    /// Acquire and configure a camera, allocate its buffers, and start it.
+    /// Acquire and configure a camera, allocate its buffers, and start it
+    /// with every request queued.
     Open {
         config: LibcameraConfig,
-        completions: Sender<Completion>,
+        events: Sender<Event>,
         reply: SyncSender<Result<Configured>>,
     },
-    /// Start capturing, queueing every request not held by a frame.
-    Start(CamKey, SyncSender<Result<()>>),
+    /// Start capturing, queueing the requests of these buffers.
+    Start(CamKey, Vec<usize>, SyncSender<Result<()>>),
     /// Stop capturing (libcamera cancels the queued requests).
     Stop(CamKey, SyncSender<Result<()>>),
-    /// Buffer `index`'s frame dropped: queue its request again when streaming.
+    /// Buffer `index` is free: queue its request when streaming.
     Requeue(CamKey, usize),
     /// Stop and release the camera, and the manager when it was the last one.
     Close(CamKey, SyncSender<()>),
     /// libcamera completed a request (sent from libcamera's thread), at this
     /// `CLOCK_MONOTONIC` time.
     Completed(CamKey, Request, Duration),
+    /// libcamera said the camera was disconnected (from libcamera's thread).
+    Disconnected(CamKey),
 }
 
-/// How a request came back.
-#[derive(Debug)]
-pub(crate) enum Outcome {
-    /// A frame, with what libcamera said about it.
-    Frame(RawMetadata),
-    /// libcamera completed it without a frame.
-    Failed(&'static str),
-    /// Queueing it again failed.
-    QueueFailed(Errno),
-}
+/// The running thread: its sender and handle.
+static WORKER: Mutex<Option<(Sender<Cmd>, JoinHandle<()>)>> = Mutex::new(None);
 
-/// A completed (or failed) request of buffer `index`, for the source.
-#[derive(Debug)]
-pub(crate) struct Completion {
-    pub index: usize,
-    pub outcome: Outcome,
-    /// `CLOCK_MONOTONIC` when libcamera completed it.
-    pub completed: Duration,
-}
-
-/// The thread's sender, started on first use.
+/// The thread's sender; the thread is started on first use, and again if it
+/// ended (it catches panics of commands, so only a panic while unwinding ends it).
 pub(crate) fn worker() -> Result<Sender<Cmd>> {
-    static WORKER: OnceLock<std::result::Result<Sender<Cmd>, Errno>> = OnceLock::new();
-    WORKER
-        .get_or_init(|| {
-            let (tx, rx) = channel();
-            let own = tx.clone();
-            std::thread::Builder::new()
-                .name("zerocam-libcamera".into())
-                .spawn(move || Worker::new(own, rx).run())
-                .map(|_| tx)
-                .map_err(|e| errno_of(&e))
-        })
-        .clone()
-        .map_err(|errno| gone("start the libcamera thread", errno))
+    let mut w = WORKER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((tx, handle)) = w.as_ref() {
+        if !handle.is_finished() {
+            return Ok(tx.clone());
+        }
+    }
+    let (tx, rx) = channel();
+    let own = tx.clone();
+    let handle = std::thread::Builder::new()
+        .name("zerocam-libcamera".into())
+        .spawn(move || Worker::new(own, rx).run())
+        .map_err(|e| gone("start the libcamera thread", errno_of(&e)))?;
+    *w = Some((tx.clone(), handle));
+    Ok(tx)
 }
 
 /// The error for a libcamera thread that could not be started or reached.
@@ -108,35 +92,10 @@ pub(crate) fn errno_of(e: &io::Error) -> Errno {
 }
 
 /// `CLOCK_MONOTONIC` now.
-fn monotonic_now() -> Duration {
+pub(crate) fn monotonic_now() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
         .map(Duration::from)
         .unwrap_or_default()
-}
-
-/// Where one buffer's request is.
-enum Slot {
-    /// In our hands, not queued.
-    Idle(Request),
-    /// Queued to libcamera (the `ActiveCamera` holds it).
-    Queued,
-    /// Completed and handed to the source; back with `Requeue`.
-    Out(Request),
-    /// Lost (a re-queue that failed and gave nothing back cannot happen, but
-    /// a slot is never left without a state).
-    Gone,
-}
-
-/// One acquired camera. Field order is drop order: requests before the
-/// allocator, the allocator before the camera.
-struct OpenCamera {
-    slots: Vec<Slot>,
-    _allocator: FrameBufferAllocator,
-    stream: Stream,
-    completions: Sender<Completion>,
-    streaming: bool,
-    name: String,
-    active: ActiveCamera<'static>,
 }
 
 struct Worker {
@@ -166,13 +125,16 @@ impl Worker {
         loop {
             let cmd = match self.deferred.pop_front() {
                 Some(cmd) => cmd,
-                // Ends only if every sender is gone, which the static one prevents.
+                // Ends only if every sender is gone, which the own one prevents.
                 None => match self.rx.recv() {
                     Ok(cmd) => cmd,
                     Err(_) => return,
                 },
             };
-            self.handle(cmd);
+            // A panic in a command (the libcamera crate unwraps internally)
+            // fails that command (its reply is dropped: the caller sees EPIPE),
+            // not every later one.
+            let _ = catch_unwind(AssertUnwindSafe(|| self.handle(cmd)));
         }
     }
 
@@ -185,6 +147,7 @@ impl Worker {
                 Ok(Cmd::Completed(key, request, _)) if !self.cameras.contains_key(&key) => {
                     drop(request);
                 }
+                Ok(Cmd::Disconnected(key)) if !self.cameras.contains_key(&key) => {}
                 Ok(cmd) => self.deferred.push_back(cmd),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
             }
@@ -200,15 +163,20 @@ impl Worker {
             }
             Cmd::Open {
                 config,
-                completions,
+                events,
                 reply,
             } => {
-                let r = self.open(&config, completions);
+                let r = self.open(&config, events);
+                if r.is_err() {
+                    // A camera that failed after queueing was dropped: its
+                    // cancelled requests must not outlive the manager.
+                    self.drain_stale();
+                }
                 self.release_manager_if_idle();
                 let _ = reply.send(r);
             }
-            Cmd::Start(key, reply) => {
-                let _ = reply.send(self.with(key, OpenCamera::start));
+            Cmd::Start(key, queue, reply) => {
+                let _ = reply.send(self.with(key, |cam| cam.start(&queue)));
             }
             Cmd::Stop(key, reply) => {
                 let _ = reply.send(self.with(key, OpenCamera::stop));
@@ -219,9 +187,10 @@ impl Worker {
                 }
             }
             Cmd::Close(key, reply) => {
-                // Dropping the camera disconnects its completion callback, then
-                // stops it (its queued requests are cancelled and dropped with
-                // it) and releases it; its buffers go when their requests do.
+                // Dropping the camera disconnects its callbacks, then stops it
+                // and releases it; requests still queued are dropped inside
+                // it, each FrameBuffer keeping the allocator's buffers alive
+                // through its Arc until then.
                 drop(self.cameras.remove(&key));
                 self.drain_stale();
                 self.release_manager_if_idle();
@@ -232,6 +201,12 @@ impl Worker {
                 // A camera closed since: nothing waits for the request.
                 None => drop(request),
             },
+            Cmd::Disconnected(key) => {
+                if let Some(cam) = self.cameras.get_mut(&key) {
+                    cam.streaming = false;
+                    let _ = cam.events.send(Event::Disconnected);
+                }
+            }
         }
     }
 
@@ -262,18 +237,17 @@ impl Worker {
         }
     }
 
-    fn open(
-        &mut self,
-        config: &LibcameraConfig,
-        completions: Sender<Completion>,
-    ) -> Result<Configured> {
+    fn open(&mut self, config: &LibcameraConfig, events: Sender<Event>) -> Result<Configured> {
         let key = self.next_key;
         self.next_key += 1;
-        let own = self.own.clone();
+        let (own, own_too) = (self.own.clone(), self.own.clone());
         let manager = self.manager()?;
         let (mut active, stream, allocator, buffers, configured) = configure(manager, config)?;
         active.on_request_completed(move |request| {
             let _ = own.send(Cmd::Completed(key, request, monotonic_now()));
+        });
+        active.on_disconnected(move || {
+            let _ = own_too.send(Cmd::Disconnected(key));
         });
         let name = configured.name.clone();
         let mut slots = Vec::with_capacity(buffers.len());
@@ -291,158 +265,19 @@ impl Worker {
                 .map_err(|e| lc_error("add buffer to request", errno_of(&e)))?;
             slots.push(Slot::Idle(request));
         }
+        let all: Vec<usize> = (0..slots.len()).collect();
         let mut cam = OpenCamera {
+            last_metadata: vec![None; slots.len()],
             slots,
             _allocator: allocator,
             stream,
-            completions,
+            events,
             streaming: false,
             name,
             active,
         };
-        cam.start()?;
+        cam.start(&all)?;
         self.cameras.insert(key, cam);
         Ok(Configured { key, ..configured })
-    }
-}
-
-impl OpenCamera {
-    fn error(&self, operation: &'static str) -> impl Fn(Errno) -> CaptureError + '_ {
-        move |errno| CaptureError::Libcamera {
-            camera: self.name.clone(),
-            operation,
-            errno,
-        }
-    }
-
-    fn start(&mut self) -> Result<()> {
-        if self.streaming {
-            return Ok(());
-        }
-        self.active
-            .start(None)
-            .map_err(|e| self.error("start")(errno_of(&e)))?;
-        self.streaming = true;
-        for index in 0..self.slots.len() {
-            if matches!(self.slots[index], Slot::Idle(_)) {
-                if let Err(errno) = self.queue(index) {
-                    let _ = self.stop();
-                    return Err(self.error("queue request")(errno));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn stop(&mut self) -> Result<()> {
-        if !self.streaming {
-            return Ok(());
-        }
-        self.streaming = false;
-        // libcamera completes every queued request as cancelled before stop()
-        // returns; they arrive as Cmd::Completed and become Idle.
-        self.active
-            .stop()
-            .map_err(|e| self.error("stop")(errno_of(&e)))
-    }
-
-    /// Queues the request of slot `index` (Idle or Out); it stays Idle on failure.
-    fn queue(&mut self, index: usize) -> std::result::Result<(), Errno> {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return Err(Errno::EINVAL);
-        };
-        let mut request = match std::mem::replace(slot, Slot::Gone) {
-            Slot::Idle(r) | Slot::Out(r) => r,
-            other => {
-                *slot = other;
-                return Ok(());
-            }
-        };
-        request.reuse(ReuseFlag::REUSE_BUFFERS);
-        match self.active.queue_request(request) {
-            Ok(()) => {
-                self.slots[index] = Slot::Queued;
-                Ok(())
-            }
-            Err((request, e)) => {
-                self.slots[index] = Slot::Idle(request);
-                Err(errno_of(&e))
-            }
-        }
-    }
-
-    fn requeue(&mut self, index: usize) {
-        if !matches!(self.slots.get(index), Some(Slot::Out(_))) {
-            return;
-        }
-        if !self.streaming {
-            if let Some(slot) = self.slots.get_mut(index) {
-                if let Slot::Out(r) = std::mem::replace(slot, Slot::Gone) {
-                    *slot = Slot::Idle(r);
-                }
-            }
-            return;
-        }
-        if let Err(errno) = self.queue(index) {
-            let _ = self.completions.send(Completion {
-                index,
-                outcome: Outcome::QueueFailed(errno),
-                completed: monotonic_now(),
-            });
-        }
-    }
-
-    fn completed(&mut self, request: Request, at: Duration) {
-        let Some(index) = usize::try_from(request.cookie())
-            .ok()
-            .filter(|&i| i < self.slots.len())
-        else {
-            return;
-        };
-        let outcome = match request.status() {
-            RequestStatus::Complete => match request.buffer::<FrameBuffer>(&self.stream) {
-                Some(fb) => raw_metadata(fb),
-                None => Outcome::Failed("no buffer in the completed request"),
-            },
-            RequestStatus::Cancelled => Outcome::Failed("cancelled"),
-            RequestStatus::Pending => Outcome::Failed("completed while pending"),
-        };
-        if !self.streaming {
-            // Stopped: a cancelled request, or a frame that completed as the
-            // stream stopped; nobody asked for it.
-            self.slots[index] = Slot::Idle(request);
-            return;
-        }
-        self.slots[index] = Slot::Out(request);
-        let sent = self.completions.send(Completion {
-            index,
-            outcome,
-            completed: at,
-        });
-        if sent.is_err() {
-            // The source is gone without closing (cannot happen: it closes on drop).
-            self.requeue(index);
-        }
-    }
-}
-
-/// What libcamera wrote into a completed buffer's `FrameMetadata`, if anything.
-fn raw_metadata(fb: &impl AsFrameBuffer) -> Outcome {
-    match fb.metadata() {
-        // The libcamera crate marks unwritten metadata (its status sentinel):
-        // libcamera 0.4.0's virtual pipeline handler writes none.
-        None => Outcome::Frame(RawMetadata::default()),
-        Some(m) if m.status() == FrameMetadataStatus::Error => Outcome::Failed("buffer error"),
-        Some(m) if m.status() == FrameMetadataStatus::Cancelled => Outcome::Failed("cancelled"),
-        Some(m) => Outcome::Frame(RawMetadata {
-            sequence: Some(m.sequence()),
-            timestamp_ns: Some(m.timestamp()),
-            bytes_used: Some(
-                m.planes()
-                    .into_iter()
-                    .map(|p| p.bytes_used as usize)
-                    .collect(),
-            ),
-        }),
     }
 }

@@ -1,0 +1,234 @@
+//! A libcamera source's buffers as the source sees them: memory planes, the
+//! device's borrows while a buffer is queued, where each buffer is, and the
+//! import cache that turns a buffer into a frame tensor.
+
+use zerocam_cache::{CacheStats, DmaBufKey, ImportCache};
+use zerocam_tensor::{Access, DeviceBorrow, FileAccess, ImageLayout, Tensor};
+
+use super::events::{BufferPlanes, CamKey, Configured};
+use super::layout::BufferLayout;
+use super::metadata::MetadataFixer;
+use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::StreamFormat;
+
+/// Where a buffer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Queued to the camera, or completed and on its way back: the device
+    /// borrows its files, so no CPU map of them can start.
+    Queued,
+    /// A frame of it is out.
+    Held,
+    /// Free but not queued while streaming: a CPU map of it was alive, or
+    /// queueing it failed. `next_frame` tries again.
+    Pending,
+    /// Free and not queued, the camera stopped: `start` queues it.
+    Idle,
+}
+
+/// One buffer.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    /// One memory plane per distinct dma-buf (one for libcamera's usual NV12).
+    pub planes: Vec<PlaneMemory>,
+    /// The access record of each memory plane's file.
+    access: Vec<FileAccess>,
+    /// The camera's borrows of those files while the buffer is queued.
+    device: Vec<DeviceBorrow>,
+    pub place: Place,
+    pub layout: BufferLayout,
+    /// libcamera's plane lengths (for `bytes_used` when it reports none).
+    pub lengths: Vec<usize>,
+    pub composed: Composed,
+}
+
+impl Slot {
+    /// The buffer's memory planes: one per dma-buf the layout uses, each a
+    /// dup of libcamera's fd kept for the stream's life.
+    pub fn new(buffer: BufferPlanes, place: Place) -> Slot {
+        let BufferPlanes {
+            fds,
+            planes,
+            layout,
+        } = buffer;
+        let lengths = planes.iter().map(|p| p.length).collect();
+        let mut fds: Vec<Option<_>> = fds.into_iter().map(Some).collect();
+        let mut memory = |index: usize, extent: usize| {
+            let fd = fds.get_mut(index).and_then(Option::take)?;
+            Some(PlaneMemory {
+                source: PlaneSource::Exported(fd),
+                file: planes.get(index)?.file,
+                length: extent,
+            })
+        };
+        let memory_planes: Vec<PlaneMemory> = match layout {
+            BufferLayout::OneFile { plane, extent, .. } => {
+                memory(plane, extent).into_iter().collect()
+            }
+            BufferLayout::TwoFiles { planes } => planes
+                .iter()
+                .filter_map(|&(index, _, end)| memory(index, end))
+                .collect(),
+        };
+        Slot {
+            access: memory_planes
+                .iter()
+                .map(|p| FileAccess::of(p.file))
+                .collect(),
+            planes: memory_planes,
+            device: Vec::new(),
+            place,
+            layout,
+            lengths,
+            composed: Composed::default(),
+        }
+    }
+
+    /// Takes the camera's write borrow of every file of the buffer (before
+    /// it is queued). On failure (a CPU map is alive) none is kept.
+    pub fn borrow_for_device(&mut self) -> zerocam_tensor::Result<()> {
+        self.device.clear();
+        for a in &self.access {
+            match a.device_borrow(Access::Write) {
+                Ok(b) => self.device.push(b),
+                Err(e) => {
+                    self.device.clear();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The camera is done with the buffer: its borrows end.
+    pub fn release_device(&mut self) {
+        self.device.clear();
+    }
+
+    /// Whether the camera borrows the buffer now.
+    #[cfg(test)]
+    pub fn device_borrowed(&self) -> bool {
+        !self.device.is_empty()
+    }
+}
+
+/// The mutable part of a source.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub key: CamKey,
+    pub slots: Vec<Slot>,
+    pub cache: ImportCache,
+    /// The counters of the caches replaced by a reconfigure.
+    pub carried: CacheStats,
+    pub format: StreamFormat,
+    pub stride: usize,
+    pub fixer: MetadataFixer,
+    pub streaming: bool,
+    /// False once the camera is closed (a failed reconfigure).
+    pub open: bool,
+    /// libcamera said the camera went away.
+    pub disconnected: bool,
+    pub frames: u64,
+    pub dropped: u64,
+    pub errors: u64,
+}
+
+impl State {
+    /// The state of a freshly configured camera, started with every request
+    /// queued: each buffer is borrowed by the camera from here on.
+    ///
+    /// # Errors
+    /// A borrow that fails (a CPU map of a buffer just allocated: cannot
+    /// happen, as no tensor of it exists yet).
+    pub fn new(configured: Configured, cache: ImportCache) -> zerocam_tensor::Result<State> {
+        let Configured {
+            key,
+            format,
+            stride,
+            buffers,
+            ..
+        } = configured;
+        let mut slots: Vec<Slot> = buffers
+            .into_iter()
+            .map(|b| Slot::new(b, Place::Queued))
+            .collect();
+        for s in &mut slots {
+            s.borrow_for_device()?;
+        }
+        Ok(State {
+            key,
+            slots,
+            cache,
+            carried: CacheStats::default(),
+            format,
+            stride,
+            fixer: MetadataFixer::default(),
+            streaming: true,
+            open: true,
+            disconnected: false,
+            frames: 0,
+            dropped: 0,
+            errors: 0,
+        })
+    }
+
+    /// The import counters since open, across reconfigures (`live`: now).
+    pub fn cache_stats(&self) -> CacheStats {
+        let now = self.cache.stats();
+        let c = &self.carried;
+        CacheStats {
+            hits: now.hits + c.hits,
+            misses: now.misses + c.misses,
+            evictions: now.evictions + c.evictions,
+            invalidated: now.invalidated + c.invalidated,
+            live: now.live,
+        }
+    }
+
+    /// Frames out.
+    pub fn held(&self) -> usize {
+        self.slots.iter().filter(|s| s.place == Place::Held).count()
+    }
+
+    /// The frame tensor of buffer `index`, through the cache.
+    pub fn tensor(&mut self, index: usize) -> zerocam_tensor::Result<Tensor<u8>> {
+        let State {
+            slots,
+            cache,
+            format,
+            stride,
+            ..
+        } = self;
+        let no_fd = || zerocam_tensor::Error::NoFd {
+            memory: zerocam_tensor::TensorMemory::Dma,
+        };
+        let slot = slots.get_mut(index).ok_or_else(no_fd)?;
+        match slot.layout {
+            BufferLayout::OneFile {
+                start,
+                plane_offset,
+                ..
+            } => {
+                let pixel = format.format.pixel;
+                let (w, h) = (format.width as usize, format.height as usize);
+                let mut layout = ImageLayout::new(w, h, pixel)
+                    .with_row_stride((*stride).max(pixel.plane_row_samples(0, w)))
+                    .with_start_offset(start);
+                if let Some(offset) = plane_offset {
+                    layout = layout.with_plane_offset(offset);
+                }
+                let p = slot.planes.first().ok_or_else(no_fd)?;
+                cache.get_or_import(DmaBufKey::new(p.file, start), || {
+                    p.import()?.with_image(layout)
+                })
+            }
+            BufferLayout::TwoFiles { planes } => frame_tensor(
+                cache,
+                format,
+                &slot.planes,
+                &[planes[0].1, planes[1].1],
+                &mut slot.composed,
+            ),
+        }
+    }
+}
