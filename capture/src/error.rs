@@ -181,7 +181,8 @@ pub enum CaptureError {
     UnknownCamera {
         /// The id asked for.
         id: String,
-        /// The ids present, comma separated (`none` when there are none).
+        /// The ids present, comma separated (never empty: with no camera at
+        /// all the error is [`CaptureError::NoCamera`]).
         available: String,
     },
 
@@ -206,7 +207,7 @@ pub enum CaptureError {
     },
 
     /// libcamera would only run a stream configuration after changing it.
-    #[error("{camera}: libcamera adjusted the configuration {asked} to {got} (accept adjustments to use it)")]
+    #[error("{camera}: libcamera adjusted the configuration {asked} to {got} (ask for that instead, or set accept_adjusted)")]
     ConfigAdjusted {
         /// `libcamera:<id>`.
         camera: String,
@@ -214,6 +215,16 @@ pub enum CaptureError {
         asked: String,
         /// What libcamera would run instead.
         got: String,
+    },
+
+    /// A setting zerocam does not apply to libcamera cameras (yet), refused
+    /// rather than ignored.
+    #[error("{camera}: {what} is not supported for libcamera cameras")]
+    LibcameraUnsupported {
+        /// `libcamera:<id>`, or `libcamera` for the first camera.
+        camera: String,
+        /// What was asked for, e.g. `a frame rate (--fps)`.
+        what: &'static str,
     },
 
     /// A libcamera request completed without a frame (cancelled, or its buffer failed).

@@ -12,8 +12,8 @@ use zerocam_capture::{
 #[derive(Debug, Clone)]
 pub struct SourceSpec {
     /// A device path, `libcamera:<id>` (or `libcamera`: the first libcamera
-    /// camera), `pattern`, or `None` to pick the first V4L2 camera, else the
-    /// first libcamera camera (feature `libcamera`), else the pattern.
+    /// camera), `pattern`, or `None` to pick the first libcamera camera
+    /// (feature `libcamera`), else the first V4L2 camera, else the pattern.
     pub device: Option<String>,
     /// The format (default: NV12, or the device's current format).
     pub format: Option<CaptureFormat>,
@@ -45,6 +45,8 @@ pub use zerocam_capture::capture_devices;
 /// # Errors
 /// The device's errors (missing, not a camera, unsupported format or size).
 pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    #[cfg(feature = "libcamera")]
+    crate::cli::libcamera::quiet_log();
     if let Some(id) = spec
         .device
         .as_deref()
@@ -52,19 +54,18 @@ pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
     {
         return open_libcamera(Some(id), spec);
     }
+    // With the libcamera feature, a libcamera camera comes first: on a
+    // Raspberry Pi the first V4L2 node is the CSI receiver's raw Bayer.
+    #[cfg(feature = "libcamera")]
+    if spec.device.is_none() && zerocam_capture::libcamera_cameras().is_ok_and(|c| !c.is_empty()) {
+        return open_libcamera(None, spec);
+    }
     let device = match spec.device.as_deref() {
         Some("pattern") => None,
         Some("libcamera") => return open_libcamera(None, spec),
         Some(d) => Some(PathBuf::from(d)),
         None => capture_devices().into_iter().next(),
     };
-    #[cfg(feature = "libcamera")]
-    if device.is_none()
-        && spec.device.is_none()
-        && zerocam_capture::libcamera_cameras().is_ok_and(|c| !c.is_empty())
-    {
-        return open_libcamera(None, spec);
-    }
     let Some(path) = device else {
         let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
         let (w, h) = spec.size.unwrap_or((1280, 720));
@@ -125,10 +126,17 @@ pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
 }
 
 /// Opens libcamera camera `id` (or the first) as `spec` asks (default NV12
-/// 640x480); the V4L2 buffer mode and frame rate do not apply.
+/// 640x480); the V4L2 buffer mode does not apply, and a frame rate is
+/// refused (`LibcameraUnsupported`) rather than ignored.
 #[cfg(feature = "libcamera")]
 fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, CaptureError> {
     use zerocam_capture::{LibcameraConfig, LibcameraSource};
+    if spec.fps.is_some() {
+        return Err(CaptureError::LibcameraUnsupported {
+            camera: id.map_or("libcamera".into(), |id| format!("libcamera:{id}")),
+            what: "a frame rate (--fps)",
+        });
+    }
     let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
     let (w, h) = spec.size.unwrap_or((640, 480));
     let source = LibcameraSource::open(LibcameraConfig {

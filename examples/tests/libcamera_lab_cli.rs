@@ -87,8 +87,45 @@ fn lab_libcamera_cli_unknown_camera_is_one_line() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "one line, libcamera's log quiet: {err}"
+    );
     assert!(
         err.contains("no camera \"Nope\"") && err.contains("Virtual0"),
         "{err}"
+    );
+}
+
+#[test]
+fn lab_libcamera_cli_fps_is_refused_not_ignored() {
+    let _serial = serial();
+    let out = assert_cmd::Command::cargo_bin("zerocam")
+        .unwrap()
+        .args(["bench", "libcamera:Virtual0", "--fps", "5", "--frames", "5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--fps") && err.contains("libcamera:Virtual0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lab_libcamera_cli_default_source_is_the_libcamera_camera() {
+    let _serial = serial();
+    // vivid's /dev/video0 is there too: libcamera's camera comes first.
+    let out = run(&["bench", "--json", "--frames", "5"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(
+        v["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("libcamera:Virtual0 (libcamera)"),
+        "{v}"
     );
 }
