@@ -81,7 +81,9 @@ pub(crate) fn frame_tensor(
     };
     let offset = |i: usize| offsets.get(i).copied().unwrap_or(0);
     let mut plane = |i: usize, layout: ImageLayout| -> zerocam_tensor::Result<Tensor<u8>> {
-        let p = &planes[i];
+        let p = planes.get(i).ok_or(zerocam_tensor::Error::NoFd {
+            memory: zerocam_tensor::TensorMemory::Dma,
+        })?;
         let key = DmaBufKey::new(p.file, offset(i));
         let stride = stride(i).max(pixel.plane_row_samples(i, w));
         let layout = layout.with_row_stride(stride).with_start_offset(offset(i));
