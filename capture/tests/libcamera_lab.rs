@@ -5,8 +5,11 @@
 #![cfg(all(feature = "lab", feature = "libcamera"))]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+mod libcamera_common;
+
+use libcamera_common::{fd_count, lock, nv12, CAMERA};
+
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use zerocam_capture::{
@@ -14,29 +17,11 @@ use zerocam_capture::{
     LibcameraSource, Synthesized,
 };
 
-const CAMERA: &str = "Virtual0";
 const WAIT: Duration = Duration::from_secs(20);
 const FRAMES: usize = 120;
 /// The virtual camera's eight bars, left to right (luma; BT.601 limited range of
 /// white, yellow, cyan, green, magenta, red, blue, black).
 const BARS_Y: [u8; 8] = [235, 210, 169, 144, 107, 82, 41, 16];
-
-/// One test at a time: a camera can be acquired once, and the manager is per process.
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn nv12(w: u32, h: u32) -> LibcameraConfig {
-    LibcameraConfig {
-        camera: Some(CAMERA.into()),
-        ..LibcameraConfig::new("NV12".parse().unwrap(), w, h)
-    }
-}
-
-fn fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
 
 /// The luma values of row `row`, runs of at least 8 equal pixels collapsed.
 fn bars(frame: &Frame, row: usize) -> Vec<u8> {

@@ -6,34 +6,20 @@
 #![cfg(all(feature = "lab", feature = "libcamera"))]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+mod libcamera_common;
+
+use libcamera_common::{fd_count, lock, nv12};
+
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use zerocam_capture::{
     libcamera_cameras, CaptureError, FrameSource, LibcameraConfig, LibcameraSource,
 };
 
-const CAMERA: &str = "Virtual0";
 const WAIT: Duration = Duration::from_secs(20);
 /// Set in the child process that runs with no camera.
 const CHILD: &str = "ZEROCAM_LAB_LIBCAMERA_NO_CAMERA_CHILD";
-
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn nv12(w: u32, h: u32) -> LibcameraConfig {
-    LibcameraConfig {
-        camera: Some(CAMERA.into()),
-        ..LibcameraConfig::new("NV12".parse().unwrap(), w, h)
-    }
-}
-
-fn fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
 
 #[test]
 fn lab_libcamera_a_queued_buffers_tensor_cannot_be_mapped() {
