@@ -119,15 +119,9 @@ impl<G: Hash + Eq + Clone, V> GpuImageCache<G, V> {
         if hit {
             self.stats.hits += 1;
         } else {
-            retired.extend(self.sweep());
-            if self.entries.len() == self.entries.cap().get() {
-                // Room is made here, not by the insert (which would drop the
-                // value): the evicted value goes back to the caller.
-                if let Some((_, old)) = self.entries.pop_lru() {
-                    self.stats.evictions += 1;
-                    retired.push(old.value);
-                }
-            }
+            // Room is made here, not by the insert (which would drop the
+            // value): the evicted value goes back to the caller.
+            retired.extend(self.make_room());
         }
         let stats = &mut self.stats;
         let entry = self.entries.try_get_or_insert(key, || {
@@ -136,6 +130,37 @@ impl<G: Hash + Eq + Clone, V> GpuImageCache<G, V> {
             Ok(Entry { alive, value })
         })?;
         Ok(&entry.value)
+    }
+
+    /// The value for `key`, counted as a hit, or `None`.
+    pub fn get(&mut self, key: &ImageKey<G>) -> Option<&V> {
+        let entry = self.entries.get(key)?;
+        self.stats.hits += 1;
+        Some(&entry.value)
+    }
+
+    /// Inserts `value` for `key` (an import made by the caller), after sweeping
+    /// dead entries and, when full, evicting the least recently used one; the
+    /// values dropped so are returned for the caller to destroy.
+    pub fn insert(&mut self, key: ImageKey<G>, alive: Weak<()>, value: V) -> Vec<V> {
+        let mut retired = self.make_room();
+        if let Some(old) = self.entries.put(key, Entry { alive, value }) {
+            retired.push(old.value); // the same key imported again
+        }
+        self.stats.imports += 1;
+        retired
+    }
+
+    /// Sweeps, then evicts the least recently used entry when full.
+    fn make_room(&mut self) -> Vec<V> {
+        let mut retired = self.sweep();
+        if self.entries.len() == self.entries.cap().get() {
+            if let Some((_, old)) = self.entries.pop_lru() {
+                self.stats.evictions += 1;
+                retired.push(old.value);
+            }
+        }
+        retired
     }
 
     /// Whether `key` is cached (not counted as a lookup, LRU order untouched).

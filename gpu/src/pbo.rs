@@ -20,12 +20,6 @@ struct GlPbo {
     mapped: Mutex<Option<Arc<Link>>>,
 }
 
-impl std::fmt::Debug for Link {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Link")
-    }
-}
-
 fn pbo_error(buffer: u32, e: GpuError) -> Error {
     // Only `Disconnected` means the thread is gone; every other failure
     // (including a call from the GL thread itself) says what it was.

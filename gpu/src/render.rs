@@ -4,10 +4,51 @@ use crate::glutil::{self, uniform, TEXTURE_EXTERNAL_OES};
 use crate::plan::{Pack, Plan};
 use crate::source::Bound;
 use crate::target::Prepared;
-use crate::Result;
+use crate::{shaders, Result};
+
+/// A linked conversion program and its uniform locations, looked up once at
+/// link time (not by name every frame).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Program {
+    pub id: u32,
+    tex0: i32,
+    tex1: i32,
+    swap_rb: i32,
+    yuv: i32,
+    yuv_offset: i32,
+    crop: i32,
+    out: i32,
+    channel: i32,
+    origin: i32,
+}
+
+impl Program {
+    /// Compiles and links `fragment` with the full-viewport vertex shader.
+    pub fn link(fragment: &str) -> Result<Program> {
+        let id = glutil::program(shaders::VERTEX, fragment)?;
+        let at = |name| uniform(id, name);
+        Ok(Program {
+            id,
+            tex0: at("u_tex0"),
+            tex1: at("u_tex1"),
+            swap_rb: at("u_swap_rb"),
+            yuv: at("u_yuv"),
+            yuv_offset: at("u_yuv_offset"),
+            crop: at("u_crop"),
+            out: at("u_out"),
+            channel: at("u_channel"),
+            origin: at("u_origin"),
+        })
+    }
+}
 
 /// Draws every rectangle of `plan` into `target`, sampling `source`.
-pub(crate) fn draw(program: u32, plan: &Plan, source: &Bound, target: &Prepared) -> Result<()> {
+pub(crate) fn draw(
+    program: &Program,
+    plan: &Plan,
+    source: &Bound,
+    target: &Prepared,
+) -> Result<()> {
     let offsets = source.color.offsets();
     let matrix = source.color.matrix_columns();
     let (out_w, out_h) = (plan.out.0 as f32, plan.out.1 as f32);
@@ -16,7 +57,7 @@ pub(crate) fn draw(program: u32, plan: &Plan, source: &Bound, target: &Prepared)
     // outlive the calls.
     unsafe {
         gl::BindFramebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);
-        gl::UseProgram(program);
+        gl::UseProgram(program.id);
         gl::Disable(gl::BLEND);
         gl::Disable(gl::DEPTH_TEST);
         gl::Disable(gl::SCISSOR_TEST);
@@ -32,20 +73,20 @@ pub(crate) fn draw(program: u32, plan: &Plan, source: &Bound, target: &Prepared)
             }
         }
         gl::ActiveTexture(gl::TEXTURE0);
-        gl::Uniform1i(uniform(program, "u_tex0"), 0);
-        gl::Uniform1i(uniform(program, "u_tex1"), 1);
-        gl::Uniform1i(uniform(program, "u_swap_rb"), i32::from(source.swap_rb));
-        gl::UniformMatrix3fv(uniform(program, "u_yuv"), 1, gl::FALSE, matrix.as_ptr());
-        gl::Uniform3fv(uniform(program, "u_yuv_offset"), 1, offsets.as_ptr());
-        gl::Uniform4fv(uniform(program, "u_crop"), 1, source.crop.as_ptr());
-        gl::Uniform2f(uniform(program, "u_out"), out_w, out_h);
+        gl::Uniform1i(program.tex0, 0);
+        gl::Uniform1i(program.tex1, 1);
+        gl::Uniform1i(program.swap_rb, i32::from(source.swap_rb));
+        gl::UniformMatrix3fv(program.yuv, 1, gl::FALSE, matrix.as_ptr());
+        gl::Uniform3fv(program.yuv_offset, 1, offsets.as_ptr());
+        gl::Uniform4fv(program.crop, 1, source.crop.as_ptr());
+        gl::Uniform2f(program.out, out_w, out_h);
         for r in &plan.rects {
             let channel = match r.pack {
                 Pack::Channel(c) => c as i32,
                 Pack::Rgba | Pack::Rgb => 0,
             };
-            gl::Uniform1i(uniform(program, "u_channel"), channel);
-            gl::Uniform2i(uniform(program, "u_origin"), r.x as i32, r.y as i32);
+            gl::Uniform1i(program.channel, channel);
+            gl::Uniform2i(program.origin, r.x as i32, r.y as i32);
             gl::Viewport(r.x as i32, r.y as i32, r.width as i32, r.height as i32);
             gl::DrawArrays(gl::TRIANGLES, 0, 3);
         }

@@ -30,11 +30,20 @@ pub(crate) struct SourceImage {
     pub texture: u32,
 }
 
+/// A texture reused by every upload, and the storage it was last given
+/// (internal format, width, height): the same size is re-filled, not
+/// re-allocated, frame after frame.
+#[derive(Debug, Clone, Copy)]
+struct UploadTexture {
+    name: u32,
+    storage: Option<(u32, usize, usize)>,
+}
+
 /// The source caches of the GL thread.
 pub(crate) struct Sources {
     pub images: GpuImageCache<SourceKey, SourceImage>,
-    /// Two texture names reused by every upload.
-    uploads: Option<[u32; 2]>,
+    /// The two upload textures, made on first use.
+    uploads: Option<[UploadTexture; 2]>,
 }
 
 impl Sources {
@@ -47,7 +56,7 @@ impl Sources {
 
     pub fn free_uploads(&mut self) {
         if let Some(t) = self.uploads.take() {
-            glutil::delete_textures(&t);
+            glutil::delete_textures(&t.map(|u| u.name));
         }
     }
 }
@@ -112,16 +121,20 @@ pub(crate) fn bind(
     upload(st, plan, src, options.color)
 }
 
-/// Releases a bound source (its borrows end; the textures stay for reuse).
-pub(crate) fn unbind(_st: &mut GlState, bound: Bound) {
-    drop(bound);
+/// One tensor per buffer of `src`: itself, and its chroma plane when that
+/// lives in a second buffer (NV12M).
+fn buffers(src: &Tensor<u8>, root: &RootLayout) -> Result<Vec<Tensor<u8>>> {
+    let mut all = vec![src.clone()];
+    if root.buffer_count() > 1 {
+        all.push(src.plane(1)?);
+    }
+    Ok(all)
 }
 
-fn buffer_fds(src: &Tensor<u8>, root: &RootLayout) -> Result<Vec<OwnedFd>> {
+fn buffer_fds(buffers: &[Tensor<u8>]) -> Result<Vec<OwnedFd>> {
     // Dup'd: EGL does not take the fds, but some drivers close what they are given.
-    let mut fds = Vec::with_capacity(2);
-    for b in 0..root.buffer_count() {
-        let holder = if b == 0 { src.clone() } else { src.plane(1)? };
+    let mut fds = Vec::with_capacity(buffers.len());
+    for (b, holder) in buffers.iter().enumerate() {
         let fd = holder.fd().ok_or(zerocam_tensor::Error::NoFd {
             memory: holder.memory(),
         })?;
@@ -143,12 +156,10 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
             color,
         },
     };
-    let mut borrows = Vec::with_capacity(2);
-    for b in 0..root.buffer_count() {
-        let holder = if b == 0 { src.clone() } else { src.plane(1)? };
-        if let Some(file) = holder.fd_identity() {
-            borrows.push(FileAccess::of(file).device_borrow(Access::Read)?);
-        }
+    let buffers = buffers(src, &root)?;
+    let mut borrows = Vec::with_capacity(buffers.len());
+    for file in buffers.iter().filter_map(Tensor::fd_identity) {
+        borrows.push(FileAccess::of(file).device_borrow(Access::Read)?);
     }
     let mut retired = Vec::new();
     let modifiers = st.egl.info.dma_buf_modifiers;
@@ -162,7 +173,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         key,
         src.buffer_identity().weak(),
         || -> Result<SourceImage> {
-            let fds = buffer_fds(src, &root)?;
+            let fds = buffer_fds(&buffers)?;
             let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
             let attribs = source_attribs(&root, plan.source.frame, &raw, color, modifiers)?;
             let image = egl
@@ -252,14 +263,18 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
             role: "source",
             operation: "convert",
         })?;
-    let textures = *st.sources.uploads.get_or_insert_with(|| {
-        [
-            glutil::texture(gl::TEXTURE_2D),
-            glutil::texture(gl::TEXTURE_2D),
-        ]
+    let uploads = st.sources.uploads.get_or_insert_with(|| {
+        [gl::TEXTURE_2D; 2].map(|t| UploadTexture {
+            name: glutil::texture(t),
+            storage: None,
+        })
     });
+    let textures = uploads.map(|u| u.name);
     let pbo = src.pbo_buffer();
-    for (spec, &texture) in specs.iter().zip(&textures) {
+    for (spec, upload) in specs.iter().zip(uploads.iter_mut()) {
+        let texture = upload.name;
+        let storage = (spec.internal, spec.width, spec.height);
+        let allocate = upload.storage != Some(storage);
         let plane = src.plane(spec.plane)?;
         let stride = plane.strides().map_or(0, |s| s[s.len() - 2]);
         let map;
@@ -289,18 +304,32 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
                 },
             );
             gl::BindTexture(gl::TEXTURE_2D, texture);
-            gl::TexImage2D(
-                gl::TEXTURE_2D,
-                0,
-                spec.internal as i32,
-                spec.width as i32,
-                spec.height as i32,
-                0,
-                spec.format,
-                gl::UNSIGNED_BYTE,
-                if whole { base.cast() } else { std::ptr::null() },
-            );
-            if !whole {
+            if allocate {
+                gl::TexImage2D(
+                    gl::TEXTURE_2D,
+                    0,
+                    spec.internal as i32,
+                    spec.width as i32,
+                    spec.height as i32,
+                    0,
+                    spec.format,
+                    gl::UNSIGNED_BYTE,
+                    std::ptr::null(),
+                );
+            }
+            if whole {
+                gl::TexSubImage2D(
+                    gl::TEXTURE_2D,
+                    0,
+                    0,
+                    0,
+                    spec.width as i32,
+                    spec.height as i32,
+                    spec.format,
+                    gl::UNSIGNED_BYTE,
+                    base.cast(),
+                );
+            } else {
                 for row in 0..spec.height {
                     gl::TexSubImage2D(
                         gl::TEXTURE_2D,
@@ -318,7 +347,10 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
             gl::PixelStorei(gl::UNPACK_ROW_LENGTH, 0);
             gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, 0);
         }
-        glutil::check("glTexImage2D (source upload)")?;
+        // A failed upload leaves the storage unknown: allocate next time.
+        upload.storage = None;
+        glutil::check("glTexSubImage2D (source upload)")?;
+        upload.storage = Some(storage);
     }
     st.stats.uploads += 1;
     Ok(Bound {

@@ -8,6 +8,7 @@ use zerocam_tensor::Tensor;
 use crate::egl::EglContext;
 use crate::glutil;
 use crate::plan::{ConvertOptions, Plan};
+use crate::render::Program;
 use crate::source::{SourceImage, Sources};
 use crate::target::RenderTarget;
 use crate::{shaders, GpuError, GpuInfo, GpuStats, Result};
@@ -17,7 +18,7 @@ const CACHE_CAPACITY: usize = 32;
 
 /// The conversion programs, compiled on first use: one per
 /// `(external, source kind, destination pack)`.
-pub(crate) type Programs = std::collections::HashMap<(bool, i32, i32), u32>;
+pub(crate) type Programs = std::collections::HashMap<(bool, i32, i32), Program>;
 
 /// The GL thread's state. Dropped on the GL thread, context current: every
 /// image, texture, framebuffer and PBO is freed before the context.
@@ -59,7 +60,7 @@ impl GlState {
 
     /// The program for an external (imported) or uploaded source of `kind`
     /// writing destination texels as `pack`.
-    pub fn program(&mut self, external: bool, kind: i32, pack: i32) -> Result<u32> {
+    pub fn program(&mut self, external: bool, kind: i32, pack: i32) -> Result<Program> {
         let key = (external, kind, pack);
         if let Some(&p) = self.programs.get(&key) {
             return Ok(p);
@@ -75,7 +76,7 @@ impl GlState {
         } else {
             shaders::fragment_planes(kind, pack)
         };
-        let p = glutil::program(shaders::VERTEX, &fragment)?;
+        let p = Program::link(&fragment)?;
         self.programs.insert(key, p);
         Ok(p)
     }
@@ -144,7 +145,7 @@ impl GlState {
         let pack = plan.rects.first().map_or(0, |r| r.pack.code());
         let drawn = self
             .program(bound.external, bound.kind, pack)
-            .and_then(|program| crate::render::draw(program, plan, &bound, &target));
+            .and_then(|program| crate::render::draw(&program, plan, &bound, &target));
         let finished = drawn.and_then(|()| crate::target::finish(self, plan, dst, &target));
         if bound.external && !target.in_place && dst.pbo_buffer().is_some() {
             // A readback into a PBO is asynchronous: the draw may not have read
@@ -152,7 +153,7 @@ impl GlState {
             // SAFETY: plain GL call on the current context.
             unsafe { gl::Finish() };
         }
-        crate::source::unbind(self, bound);
+        drop(bound); // its borrows end: the GPU is done with the source
         finished?;
         self.stats.converts += 1;
         Ok(())
@@ -169,7 +170,7 @@ impl Drop for GlState {
         }
         for (_, p) in self.programs.drain() {
             // SAFETY: deleting a program this thread linked.
-            unsafe { gl::DeleteProgram(p) };
+            unsafe { gl::DeleteProgram(p.id) };
         }
     }
 }

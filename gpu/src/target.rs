@@ -155,25 +155,17 @@ pub(crate) fn prepare(
         buffer: dst.buffer_identity().id(),
         geometry: plan.target_root,
     };
-    // Create outside the cache's borrow (creation needs the whole state).
-    let mut fresh = None;
-    if !st.targets.contains(&key) {
-        fresh = Some(create(st, plan, dst, policy)?);
-    }
-    let mut retired = Vec::new();
-    let found = st
-        .targets
-        .get_or_insert_with(
-            key,
-            dst.buffer_identity().weak(),
-            || fresh.take().ok_or(GpuError::Disconnected),
-            &mut retired,
-        )
-        .map(|t| (t.framebuffer, t.image.is_some()));
-    for r in retired {
-        st.destroy_target(r);
-    }
-    let (framebuffer, in_place) = found?;
+    let (framebuffer, in_place) = match st.targets.get(&key) {
+        Some(t) => (t.framebuffer, t.image.is_some()),
+        None => {
+            let t = create(st, plan, dst, policy)?;
+            let found = (t.framebuffer, t.image.is_some());
+            for old in st.targets.insert(key, dst.buffer_identity().weak(), t) {
+                st.destroy_target(old);
+            }
+            found
+        }
+    };
     let borrow = match (in_place, dst.fd_identity()) {
         (true, Some(file)) => Some(FileAccess::of(file).device_borrow(Access::Write)?),
         _ => None,

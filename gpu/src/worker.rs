@@ -63,6 +63,12 @@ impl Link {
     }
 }
 
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link").field("id", &self.id).finish()
+    }
+}
+
 impl Drop for Link {
     fn drop(&mut self) {
         // Closing the channel ends the thread's loop; it then frees every GL
