@@ -29,21 +29,9 @@ const fn fourcc(code: &[u8; 4]) -> u32 {
     (code[0] as u32) | (code[1] as u32) << 8 | (code[2] as u32) << 16 | (code[3] as u32) << 24
 }
 
-/// The DRM fourcc of a format's bytes in memory (DRM names packed RGB by the
-/// little-endian word: bytes R, G, B are `DRM_FORMAT_BGR888`).
+/// The DRM fourcc code of a format's bytes ([`PixelFormat::drm_fourcc`]).
 pub fn drm_fourcc(format: PixelFormat) -> Option<u32> {
-    Some(match format {
-        PixelFormat::Nv12 => fourcc(b"NV12"),
-        PixelFormat::Nv16 => fourcc(b"NV16"),
-        PixelFormat::Yuyv => fourcc(b"YUYV"),
-        PixelFormat::Uyvy => fourcc(b"UYVY"),
-        PixelFormat::Rgb => fourcc(b"BG24"),
-        PixelFormat::Bgr => fourcc(b"RG24"),
-        PixelFormat::Rgba => fourcc(b"AB24"),
-        PixelFormat::Bgra => fourcc(b"AR24"),
-        PixelFormat::Grey => fourcc(b"R8  "),
-        _ => return None,
-    })
+    format.drm_fourcc().map(|code| fourcc(&code))
 }
 
 fn int(what: &'static str, root: &RootLayout, v: usize) -> Result<i32> {

@@ -116,6 +116,47 @@ impl PixelFormat {
         })
     }
 
+    /// The DRM fourcc (`drm_fourcc.h`) of the format's bytes in memory, as EGL
+    /// dma-buf imports and libcamera name formats. DRM names packed RGB by the
+    /// little-endian word: bytes R, G, B are `DRM_FORMAT_BGR888` (`BG24`).
+    ///
+    /// ```
+    /// use zerocam_tensor::PixelFormat;
+    /// assert_eq!(PixelFormat::Rgb.drm_fourcc(), Some(*b"BG24"));
+    /// assert_eq!(PixelFormat::Grey.drm_fourcc(), Some(*b"R8  "));
+    /// ```
+    pub const fn drm_fourcc(self) -> Option<[u8; 4]> {
+        Some(match self {
+            PixelFormat::Rgb => *b"BG24",
+            PixelFormat::Bgr => *b"RG24",
+            PixelFormat::Rgba => *b"AB24",
+            PixelFormat::Bgra => *b"AR24",
+            PixelFormat::Grey => *b"R8  ",
+            PixelFormat::Yuyv => *b"YUYV",
+            PixelFormat::Uyvy => *b"UYVY",
+            PixelFormat::Nv12 => *b"NV12",
+            PixelFormat::Nv16 => *b"NV16",
+            PixelFormat::PlanarRgb => return None,
+        })
+    }
+
+    /// The format's name, as [`Display`](fmt::Display) writes it and
+    /// [`from_name`](PixelFormat::from_name) reads it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PixelFormat::Rgb => "RGB",
+            PixelFormat::Bgr => "BGR",
+            PixelFormat::Rgba => "RGBA",
+            PixelFormat::Bgra => "BGRA",
+            PixelFormat::Grey => "GREY",
+            PixelFormat::Yuyv => "YUYV",
+            PixelFormat::Uyvy => "UYVY",
+            PixelFormat::Nv12 => "NV12",
+            PixelFormat::Nv16 => "NV16",
+            PixelFormat::PlanarRgb => "PLANAR_RGB",
+        }
+    }
+
     /// The format with V4L2 fourcc `fourcc`, if zerocam knows it.
     pub fn from_v4l2_fourcc(fourcc: [u8; 4]) -> Option<PixelFormat> {
         PixelFormat::ALL
@@ -128,24 +169,13 @@ impl PixelFormat {
     pub fn from_name(name: &str) -> Option<PixelFormat> {
         PixelFormat::ALL
             .into_iter()
-            .find(|f| f.to_string().eq_ignore_ascii_case(name))
+            .find(|f| f.name().eq_ignore_ascii_case(name))
     }
 }
 
 impl fmt::Display for PixelFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PixelFormat::Rgb => "RGB",
-            PixelFormat::Bgr => "BGR",
-            PixelFormat::Rgba => "RGBA",
-            PixelFormat::Bgra => "BGRA",
-            PixelFormat::Grey => "GREY",
-            PixelFormat::Yuyv => "YUYV",
-            PixelFormat::Uyvy => "UYVY",
-            PixelFormat::Nv12 => "NV12",
-            PixelFormat::Nv16 => "NV16",
-            PixelFormat::PlanarRgb => "PLANAR_RGB",
-        })
+        f.write_str(self.name())
     }
 }
 

@@ -77,3 +77,27 @@ pub struct FdIdentity {
     /// `st_ino`: the inode number.
     pub ino: u64,
 }
+
+impl FdIdentity {
+    /// `fstat(fd)`'s `(st_dev, st_ino)`: the identity of the file behind any
+    /// fd (a dma-buf a driver exported, a libcamera plane), without importing it.
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
+    /// let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+    /// let fd = t.clone_fd()?;
+    /// assert_eq!(FdIdentity::of(fd.as_fd()).ok(), t.fd_identity());
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `fstat`'s errno (`EBADF` for a closed fd).
+    pub fn of(fd: std::os::fd::BorrowedFd<'_>) -> Result<FdIdentity, nix::errno::Errno> {
+        let st = nix::sys::stat::fstat(fd)?;
+        Ok(FdIdentity {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        })
+    }
+}

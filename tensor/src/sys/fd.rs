@@ -44,7 +44,7 @@ pub(crate) fn inspect(fd: BorrowedFd<'_>) -> Result<FdInfo, (&'static str, Errno
     let identity = FdIdentity {
         dev: st.st_dev,
         ino: st.st_ino,
-    };
+    }; // as FdIdentity::of, from the one fstat that also gives size and mode
     let kind = if super::dmabuf::is_dmabuf(fd).map_err(|e| ("fstatfs", e))? {
         FdKind::DmaBuf
     } else {
