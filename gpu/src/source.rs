@@ -4,9 +4,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use zerocam_cache::{GpuImageCache, ImageKey};
-use zerocam_tensor::{
-    Access, DeviceBorrow, FileAccess, PixelFormat, RootLayout, Tensor, TensorMemory,
-};
+use zerocam_tensor::{Access, DeviceBorrow, PixelFormat, RootLayout, Tensor, TensorMemory};
 
 use crate::egl::EglImage;
 use crate::glutil::{self, TEXTURE_EXTERNAL_OES};
@@ -61,8 +59,8 @@ impl Sources {
     }
 }
 
-/// A source ready to sample: its textures, how to read them, and the borrows
-/// that keep writers off its buffers until the draw is done.
+/// A source ready to sample: its textures, how to read them, and the borrow
+/// that keeps writers off an imported source's buffers until the draw is done.
 pub(crate) struct Bound {
     pub external: bool,
     pub textures: [u32; 2],
@@ -72,7 +70,7 @@ pub(crate) struct Bound {
     /// The source rectangle normalised to the bound texture.
     pub crop: [f32; 4],
     pub color: ColorSpec,
-    _borrows: Vec<DeviceBorrow>,
+    _borrow: Option<DeviceBorrow>,
 }
 
 /// Imports or uploads `src` and binds it to texture units 0 and 1.
@@ -156,11 +154,8 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
             color,
         },
     };
-    let buffers = buffers(src, &root)?;
-    let mut borrows = Vec::with_capacity(buffers.len());
-    for file in buffers.iter().filter_map(Tensor::fd_identity) {
-        borrows.push(FileAccess::of(file).device_borrow(Access::Read)?);
-    }
+    // The GPU reads the buffer(s) until the draw is done: no CPU writer meanwhile.
+    let borrow = src.device_borrow(Access::Read)?;
     let mut retired = Vec::new();
     let modifiers = st.egl.info.dma_buf_modifiers;
     let GlState {
@@ -173,7 +168,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         key,
         src.buffer_identity().weak(),
         || -> Result<SourceImage> {
-            let fds = buffer_fds(&buffers)?;
+            let fds = buffer_fds(&buffers(src, &root)?)?;
             let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
             let attribs = source_attribs(&root, plan.source.frame, &raw, color, modifiers)?;
             let image = egl
@@ -209,7 +204,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         swap_rb: false,
         crop: normalized(plan.crop, (0, 0), root.width, root.height),
         color,
-        _borrows: borrows,
+        _borrow: Some(borrow),
     })
 }
 
@@ -360,6 +355,6 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         swap_rb: matches!(format, PixelFormat::Bgr | PixelFormat::Bgra),
         crop: normalized(plan.crop, (view.x, view.y), view.width, view.height),
         color,
-        _borrows: Vec::new(),
+        _borrow: None,
     })
 }

@@ -5,7 +5,7 @@
 use std::os::fd::AsRawFd;
 
 use zerocam_cache::ImageKey;
-use zerocam_tensor::{Access, DeviceBorrow, FileAccess, Tensor, TensorMemory};
+use zerocam_tensor::{Access, DeviceBorrow, Tensor, TensorMemory};
 
 use crate::egl::EglImage;
 use crate::glutil;
@@ -166,9 +166,10 @@ pub(crate) fn prepare(
             found
         }
     };
-    let borrow = match (in_place, dst.fd_identity()) {
-        (true, Some(file)) => Some(FileAccess::of(file).device_borrow(Access::Write)?),
-        _ => None,
+    // Rendering in place writes the dma-buf itself: no CPU map meanwhile.
+    let borrow = match in_place {
+        true => Some(dst.device_borrow(Access::Write)?),
+        false => None,
     };
     Ok(Prepared {
         framebuffer,

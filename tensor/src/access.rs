@@ -126,11 +126,7 @@ impl FileAccess {
     /// [`Error::MapConflict`] while a CPU map (or another device borrow)
     /// conflicts.
     pub fn device_borrow(&self, access: Access) -> Result<DeviceBorrow> {
-        self.0.borrow(WHOLE, access)?;
-        Ok(DeviceBorrow {
-            tracker: self.0.clone(),
-            access,
-        })
+        DeviceBorrow::new(&self.0, None, access)
     }
 }
 
@@ -144,11 +140,36 @@ const WHOLE: Span = Span {
 #[must_use = "the borrow ends when this value drops"]
 pub struct DeviceBorrow {
     tracker: Arc<Tracker>,
+    /// The second file of a two-buffer image (NV12M), borrowed too.
+    chroma: Option<Arc<Tracker>>,
     access: Access,
+}
+
+impl DeviceBorrow {
+    /// Borrows the whole of `tracker`'s file (and `chroma`'s), all or nothing.
+    pub(crate) fn new(
+        tracker: &Arc<Tracker>,
+        chroma: Option<&Arc<Tracker>>,
+        access: Access,
+    ) -> Result<DeviceBorrow> {
+        tracker.borrow(WHOLE, access)?;
+        if let Some(c) = chroma {
+            c.borrow(WHOLE, access)
+                .inspect_err(|_| tracker.release(WHOLE, access))?;
+        }
+        Ok(DeviceBorrow {
+            tracker: tracker.clone(),
+            chroma: chroma.cloned(),
+            access,
+        })
+    }
 }
 
 impl Drop for DeviceBorrow {
     fn drop(&mut self) {
         self.tracker.release(WHOLE, self.access);
+        if let Some(c) = &self.chroma {
+            c.release(WHOLE, self.access);
+        }
     }
 }

@@ -43,6 +43,10 @@ impl Buffer {
         self.storage.fd_identity()
     }
 
+    pub fn tracker(&self) -> &Arc<Tracker> {
+        &self.tracker
+    }
+
     pub fn pbo(&self) -> Option<(u32, usize)> {
         self.storage.pbo()
     }

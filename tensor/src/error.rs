@@ -120,17 +120,6 @@ pub enum Error {
         available: usize,
     },
 
-    /// The number of elements does not match between two shapes.
-    #[error("shape {shape:?} has {shape_len} elements but {expected} were expected")]
-    ShapeMismatch {
-        /// The shape that was given.
-        shape: Vec<usize>,
-        /// Its element count.
-        shape_len: usize,
-        /// The element count required.
-        expected: usize,
-    },
-
     /// Two planes that do not form the requested multi-plane image.
     #[error("{format} planes do not match: {reason}")]
     PlaneMismatch {

@@ -290,7 +290,7 @@ impl ImageGeom {
     }
 
     /// The bytes of buffer 0 holding the image (all its planes in buffer 0).
-    fn span(&self) -> Span {
+    pub fn span(&self) -> Span {
         let end = (0..self.plane_count())
             .filter(|&i| self.planes[i].buffer == 0)
             .map(|i| {
@@ -303,21 +303,6 @@ impl ImageGeom {
             start: self.planes[0].offset,
             end: end + (self.batch - 1) * self.batch_stride,
         }
-    }
-
-    /// Bytes of buffer `buffer` the image reaches (for size checks).
-    pub fn end_in_buffer(&self, buffer: usize) -> usize {
-        (0..self.plane_count())
-            .filter(|&i| self.planes[i].buffer == buffer)
-            .map(|i| {
-                let p = self.planes[i];
-                p.offset
-                    + (self.plane_rows(i) - 1) * p.stride
-                    + self.plane_row_bytes(i)
-                    + (self.batch - 1) * self.batch_stride
-            })
-            .max()
-            .unwrap_or(0)
     }
 
     fn view(&self, r: Region) -> Result<ImageGeom> {

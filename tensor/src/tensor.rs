@@ -312,7 +312,7 @@ impl<T: Element> Tensor<T> {
             })?;
         let layout = layout.with_start_offset(start);
         let geom = ImageGeom::from_layout(&layout, T::DTYPE.size())?;
-        check_fits(geom.end_in_buffer(0), available)?;
+        check_fits(geom.span().end, available)?;
         Ok(self.regeom(Geometry::Image(geom)))
     }
 
@@ -404,6 +404,33 @@ impl<T: Element> Tensor<T> {
     /// The fd behind the tensor's (first) buffer, borrowed. `None` for heap memory.
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.buffer().fd()
+    }
+
+    /// Records that a device (a GPU sampling or rendering, a DMA engine) uses
+    /// the whole of this tensor's buffer(s) with `access` until the borrow
+    /// drops: overlapping CPU maps are refused meanwhile, as with
+    /// [`FileAccess::device_borrow`](crate::FileAccess::device_borrow), but
+    /// through the record the tensor already holds (no registry lookup).
+    ///
+    /// ```
+    /// use zerocam_tensor::{Access, Error, Tensor, TensorMemory};
+    /// let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+    /// let gpu = t.device_borrow(Access::Read)?;
+    /// assert!(matches!(t.map_write(), Err(Error::MapConflict { .. })));
+    /// assert!(t.map_read().is_ok());
+    /// drop(gpu);
+    /// assert!(t.map_write().is_ok());
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::MapConflict`] while a conflicting map or borrow is alive.
+    pub fn device_borrow(&self, access: crate::Access) -> Result<crate::DeviceBorrow> {
+        crate::DeviceBorrow::new(
+            self.buffer.tracker(),
+            self.chroma.as_ref().map(|c| c.tracker()),
+            access,
+        )
     }
 
     /// The GL buffer object name behind a PBO tensor (for the GL side: a
