@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
-use zerocam_tensor::{Access, DeviceBorrow, FileAccess};
 
 use crate::frame::{Requeue, SequenceTracker};
-use crate::planes::{frame_tensor, Composed, PlaneMemory};
+use crate::planes::{frame_tensor, Composed, DeviceBorrows, PlaneMemory};
 use crate::v4l2::{ioctl, raw};
 use crate::{BufferMode, CaptureError, Device, Frame, Result, StreamFormat};
 
@@ -18,10 +17,8 @@ use crate::{BufferMode, CaptureError, Device, Frame, Result, StreamFormat};
 #[derive(Debug)]
 pub(crate) struct Slot {
     pub planes: Vec<PlaneMemory>,
-    /// The access record of each plane's file.
-    pub access: Vec<FileAccess>,
-    /// The driver's borrows while the buffer is queued.
-    pub device: Vec<DeviceBorrow>,
+    /// The driver's borrows of the planes' files while the buffer is queued.
+    pub borrows: DeviceBorrows,
     /// A frame of it is out.
     pub held: bool,
     /// Free, but not queued: a CPU map of it is still alive.
@@ -32,9 +29,8 @@ pub(crate) struct Slot {
 impl Slot {
     pub fn new(planes: Vec<PlaneMemory>) -> Slot {
         Slot {
-            access: planes.iter().map(|p| FileAccess::of(p.file)).collect(),
+            borrows: DeviceBorrows::new(&planes),
             planes,
-            device: Vec::new(),
             held: false,
             pending: false,
             composed: Composed::default(),
@@ -78,16 +74,9 @@ impl Shared {
     /// planes. `Ok(false)`: a CPU map of it is alive, so it waits (`pending`).
     pub fn queue(&self, st: &mut State, index: usize) -> Result<bool> {
         let slot = &mut st.slots[index];
-        slot.device.clear();
-        for a in &slot.access {
-            match a.device_borrow(Access::Write) {
-                Ok(b) => slot.device.push(b),
-                Err(_) => {
-                    slot.device.clear();
-                    slot.pending = true;
-                    return Ok(false);
-                }
-            }
+        if slot.borrows.borrow().is_err() {
+            slot.pending = true;
+            return Ok(false);
         }
         let mut b = raw::Buffer::new(self.buf_type, self.mode.memory(), index as u32);
         let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
@@ -104,7 +93,7 @@ impl Shared {
             }
         }
         if let Err(errno) = ioctl::qbuf(self.device.fd(), &mut b, &mut planes) {
-            slot.device.clear();
+            slot.borrows.release();
             return Err(self.device.ioctl_error("VIDIOC_QBUF")(errno));
         }
         slot.pending = false;
@@ -136,7 +125,7 @@ impl Shared {
         st.cache.invalidate();
         st.sequence.reset();
         for s in &mut st.slots {
-            s.device.clear();
+            s.borrows.release();
             s.pending = false;
             s.composed = Composed::default();
         }
@@ -182,8 +171,7 @@ impl Shared {
         st.queued = 0;
         st.cache.invalidate();
         for s in &mut st.slots {
-            s.device.clear();
-            s.access.clear();
+            s.borrows = DeviceBorrows::default();
             s.planes.clear();
             s.composed = Composed::default();
         }
@@ -219,7 +207,7 @@ impl Shared {
                 errno: Errno::EINVAL,
             });
         };
-        slot.device.clear(); // the driver is done with it
+        slot.borrows.release(); // the driver is done with it
         let lost = st.sequence.observe(b.sequence);
         st.dropped += lost;
         if b.flags & raw::BUF_FLAG_ERROR != 0 {

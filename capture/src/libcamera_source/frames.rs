@@ -64,7 +64,7 @@ impl Shared {
             return;
         };
         if !streaming {
-            slot.release_device();
+            slot.borrows.release();
             slot.place = Place::Idle;
             if st.open && !st.disconnected {
                 // The thread keeps the request idle until the next start.
@@ -72,13 +72,13 @@ impl Shared {
             }
             return;
         }
-        if slot.borrow_for_device().is_err() {
+        if slot.borrows.borrow().is_err() {
             slot.place = Place::Pending;
             return;
         }
         slot.place = Place::Queued;
         if !(self.requeue)(key, index) {
-            slot.release_device();
+            slot.borrows.release();
             slot.place = Place::Pending;
         }
     }
@@ -101,7 +101,7 @@ impl Shared {
             if s.place == Place::Held {
                 continue;
             }
-            if s.borrow_for_device().is_ok() {
+            if s.borrows.borrow().is_ok() {
                 s.place = Place::Queued;
                 queue.push(i);
             } else {
@@ -116,7 +116,7 @@ impl Shared {
     pub fn stopped(&self, st: &mut State) {
         st.streaming = false;
         for s in &mut st.slots {
-            s.release_device();
+            s.borrows.release();
             if s.place != Place::Held {
                 s.place = Place::Idle;
             }
@@ -200,7 +200,7 @@ impl Shared {
             });
         };
         // The camera is done with the buffer.
-        slot.release_device();
+        slot.borrows.release();
         slot.place = Place::Pending;
         let raw = match c.outcome {
             Outcome::Frame(raw) => raw,

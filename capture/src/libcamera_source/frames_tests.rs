@@ -97,7 +97,7 @@ fn send(tx: &Sender<Event>, e: Event) {
 #[test]
 fn a_queued_buffers_tensor_cannot_be_mapped() {
     let (sh, log, files) = source(2);
-    assert!(sh.lock().slots.iter().all(|s| s.device_borrowed()));
+    assert!(sh.lock().slots.iter().all(|s| s.borrows.borrowed()));
     assert!(matches!(
         files[0].map_read(),
         Err(zerocam_tensor::Error::MapConflict { .. })
@@ -182,7 +182,7 @@ fn a_failed_requeue_is_retried_by_the_next_frame() {
     assert_eq!(sh.lock().errors, 1);
     assert_eq!(place(&sh, 1), Place::Pending);
     assert!(
-        !sh.lock().slots[1].device_borrowed(),
+        !sh.lock().slots[1].borrows.borrowed(),
         "not queued: not borrowed"
     );
     send(&tx, frame_of(0));
@@ -260,7 +260,7 @@ fn stopped_buffers_are_idle_and_start_queues_the_unmapped_ones() {
     {
         let mut st = sh.lock();
         sh.stopped(&mut st);
-        assert!(st.slots.iter().all(|s| !s.device_borrowed()));
+        assert!(st.slots.iter().all(|s| !s.borrows.borrowed()));
     }
     assert_eq!(place(&sh, 0), Place::Held);
     let map = files[2].map_read().unwrap();

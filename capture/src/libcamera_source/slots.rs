@@ -3,12 +3,12 @@
 //! import cache that turns a buffer into a frame tensor.
 
 use zerocam_cache::{CacheStats, DmaBufKey, ImportCache};
-use zerocam_tensor::{Access, DeviceBorrow, FileAccess, ImageLayout, Tensor};
+use zerocam_tensor::{ImageLayout, Tensor};
 
 use super::events::{BufferPlanes, CamKey, Configured};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
-use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::planes::{frame_tensor, Composed, DeviceBorrows, PlaneMemory, PlaneSource};
 use crate::StreamFormat;
 
 /// Where a buffer is.
@@ -31,10 +31,8 @@ pub(crate) enum Place {
 pub(crate) struct Slot {
     /// One memory plane per distinct dma-buf (one for libcamera's usual NV12).
     pub planes: Vec<PlaneMemory>,
-    /// The access record of each memory plane's file.
-    access: Vec<FileAccess>,
-    /// The camera's borrows of those files while the buffer is queued.
-    device: Vec<DeviceBorrow>,
+    /// The camera's borrows of the planes' files while the buffer is queued.
+    pub borrows: DeviceBorrows,
     pub place: Place,
     pub layout: BufferLayout,
     /// libcamera's plane lengths (for `bytes_used` when it reports none).
@@ -71,44 +69,13 @@ impl Slot {
                 .collect(),
         };
         Slot {
-            access: memory_planes
-                .iter()
-                .map(|p| FileAccess::of(p.file))
-                .collect(),
+            borrows: DeviceBorrows::new(&memory_planes),
             planes: memory_planes,
-            device: Vec::new(),
             place,
             layout,
             lengths,
             composed: Composed::default(),
         }
-    }
-
-    /// Takes the camera's write borrow of every file of the buffer (before
-    /// it is queued). On failure (a CPU map is alive) none is kept.
-    pub fn borrow_for_device(&mut self) -> zerocam_tensor::Result<()> {
-        self.device.clear();
-        for a in &self.access {
-            match a.device_borrow(Access::Write) {
-                Ok(b) => self.device.push(b),
-                Err(e) => {
-                    self.device.clear();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The camera is done with the buffer: its borrows end.
-    pub fn release_device(&mut self) {
-        self.device.clear();
-    }
-
-    /// Whether the camera borrows the buffer now.
-    #[cfg(test)]
-    pub fn device_borrowed(&self) -> bool {
-        !self.device.is_empty()
     }
 }
 
@@ -153,7 +120,7 @@ impl State {
             .map(|b| Slot::new(b, Place::Queued))
             .collect();
         for s in &mut slots {
-            s.borrow_for_device()?;
+            s.borrows.borrow()?;
         }
         Ok(State {
             key,
