@@ -243,7 +243,8 @@ impl Stream {
 impl FrameSource for Stream {
     fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
         let sh = &self.shared;
-        let deadline = Instant::now().checked_add(timeout);
+        let mut since = Instant::now();
+        let deadline = since.checked_add(timeout);
         let timed_out = || CaptureError::Timeout {
             path: sh.path().to_path_buf(),
             timeout,
@@ -267,21 +268,14 @@ impl FrameSource for Stream {
                     });
                 }
             }
-            let wait = match deadline {
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    PollTimeout::try_from(i32::try_from(left.as_millis()).unwrap_or(i32::MAX))
-                        .unwrap_or(PollTimeout::MAX)
-                }
-                None => PollTimeout::NONE,
-            };
-            let mut fds = [PollFd::new(sh.device.fd(), PollFlags::POLLIN)];
-            let ready = match poll(&mut fds, wait) {
-                Ok(n) => n,
-                Err(Errno::EINTR) => continue,
-                Err(errno) => return Err(sh.device.ioctl_error("poll")(errno)),
-            };
-            if ready == 0 {
+            // The fd is O_NONBLOCK: DQBUF answers EAGAIN (`None`) when no buffer
+            // is done, so a frame already ready costs this one ioctl (its
+            // overhead counted from the call, or from the last empty try);
+            // poll only when none is, then dequeue again.
+            if let Some(frame) = sh.dequeue(since)? {
+                return Ok(frame);
+            }
+            if !wait_readable(&sh.device, deadline)? {
                 return Err(timed_out());
             }
             // POLLIN, or POLLERR/POLLHUP whose cause DQBUF reports.
@@ -291,6 +285,7 @@ impl FrameSource for Stream {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(timed_out());
             }
+            since = Instant::now();
         }
     }
 
@@ -312,6 +307,27 @@ impl FrameSource for Stream {
 
     fn name(&self) -> &Path {
         self.shared.path()
+    }
+}
+
+/// Polls the device for a done buffer (`POLLIN`, or `POLLERR`/`POLLHUP` whose
+/// cause DQBUF reports) until `deadline`; `false` when it passed first.
+fn wait_readable(device: &Device, deadline: Option<Instant>) -> Result<bool> {
+    loop {
+        let wait = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                PollTimeout::try_from(i32::try_from(left.as_millis()).unwrap_or(i32::MAX))
+                    .unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+        let mut fds = [PollFd::new(device.fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, wait) {
+            Ok(n) => return Ok(n > 0),
+            Err(Errno::EINTR) => continue,
+            Err(errno) => return Err(device.ioctl_error("poll")(errno)),
+        }
     }
 }
 
