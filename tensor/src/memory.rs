@@ -6,8 +6,7 @@ use std::sync::OnceLock;
 
 use crate::buffer::Buffer;
 use crate::storage::{dma_heap, fd::FdStorage, heap::HeapStorage};
-use crate::sys::fd::{inspect, memfd};
-use crate::sys::mmap::raw;
+use crate::sys::fd::memfd;
 use crate::{Error, Result};
 
 /// Environment variable that, set to `1`, makes allocations without an explicit
@@ -74,12 +73,7 @@ fn shm(len: usize, name: Option<&str>) -> Result<Buffer> {
     let label = CString::new(format!("zerocam:{}", name.unwrap_or("tensor")).replace('\0', ""))
         .unwrap_or_default();
     let fd = memfd(&label, len).map_err(|(op, errno)| Error::ShmAlloc { len, op, errno })?;
-    let info = inspect(std::os::fd::AsFd::as_fd(&fd)).map_err(|(op, errno)| Error::BadFd {
-        fd: raw(std::os::fd::AsFd::as_fd(&fd)),
-        op,
-        errno,
-    })?;
-    Ok(Buffer::new(FdStorage::map(fd, info, TensorMemory::Shm)?))
+    Ok(Buffer::new(FdStorage::import(fd)?))
 }
 
 /// Allocates `len` bytes of `memory`; with `None`, DMA → SHM → MEM, each tried

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use dma_heap::{Heap, HeapKind};
 
 use super::fd::FdStorage;
-use crate::sys::fd::inspect;
-use crate::{Error, Result, TensorMemory};
+use crate::{Error, Result};
 
 /// Where the kernel puts the heap devices.
 pub(crate) const HEAP_DIR: &str = "/dev/dma_heap";
@@ -96,10 +95,5 @@ pub(crate) fn allocate(len: usize, name: Option<&str>) -> Result<FdStorage> {
         heap: PathBuf::from(HEAP_DIR).join(&name),
         source,
     })?;
-    let info = inspect(std::os::fd::AsFd::as_fd(&fd)).map_err(|(op, errno)| Error::BadFd {
-        fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
-        op,
-        errno,
-    })?;
-    FdStorage::map(fd, info, TensorMemory::Dma)
+    FdStorage::import(fd)
 }

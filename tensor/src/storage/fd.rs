@@ -20,7 +20,6 @@ pub(crate) struct FdStorage {
     mapping: Mapping,
     fd: OwnedFd,
     info: FdInfo,
-    memory: TensorMemory,
 }
 
 impl FdStorage {
@@ -32,15 +31,11 @@ impl FdStorage {
             op,
             errno,
         })?;
-        let memory = match info.kind {
-            FdKind::DmaBuf => TensorMemory::Dma,
-            _ => TensorMemory::Shm,
-        };
-        Self::map(fd, info, memory)
+        Self::map(fd, info)
     }
 
     /// Maps an fd whose facts are known.
-    pub fn map(fd: OwnedFd, info: FdInfo, memory: TensorMemory) -> Result<FdStorage> {
+    fn map(fd: OwnedFd, info: FdInfo) -> Result<FdStorage> {
         let not_mappable = |errno| Error::NotMappable {
             fd: raw(fd.as_fd()),
             kind: info.kind.name(),
@@ -58,7 +53,6 @@ impl FdStorage {
             mapping,
             fd,
             info,
-            memory,
         })
     }
 
@@ -85,7 +79,10 @@ fn sync_direction(access: Access) -> u64 {
 
 impl Storage for FdStorage {
     fn memory(&self) -> TensorMemory {
-        self.memory
+        match self.info.kind {
+            FdKind::DmaBuf => TensorMemory::Dma,
+            _ => TensorMemory::Shm,
+        }
     }
 
     fn len(&self) -> usize {
