@@ -48,17 +48,16 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         buffers: 4,
         mode: BufferMode::DmaBuf,
     };
-    let spec = match open(&spec) {
+    let mut opened = match open(&spec) {
         Err(CaptureError::UnsupportedMode { .. }) => {
             println!("no DMA heap here: falling back to MMAP + EXPBUF buffers");
-            SourceSpec {
+            open(&SourceSpec {
                 mode: BufferMode::Mmap,
                 ..spec
-            }
+            })?
         }
-        _ => spec,
+        opened => opened?,
     };
-    let mut opened = open(&spec)?;
     println!("{}", opened.description);
     let mut last: Option<Duration> = None;
     let start = Instant::now();
