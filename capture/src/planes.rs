@@ -123,6 +123,21 @@ pub(crate) fn frame_tensor(
     offsets: &[usize],
     composed: &mut Composed,
 ) -> zerocam_tensor::Result<Tensor<u8>> {
+    frame_tensor_at(cache, format, planes, offsets, None, composed)
+}
+
+/// [`frame_tensor`], where the chroma plane of a one-buffer two-plane format
+/// lies `chroma_offset` bytes after the luma plane (`None`: right after it,
+/// rows `bytes_per_line` apart; libcamera may pad between them). Ignored when
+/// the planes are in two buffers.
+pub(crate) fn frame_tensor_at(
+    cache: &mut ImportCache,
+    format: &StreamFormat,
+    planes: &[PlaneMemory],
+    offsets: &[usize],
+    chroma_offset: Option<usize>,
+    composed: &mut Composed,
+) -> zerocam_tensor::Result<Tensor<u8>> {
     let (w, h) = (format.width as usize, format.height as usize);
     let pixel = format.format.pixel;
     let stride = |i: usize| {
@@ -142,7 +157,14 @@ pub(crate) fn frame_tensor(
         cache.get_or_import(key, || p.import()?.with_image(layout))
     };
     if planes.len() < 2 {
-        return plane(0, ImageLayout::new(w, h, pixel));
+        let layout = ImageLayout::new(w, h, pixel);
+        return plane(
+            0,
+            match chroma_offset {
+                Some(o) => layout.with_plane_offset(o),
+                None => layout,
+            },
+        );
     }
     let luma = plane(0, ImageLayout::new(w, h, PixelFormat::Grey))?.plane(0)?;
     let chroma_rows = pixel.plane_rows(1, h);
@@ -174,6 +196,56 @@ mod tests {
             length: 16,
         };
         (plane, t)
+    }
+
+    #[test]
+    fn a_one_buffer_frame_finds_its_chroma_at_the_plane_offset() {
+        // NV12 4x4 with rows 8 bytes apart, starting 8 bytes in; chroma 40
+        // bytes after luma (8 bytes of padding).
+        let t = Tensor::<u8>::new(&[80], Some(TensorMemory::Shm), None).unwrap();
+        {
+            let mut m = t.map_write().unwrap();
+            m.fill(0);
+            m[8..40].fill(1);
+            m[48..64].fill(2);
+        }
+        let plane = PlaneMemory {
+            file: t.fd_identity().unwrap(),
+            source: PlaneSource::Owned(Box::new(t.clone())),
+            length: 80,
+        };
+        let format = StreamFormat {
+            format: "NV12".parse().unwrap(),
+            width: 4,
+            height: 4,
+            planes: vec![crate::PlaneLayout {
+                bytes_per_line: 8,
+                size: 72,
+            }],
+        };
+        let mut cache = ImportCache::new(2);
+        let mut composed = Composed::default();
+        let mut frame = || {
+            frame_tensor_at(
+                &mut cache,
+                &format,
+                std::slice::from_ref(&plane),
+                &[8],
+                Some(40),
+                &mut composed,
+            )
+            .unwrap()
+        };
+        let f = frame();
+        let (y, uv) = (f.plane(0).unwrap(), f.plane(1).unwrap());
+        assert_eq!((y.shape(), uv.shape()), (&[4, 4][..], &[2, 4][..]));
+        assert!(y.map_read().unwrap().iter().all(|&v| v == 1));
+        assert!(uv.map_read().unwrap().iter().all(|&v| v == 2));
+        assert_eq!(
+            frame().buffer_identity().id(),
+            f.buffer_identity().id(),
+            "a cache hit"
+        );
     }
 
     #[test]

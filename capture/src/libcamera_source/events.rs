@@ -63,10 +63,9 @@ pub(crate) struct Configured {
     pub id: String,
     /// `libcamera:<id>`.
     pub name: String,
-    /// The format frames come in.
+    /// The format frames come in (each plane's `bytes_per_line` is
+    /// libcamera's `StreamConfiguration::stride`).
     pub format: StreamFormat,
-    /// Bytes per row (libcamera `StreamConfiguration::stride`).
-    pub stride: usize,
     /// The buffers.
     pub buffers: Vec<BufferPlanes>,
     /// What libcamera changed in the configuration asked for.

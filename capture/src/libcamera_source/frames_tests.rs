@@ -59,7 +59,6 @@ fn source(n: usize) -> (Arc<Shared>, Log, Vec<Tensor<u8>>) {
                 size: 16,
             }],
         },
-        stride: 4,
         buffers,
         adjustments: Vec::new(),
     };

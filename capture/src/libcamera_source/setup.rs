@@ -243,7 +243,6 @@ pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Re
         id,
         name,
         format,
-        stride,
         buffers,
         adjustments,
     };

@@ -2,13 +2,15 @@
 //! device's borrows while a buffer is queued, where each buffer is, and the
 //! import cache that turns a buffer into a frame tensor.
 
-use zerocam_cache::{CacheStats, DmaBufKey, ImportCache};
-use zerocam_tensor::{ImageLayout, Tensor};
+use zerocam_cache::{CacheStats, ImportCache};
+use zerocam_tensor::Tensor;
 
 use super::events::{BufferPlanes, CamKey, Configured};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
-use crate::planes::{frame_tensor, Composed, DeviceBorrows, PlaneMemory, PlaneSource};
+use crate::planes::{
+    frame_tensor, frame_tensor_at, Composed, DeviceBorrows, PlaneMemory, PlaneSource,
+};
 use crate::StreamFormat;
 
 /// Where a buffer is.
@@ -88,7 +90,6 @@ pub(crate) struct State {
     /// The counters of the caches replaced by a reconfigure.
     pub carried: CacheStats,
     pub format: StreamFormat,
-    pub stride: usize,
     pub fixer: MetadataFixer,
     pub streaming: bool,
     /// False once the camera is closed (a failed reconfigure).
@@ -111,7 +112,6 @@ impl State {
         let Configured {
             key,
             format,
-            stride,
             buffers,
             ..
         } = configured;
@@ -128,7 +128,6 @@ impl State {
             cache,
             carried: CacheStats::default(),
             format,
-            stride,
             fixer: MetadataFixer::default(),
             streaming: true,
             open: true,
@@ -163,32 +162,24 @@ impl State {
             slots,
             cache,
             format,
-            stride,
             ..
         } = self;
-        let no_fd = || zerocam_tensor::Error::NoFd {
+        let slot = slots.get_mut(index).ok_or(zerocam_tensor::Error::NoFd {
             memory: zerocam_tensor::TensorMemory::Dma,
-        };
-        let slot = slots.get_mut(index).ok_or_else(no_fd)?;
+        })?;
         match slot.layout {
             BufferLayout::OneFile {
                 start,
                 plane_offset,
                 ..
-            } => {
-                let pixel = format.format.pixel;
-                let (w, h) = (format.width as usize, format.height as usize);
-                let mut layout = ImageLayout::new(w, h, pixel)
-                    .with_row_stride((*stride).max(pixel.plane_row_samples(0, w)))
-                    .with_start_offset(start);
-                if let Some(offset) = plane_offset {
-                    layout = layout.with_plane_offset(offset);
-                }
-                let p = slot.planes.first().ok_or_else(no_fd)?;
-                cache.get_or_import(DmaBufKey::new(p.file, start), || {
-                    p.import()?.with_image(layout)
-                })
-            }
+            } => frame_tensor_at(
+                cache,
+                format,
+                &slot.planes,
+                &[start],
+                plane_offset,
+                &mut slot.composed,
+            ),
             BufferLayout::TwoFiles { planes } => frame_tensor(
                 cache,
                 format,
