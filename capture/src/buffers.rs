@@ -12,14 +12,10 @@ use crate::{BufferMode, CaptureError, Device, Result, StreamConfig, StreamFormat
 
 /// `(st_dev, st_ino)` of an exported buffer, read once at set-up.
 fn fd_identity(path: &Path, fd: BorrowedFd<'_>) -> Result<FdIdentity> {
-    let st = nix::sys::stat::fstat(fd).map_err(|errno| CaptureError::Ioctl {
+    FdIdentity::of(fd).map_err(|errno| CaptureError::Ioctl {
         path: path.to_path_buf(),
         ioctl: "fstat of an exported buffer",
         errno,
-    })?;
-    Ok(FdIdentity {
-        dev: st.st_dev,
-        ino: st.st_ino,
     })
 }
 

@@ -3,16 +3,15 @@
 use std::time::Instant;
 
 use zerocam_tensor::{
-    dma_heaps, is_dma_available, is_shm_available, PixelFormat, Result, Tensor, TensorMemory,
+    dma_heaps, is_dma_available, is_shm_available, FdIdentity, PixelFormat, Result, Tensor,
+    TensorMemory,
 };
 
 /// The fd round trip's result.
 #[derive(Debug)]
 pub struct SharedCheck {
-    /// `st_dev` of the buffer's file.
-    pub dev: u64,
-    /// `st_ino` of the buffer's file.
-    pub ino: u64,
+    /// `(st_dev, st_ino)` of the buffer's file, as seen through the second tensor.
+    pub file: FdIdentity,
     /// Whether bytes written through the first tensor were read through the second.
     pub bytes_match: bool,
 }
@@ -75,7 +74,7 @@ pub fn report(r: &Report) -> String {
             s += &format!(
                 "  fd round trip: fd_identity {}:{}, bytes seen through the second tensor: {}
 ",
-                c.dev, c.ino, c.bytes_match
+                c.file.dev, c.file.ino, c.bytes_match
             )
         }
         None => {
@@ -105,11 +104,7 @@ pub fn run(maps: usize) -> Result<Report> {
             let other = Tensor::<u8>::from_fd(fd, t.shape(), None)?;
             let id = other.fd_identity();
             let bytes_match = &other.map_read()?[..8] == b"zerocam!";
-            id.map(|id| SharedCheck {
-                dev: id.dev,
-                ino: id.ino,
-                bytes_match,
-            })
+            id.map(|file| SharedCheck { file, bytes_match })
         }
         Err(_) => None,
     };
