@@ -207,12 +207,7 @@ fn raw_metadata(
             raw = RawMetadata {
                 sequence: Some(now.0),
                 timestamp_ns: Some(now.1),
-                bytes_used: Some(
-                    m.planes()
-                        .into_iter()
-                        .map(|p| p.bytes_used as usize)
-                        .collect(),
-                ),
+                bytes_used: Some(m.planes().into_iter().map(|p| p.bytes_used as usize).sum()),
             };
         }
     }

@@ -233,12 +233,8 @@ impl Shared {
                 });
             }
         };
-        let lengths = st
-            .slots
-            .get(index)
-            .map(|s| s.lengths.clone())
-            .unwrap_or_default();
-        let meta = st.fixer.fix(&raw, &lengths, c.completed);
+        let length = st.slots.get(index).map_or(0, |s| s.length);
+        let meta = st.fixer.fix(&raw, length, c.completed);
         st.dropped += meta.dropped;
         st.frames += 1;
         if let Some(s) = st.slots.get_mut(index) {

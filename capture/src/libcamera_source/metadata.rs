@@ -14,8 +14,8 @@ pub(crate) struct RawMetadata {
     pub sequence: Option<u32>,
     /// `FrameMetadata::timestamp` in nanoseconds, when written.
     pub timestamp_ns: Option<u64>,
-    /// `FrameMetadata::planes()[i].bytesused`, when written.
-    pub bytes_used: Option<Vec<usize>>,
+    /// The sum of `FrameMetadata::planes()[i].bytesused`, when written.
+    pub bytes_used: Option<usize>,
 }
 
 /// The metadata a frame is handed out with.
@@ -52,14 +52,10 @@ impl MetadataFixer {
         *self = MetadataFixer::default();
     }
 
-    /// The metadata of the next frame: `raw` from libcamera, `plane_lengths`
-    /// of its buffer, `completed` the `CLOCK_MONOTONIC` time it completed.
-    pub fn fix(
-        &mut self,
-        raw: &RawMetadata,
-        plane_lengths: &[usize],
-        completed: Duration,
-    ) -> FrameMetadata {
+    /// The metadata of the next frame: `raw` from libcamera, `length` the
+    /// sum of its buffer's plane lengths, `completed` the `CLOCK_MONOTONIC`
+    /// time it completed.
+    pub fn fix(&mut self, raw: &RawMetadata, length: usize, completed: Duration) -> FrameMetadata {
         let count = self.frames;
         self.frames = self.frames.wrapping_add(1);
         let mut synthesized = Synthesized::NONE;
@@ -98,12 +94,12 @@ impl MetadataFixer {
             }
         };
 
-        let reported: usize = raw.bytes_used.as_deref().map_or(0, |b| b.iter().sum());
-        let bytes_used = if reported == 0 {
-            synthesized.bytes_used = true;
-            plane_lengths.iter().sum()
-        } else {
-            reported
+        let bytes_used = match raw.bytes_used {
+            None | Some(0) => {
+                synthesized.bytes_used = true;
+                length
+            }
+            Some(reported) => reported,
         };
 
         FrameMetadata {
@@ -124,20 +120,20 @@ mod tests {
         RawMetadata {
             sequence: Some(seq),
             timestamp_ns: Some(ts),
-            bytes_used: Some(vec![used]),
+            bytes_used: Some(used),
         }
     }
 
     #[test]
     fn complete_metadata_is_the_cameras() {
         let mut f = MetadataFixer::default();
-        let a = f.fix(&raw(7, 1_000, 300), &[460_800], Duration::from_secs(9));
+        let a = f.fix(&raw(7, 1_000, 300), 460_800, Duration::from_secs(9));
         assert_eq!(
             (a.sequence, a.timestamp, a.bytes_used),
             (7, Duration::from_nanos(1_000), 300)
         );
         assert_eq!(a.synthesized, Synthesized::NONE);
-        let b = f.fix(&raw(10, 2_000, 300), &[460_800], Duration::from_secs(9));
+        let b = f.fix(&raw(10, 2_000, 300), 460_800, Duration::from_secs(9));
         assert_eq!((b.sequence, b.dropped), (10, 2), "a gap counts as drops");
     }
 
@@ -146,7 +142,7 @@ mod tests {
         let mut f = MetadataFixer::default();
         for i in 0..3u32 {
             let now = Duration::from_millis(u64::from(i) * 33);
-            let m = f.fix(&RawMetadata::default(), &[307_200, 153_600, 0], now);
+            let m = f.fix(&RawMetadata::default(), 460_800, now);
             assert_eq!((m.sequence, m.timestamp, m.bytes_used), (i, now, 460_800));
             assert!(m.synthesized.sequence && m.synthesized.timestamp && m.synthesized.bytes_used);
         }
@@ -155,24 +151,24 @@ mod tests {
     #[test]
     fn bytesused_zero_means_plane_lengths_per_frame() {
         let mut f = MetadataFixer::default();
-        let m = f.fix(&raw(0, 5, 0), &[10, 5], Duration::ZERO);
+        let m = f.fix(&raw(0, 5, 0), 15, Duration::ZERO);
         assert_eq!((m.bytes_used, m.synthesized.bytes_used), (15, true));
-        let m = f.fix(&raw(1, 6, 12), &[10, 5], Duration::ZERO);
+        let m = f.fix(&raw(1, 6, 12), 15, Duration::ZERO);
         assert_eq!((m.bytes_used, m.synthesized.bytes_used), (12, false));
     }
 
     #[test]
     fn a_sequence_or_timestamp_going_backwards_is_replaced_for_the_session() {
         let mut f = MetadataFixer::default();
-        f.fix(&raw(5, 100, 1), &[1], Duration::from_secs(1));
-        let m = f.fix(&raw(5, 50, 1), &[1], Duration::from_secs(2));
+        f.fix(&raw(5, 100, 1), 1, Duration::from_secs(1));
+        let m = f.fix(&raw(5, 50, 1), 1, Duration::from_secs(2));
         assert!(m.synthesized.sequence && m.synthesized.timestamp);
         assert_eq!((m.sequence, m.timestamp), (1, Duration::from_secs(2)));
-        let m = f.fix(&raw(6, 200, 1), &[1], Duration::from_secs(3));
+        let m = f.fix(&raw(6, 200, 1), 1, Duration::from_secs(3));
         assert!(m.synthesized.sequence && m.synthesized.timestamp, "sticky");
         assert_eq!(m.sequence, 2);
         f.reset();
-        let m = f.fix(&raw(6, 200, 1), &[1], Duration::from_secs(3));
+        let m = f.fix(&raw(6, 200, 1), 1, Duration::from_secs(3));
         assert_eq!(
             m.synthesized,
             Synthesized::NONE,
@@ -183,7 +179,7 @@ mod tests {
     #[test]
     fn a_zero_timestamp_is_not_a_timestamp() {
         let mut f = MetadataFixer::default();
-        let m = f.fix(&raw(0, 0, 1), &[1], Duration::from_secs(4));
+        let m = f.fix(&raw(0, 0, 1), 1, Duration::from_secs(4));
         assert_eq!(
             (m.timestamp, m.synthesized.timestamp),
             (Duration::from_secs(4), true)

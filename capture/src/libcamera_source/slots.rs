@@ -37,8 +37,8 @@ pub(crate) struct Slot {
     pub borrows: DeviceBorrows,
     pub place: Place,
     pub layout: BufferLayout,
-    /// libcamera's plane lengths (for `bytes_used` when it reports none).
-    pub lengths: Vec<usize>,
+    /// The sum of libcamera's plane lengths (`bytes_used` when it reports none).
+    pub length: usize,
     pub composed: Composed,
 }
 
@@ -51,7 +51,7 @@ impl Slot {
             planes,
             layout,
         } = buffer;
-        let lengths = planes.iter().map(|p| p.length).collect();
+        let length = planes.iter().map(|p| p.length).sum();
         let mut fds: Vec<Option<_>> = fds.into_iter().map(Some).collect();
         let mut memory = |index: usize, extent: usize| {
             let fd = fds.get_mut(index).and_then(Option::take)?;
@@ -75,7 +75,7 @@ impl Slot {
             planes: memory_planes,
             place,
             layout,
-            lengths,
+            length,
             composed: Composed::default(),
         }
     }
