@@ -4,6 +4,7 @@
 use smallvec::{smallvec, SmallVec};
 
 use crate::format::ResolvedLayout;
+use crate::placement::RootLayout;
 use crate::{Error, ImageLayout, PixelFormat, Region, Result};
 
 /// Dimensions or byte strides; inline up to rank 4 so views do not allocate.
@@ -18,13 +19,9 @@ pub(crate) struct ArrayGeom {
     pub elem: usize,
 }
 
-/// One plane of an image: which buffer, where, and how its rows lie.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct PlaneGeom {
-    pub buffer: usize,
-    pub offset: usize,
-    pub stride: usize,
-}
+/// One plane of an image: which buffer, where, and how its rows lie (the
+/// public [`PlanePlacement`], used as is).
+pub(crate) use crate::placement::PlanePlacement as PlaneGeom;
 
 /// An image (possibly batched) whose planes may sit in different buffers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,19 +34,9 @@ pub(crate) struct ImageGeom {
     pub planes: [PlaneGeom; 3],
     pub elem: usize,
     /// The image this one was cut from (itself for an allocation or import).
-    pub root: RootGeom,
+    pub root: RootLayout,
     /// Where this image sits in `root`.
     pub origin: Origin,
-}
-
-/// The allocation or import an image's views and batch elements come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RootGeom {
-    pub width: usize,
-    pub height: usize,
-    pub batch: usize,
-    pub batch_stride: usize,
-    pub planes: [PlaneGeom; 3],
 }
 
 /// A view's place in its root: batch element `frame`, top-left pixel `(x, y)`.
@@ -209,13 +196,7 @@ impl ImageGeom {
             batch_stride,
             planes,
             elem,
-            root: RootGeom {
-                width,
-                height,
-                batch,
-                batch_stride,
-                planes,
-            },
+            root: RootLayout::new(format, (width, height), (batch, batch_stride), planes, elem),
             origin: Origin::default(),
         }
     }
@@ -238,7 +219,8 @@ impl ImageGeom {
 
     /// Buffers the planes live in (1 or 2).
     pub fn buffer_count(&self) -> usize {
-        self.planes().iter().map(|p| p.buffer).max().unwrap_or(0) + 1
+        // Views and batch elements keep their root's planes' buffers.
+        self.root.buffer_count()
     }
 
     /// `dims` with the batch's `lead` (its size or its stride) in front when batched.

@@ -3,7 +3,7 @@
 //! element of one buffer shares one import (an EGLImage, a render target) and
 //! becomes a crop or a viewport of it.
 
-use crate::geometry::{ImageGeom, PlaneGeom};
+use crate::geometry::ImageGeom;
 use crate::{Element, PixelFormat, Region, Tensor};
 
 /// One plane of a root image: the buffer it lives in (0, or 1 for the chroma
@@ -37,6 +37,24 @@ pub struct RootLayout {
 }
 
 impl RootLayout {
+    pub(crate) fn new(
+        format: PixelFormat,
+        (width, height): (usize, usize),
+        (batch, batch_stride): (usize, usize),
+        planes: [PlanePlacement; 3],
+        elem_size: usize,
+    ) -> RootLayout {
+        RootLayout {
+            format,
+            width,
+            height,
+            batch,
+            batch_stride,
+            elem_size,
+            planes,
+        }
+    }
+
     /// The format's planes (1, 2 or 3 of them).
     pub fn planes(&self) -> &[PlanePlacement] {
         &self.planes[..self.format.plane_count()]
@@ -81,26 +99,10 @@ pub struct ImagePlacement {
     pub region: Region,
 }
 
-fn plane(p: PlaneGeom) -> PlanePlacement {
-    PlanePlacement {
-        buffer: p.buffer,
-        offset: p.offset,
-        stride: p.stride,
-    }
-}
-
 impl ImagePlacement {
     pub(crate) fn of(g: &ImageGeom) -> ImagePlacement {
         ImagePlacement {
-            root: RootLayout {
-                format: g.format,
-                width: g.root.width,
-                height: g.root.height,
-                batch: g.root.batch,
-                batch_stride: g.root.batch_stride,
-                elem_size: g.elem,
-                planes: g.root.planes.map(plane),
-            },
+            root: g.root,
             frame: g.origin.frame,
             frames: g.batch,
             region: Region::new(g.origin.x, g.origin.y, g.width, g.height),
