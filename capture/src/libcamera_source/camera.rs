@@ -17,16 +17,25 @@ use super::metadata::RawMetadata;
 use super::worker::{errno_of, monotonic_now};
 use crate::{CaptureError, Result};
 
-/// Where one buffer's request is.
-pub(crate) enum Slot {
-    /// In our hands, not queued.
-    Idle(Request),
-    /// Queued to libcamera (the `ActiveCamera` holds it).
-    Queued,
-    /// Completed and handed to the source; back with `Requeue`.
-    Out(Request),
-    /// Only while a request moves between states.
-    Gone,
+/// One buffer's request.
+pub(crate) struct Slot {
+    /// The request while in our hands: idle (stopped, or its queueing
+    /// failed), or completed and handed to the source until `Requeue`.
+    /// `None` while queued to libcamera (the `ActiveCamera` holds it).
+    request: Option<Request>,
+    /// `(sequence, timestamp)` of the buffer's frame metadata as last read,
+    /// to tell metadata written for this completion from an earlier one.
+    last_metadata: Option<(u32, u64)>,
+}
+
+impl Slot {
+    /// A request in our hands, not queued yet.
+    pub fn new(request: Request) -> Slot {
+        Slot {
+            request: Some(request),
+            last_metadata: None,
+        }
+    }
 }
 
 /// One acquired camera.
@@ -43,9 +52,6 @@ pub(crate) struct OpenCamera {
     pub events: Sender<Event>,
     pub streaming: bool,
     pub name: String,
-    /// `(sequence, timestamp)` of each buffer's frame metadata as last read,
-    /// to tell metadata written for this completion from an earlier one.
-    pub last_metadata: Vec<Option<(u32, u64)>>,
     pub active: ActiveCamera<'static>,
 }
 
@@ -83,52 +89,31 @@ impl OpenCamera {
         }
         self.streaming = false;
         // libcamera completes every queued request as cancelled before stop()
-        // returns; they arrive as Cmd::Completed and become Idle.
+        // returns; they arrive as Cmd::Completed and stay in our hands.
         self.active
             .stop()
             .map_err(|e| self.error("stop")(errno_of(&e)))
     }
 
-    /// Queues the request of slot `index` (Idle or Out); it stays Idle on failure.
+    /// Queues the request of slot `index` if it is in our hands; it stays
+    /// there on failure.
     fn queue(&mut self, index: usize) -> std::result::Result<(), Errno> {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return Err(Errno::EINVAL);
-        };
-        let mut request = match std::mem::replace(slot, Slot::Gone) {
-            Slot::Idle(r) | Slot::Out(r) => r,
-            other => {
-                *slot = other;
-                return Ok(());
-            }
+        let slot = self.slots.get_mut(index).ok_or(Errno::EINVAL)?;
+        let Some(mut request) = slot.request.take() else {
+            return Ok(()); // queued already
         };
         request.reuse(ReuseFlag::REUSE_BUFFERS);
-        match self.active.queue_request(request) {
-            Ok(()) => {
-                self.slots[index] = Slot::Queued;
-                Ok(())
-            }
-            Err((request, e)) => {
-                self.slots[index] = Slot::Idle(request);
-                Err(errno_of(&e))
-            }
-        }
+        self.active.queue_request(request).map_err(|(request, e)| {
+            slot.request = Some(request);
+            errno_of(&e)
+        })
     }
 
     /// The source freed buffer `index` (or retries it after a failed queue):
     /// queued when streaming, else kept idle. A failed queue is reported to
     /// the source, which asks again.
     pub fn requeue(&mut self, index: usize) {
-        match self.slots.get_mut(index) {
-            Some(Slot::Idle(_) | Slot::Out(_)) => {}
-            _ => return,
-        }
-        if !self.streaming {
-            if let Some(slot) = self.slots.get_mut(index) {
-                *slot = match std::mem::replace(slot, Slot::Gone) {
-                    Slot::Out(r) | Slot::Idle(r) => Slot::Idle(r),
-                    other => other,
-                };
-            }
+        if !self.streaming || index >= self.slots.len() {
             return;
         }
         if let Err(errno) = self.queue(index) {
@@ -153,21 +138,18 @@ impl OpenCamera {
         if !self.streaming {
             // Stopped: a cancelled request, or a frame that completed as the
             // stream stopped; nobody asked for it.
-            self.slots[index] = Slot::Idle(request);
+            self.slots[index].request = Some(request);
             return;
         }
         let outcome = match request.status() {
             RequestStatus::Complete => match request.buffer::<FrameBuffer>(&self.stream) {
-                Some(fb) => {
-                    let last = self.last_metadata.get_mut(index);
-                    raw_metadata(&request, fb, last)
-                }
+                Some(fb) => raw_metadata(&request, fb, &mut self.slots[index].last_metadata),
                 None => Outcome::Failed("no buffer in the completed request"),
             },
             RequestStatus::Cancelled => Outcome::Failed("cancelled"),
             RequestStatus::Pending => Outcome::Failed("completed while pending"),
         };
-        self.slots[index] = Slot::Out(request);
+        self.slots[index].request = Some(request);
         let sent = self.events.send(Event::Completion(Completion {
             index,
             outcome,
@@ -190,20 +172,18 @@ impl OpenCamera {
 fn raw_metadata(
     request: &Request,
     fb: &impl AsFrameBuffer,
-    last: Option<&mut Option<(u32, u64)>>,
+    last: &mut Option<(u32, u64)>,
 ) -> Outcome {
     let mut raw = RawMetadata::default();
     if let Some(m) = fb.metadata() {
         let status = m.status();
         let now = (m.sequence(), m.timestamp());
-        let fresh = last.as_ref().is_none_or(|l| **l != Some(now));
+        let fresh = *last != Some(now);
         if fresh && status == FrameMetadataStatus::Error {
             return Outcome::Failed("buffer error");
         }
         if fresh && status == FrameMetadataStatus::Success {
-            if let Some(l) = last {
-                *l = Some(now);
-            }
+            *last = Some(now);
             raw = RawMetadata {
                 sequence: Some(now.0),
                 timestamp_ns: Some(now.1),

@@ -263,11 +263,10 @@ impl Worker {
             request
                 .add_buffer(&stream, buffer)
                 .map_err(|e| lc_error("add buffer to request", errno_of(&e)))?;
-            slots.push(Slot::Idle(request));
+            slots.push(Slot::new(request));
         }
         let all: Vec<usize> = (0..slots.len()).collect();
         let mut cam = OpenCamera {
-            last_metadata: vec![None; slots.len()],
             slots,
             _allocator: allocator,
             stream,
