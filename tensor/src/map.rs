@@ -201,9 +201,9 @@ fn element_strides<T>(shape: &[usize], strides: Option<&[usize]>) -> Result<ndar
         shape: shape.to_vec(),
     })?;
     let e = std::mem::size_of::<T>();
-    Ok(ndarray::IxDyn(
-        &strides.iter().map(|s| s / e).collect::<Vec<_>>(),
-    ))
+    // Dims: inline up to rank 4, so a view allocates nothing.
+    let elements: crate::geometry::Dims = strides.iter().map(|s| s / e).collect();
+    Ok(ndarray::IxDyn(&elements))
 }
 
 impl<T: Element, M: MapMode> TensorMapTrait<T> for TensorMap<T, M> {
@@ -232,9 +232,10 @@ impl<T: Element, M: Writable> TensorMap<T, M> {
     pub fn view_mut(&mut self) -> Result<ndarray::ArrayViewMutD<'_, T>> {
         use ndarray::ShapeBuilder;
         let strides = element_strides::<T>(&self.shape, self.strides.as_deref())?;
-        let shape_vec = self.shape.to_vec();
-        let shape = ndarray::IxDyn(&shape_vec).strides(strides);
-        ndarray::ArrayViewMutD::from_shape(shape, self)
-            .map_err(|_| crate::Error::NotStrided { shape: shape_vec })
+        let dims = self.shape.clone(); // inline up to rank 4: no allocation
+        let shape = ndarray::IxDyn(&dims).strides(strides);
+        ndarray::ArrayViewMutD::from_shape(shape, self).map_err(|_| crate::Error::NotStrided {
+            shape: dims.to_vec(),
+        })
     }
 }
