@@ -142,22 +142,14 @@ pub(crate) fn buffer_layout(
     })
 }
 
-/// libcamera's (DRM) fourcc of a zerocam capture format. libcamera names
-/// formats by their DRM code, whose RGB names count from the low byte:
-/// DRM `RGB888` is bytes B, G, R (V4L2 `BGR3`). Two-buffer formats
-/// (NV12M, NV16M) ask for their one-buffer name: libcamera decides where the
-/// planes go, and the stream's format says what it chose.
+/// libcamera's (DRM) fourcc of a zerocam capture format
+/// ([`PixelFormat::drm_fourcc`]). libcamera names formats by their DRM code,
+/// whose RGB names count from the low byte: DRM `RGB888` is bytes B, G, R
+/// (V4L2 `BGR3`). Two-buffer formats (NV12M, NV16M) ask for their one-buffer
+/// name: libcamera decides where the planes go, and the stream's format says
+/// what it chose.
 pub(crate) fn drm_fourcc(format: CaptureFormat) -> FourCc {
-    match format.pixel {
-        PixelFormat::Nv12 => FourCc(*b"NV12"),
-        PixelFormat::Nv16 => FourCc(*b"NV16"),
-        PixelFormat::Yuyv => FourCc(*b"YUYV"),
-        PixelFormat::Uyvy => FourCc(*b"UYVY"),
-        PixelFormat::Rgb => FourCc(*b"BG24"),
-        PixelFormat::Bgr => FourCc(*b"RG24"),
-        PixelFormat::Grey => FourCc(*b"R8  "),
-        _ => format.fourcc,
-    }
+    format.pixel.drm_fourcc().map_or(format.fourcc, FourCc)
 }
 
 /// The zerocam capture format of a libcamera (DRM) fourcc, with its planes in

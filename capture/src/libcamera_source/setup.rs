@@ -1,7 +1,7 @@
 //! Calls into libcamera made on the libcamera thread: describing cameras, and
 //! acquiring, configuring and allocating one.
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use libcamera::camera::ActiveCamera;
 use libcamera::camera_manager::CameraManager;
@@ -265,12 +265,8 @@ fn buffer_planes(
         // is alive for this whole call; it is only borrowed here to dup it.
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
         let dup = fd.try_clone_to_owned().map_err(|e| errno_of(&e))?;
-        let st = nix::sys::stat::fstat(&dup)?;
         planes.push(LcPlane {
-            file: FdIdentity {
-                dev: st.st_dev,
-                ino: st.st_ino,
-            },
+            file: FdIdentity::of(dup.as_fd())?,
             offset: p.offset().ok_or(Errno::EINVAL)?,
             length: p.len(),
         });
