@@ -120,6 +120,14 @@ impl Shared {
         } else {
             Ok(())
         };
+        Self::unqueued(st);
+        result
+    }
+
+    /// Nothing is queued any more (stopped, or the device vanished): the
+    /// driver's borrows end, the cache is invalidated, the sequence count
+    /// starts over.
+    fn unqueued(st: &mut State) {
         st.streaming = false;
         st.queued = 0;
         st.cache.invalidate();
@@ -129,7 +137,6 @@ impl Shared {
             s.pending = false;
             s.composed = Composed::default();
         }
-        result
     }
 
     /// Queues every buffer not held and starts streaming.
@@ -167,13 +174,10 @@ impl Shared {
     /// After the device vanished: nothing is queued, and every buffer the
     /// stream holds is released (frames still held keep their own).
     pub fn release_all(&self, st: &mut State) {
-        st.streaming = false;
-        st.queued = 0;
-        st.cache.invalidate();
+        Self::unqueued(st);
         for s in &mut st.slots {
             s.borrows = DeviceBorrows::default();
             s.planes.clear();
-            s.composed = Composed::default();
         }
     }
 
