@@ -1,19 +1,11 @@
 //! CPU conversion of a frame to packed RGB8, for PNG snapshots.
 
+use zerocam_gpu::{ColorSpec, Matrix, Range};
 use zerocam_tensor::{PixelFormat, Result, Tensor};
 
-/// BT.601 limited-range Y'CbCr to RGB, rounded and clamped.
-pub fn yuv_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
-    let c = 1.164 * (f32::from(y) - 16.0);
-    let d = f32::from(cb) - 128.0;
-    let e = f32::from(cr) - 128.0;
-    let clamp = |v: f32| v.round().clamp(0.0, 255.0) as u8;
-    [
-        clamp(c + 1.596 * e),
-        clamp(c - 0.392 * d - 0.813 * e),
-        clamp(c + 2.017 * d),
-    ]
-}
+/// BT.601 limited range, what V4L2 drivers report for SD YUV: zerocam-gpu's
+/// CPU reference of the GPU conversion.
+const BT601: ColorSpec = ColorSpec::new(Matrix::Bt601, Range::Limited);
 
 /// Reads plane `p` of `frame` row by row, padding skipped: `f(row_index, row_bytes)`.
 pub(crate) fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
@@ -66,14 +58,14 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
         })?,
         PixelFormat::Yuyv => rows(frame, 0, |y, r| {
             for (i, q) in r.chunks(4).enumerate() {
-                px(&mut out, y, 2 * i, yuv_to_rgb(q[0], q[1], q[3]));
-                px(&mut out, y, 2 * i + 1, yuv_to_rgb(q[2], q[1], q[3]));
+                px(&mut out, y, 2 * i, BT601.to_rgb(q[0], q[1], q[3]));
+                px(&mut out, y, 2 * i + 1, BT601.to_rgb(q[2], q[1], q[3]));
             }
         })?,
         PixelFormat::Uyvy => rows(frame, 0, |y, r| {
             for (i, q) in r.chunks(4).enumerate() {
-                px(&mut out, y, 2 * i, yuv_to_rgb(q[1], q[0], q[2]));
-                px(&mut out, y, 2 * i + 1, yuv_to_rgb(q[3], q[0], q[2]));
+                px(&mut out, y, 2 * i, BT601.to_rgb(q[1], q[0], q[2]));
+                px(&mut out, y, 2 * i + 1, BT601.to_rgb(q[3], q[0], q[2]));
             }
         })?,
         PixelFormat::Nv12 | PixelFormat::Nv16 => {
@@ -85,7 +77,12 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
                     let y = cy * vsub + dy;
                     for x in 0..w {
                         let c = x & !1;
-                        px(&mut out, y, x, yuv_to_rgb(luma[y * w + x], r[c], r[c + 1]));
+                        px(
+                            &mut out,
+                            y,
+                            x,
+                            BT601.to_rgb(luma[y * w + x], r[c], r[c + 1]),
+                        );
                     }
                 }
             })?;
@@ -138,8 +135,13 @@ mod tests {
     #[test]
     fn bt601_round_trips_within_rounding() {
         // 8-bit Y'CbCr of pure red is (81, 90, 240) after rounding: 254 comes back.
-        assert_eq!(yuv_to_rgb(81, 90, 240), [254, 0, 0]);
-        assert_eq!(yuv_to_rgb(235, 128, 128), [255, 255, 255]);
-        assert_eq!(yuv_to_rgb(16, 128, 128), [0, 0, 0]);
+        assert_eq!(BT601.to_rgb(81, 90, 240), [254, 0, 0]);
+        assert_eq!(BT601.to_rgb(235, 128, 128), [255, 255, 255]);
+        assert_eq!(BT601.to_rgb(16, 128, 128), [0, 0, 0]);
+        assert_eq!(
+            BT601,
+            ColorSpec::default(),
+            "what zerocam-gpu converts with"
+        );
     }
 }

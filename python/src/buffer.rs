@@ -85,6 +85,7 @@ pub unsafe fn fill(
     });
     let items: usize = layout.shape.iter().product();
     let len = ssize(items * layout.dtype.size())?;
+    let itemsize = ssize(layout.dtype.size())?;
     let ndim = c_int::try_from(layout.shape.len())
         .map_err(|_| PyBufferError::new_err("too many dimensions"))?;
     let meta = Box::into_raw(meta);
@@ -94,7 +95,7 @@ pub unsafe fn fill(
         (*view).buf = layout.ptr as *mut std::ffi::c_void;
         (*view).obj = owner.into_ptr();
         (*view).len = len;
-        (*view).itemsize = ssize(layout.dtype.size())?;
+        (*view).itemsize = itemsize;
         (*view).readonly = c_int::from(layout.readonly);
         (*view).format = if flags & ffi::PyBUF_FORMAT != 0 {
             format(layout.dtype).as_ptr().cast_mut()

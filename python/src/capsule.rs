@@ -27,7 +27,7 @@ use zerocam_tensor::{DType, ImageLayout, Tensor, TensorDyn};
 use crate::dlpack::{dl_dtype, DLDataType};
 use crate::errors::{invalid, tensor_err, MapConflict};
 use crate::format::PixelFormat;
-use crate::tensor::{dup_fd, each};
+use crate::tensor::dup_fd;
 
 /// The capsule name.
 pub const NAME: &CStr = c"zerocam.tensor.v1";
@@ -116,9 +116,9 @@ pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>
     if let Some(f) = t.format().and_then(PixelFormat::from_rust) {
         let name = f.label().as_bytes();
         s.format[..name.len()].copy_from_slice(name);
-        s.width = each!(t, x => x.width(), None).unwrap_or(0) as u32;
-        s.height = each!(t, x => x.height(), None).unwrap_or(0) as u32;
-        s.row_stride = each!(t, x => x.row_stride(), None).unwrap_or(0) as u32;
+        s.width = t.width().unwrap_or(0) as u32;
+        s.height = t.height().unwrap_or(0) as u32;
+        s.row_stride = t.row_stride().unwrap_or(0) as u32;
     }
     s.fd = fd.into_raw_fd();
     let p = Box::into_raw(Box::new(s));

@@ -16,7 +16,6 @@ use zerocam_tensor::{Access, CpuAccess as RCpuAccess, HostPin as RHostPin, Tenso
 
 use crate::convert::{access as parse_access, access_name};
 use crate::errors::{invalid, released, tensor_err};
-use crate::tensor::each;
 
 /// A stable host address of a tensor's bytes (see the module docs).
 #[pyclass(module = "zerocam._zerocam", frozen)]
@@ -28,8 +27,7 @@ pub struct HostPin {
 impl HostPin {
     /// Pins `tensor`.
     pub fn new(tensor: &TensorDyn, access: Access) -> PyResult<HostPin> {
-        let pin = each!(tensor, t => t.pin_host(), return Err(invalid("unsupported element type")))
-            .map_err(tensor_err)?;
+        let pin = tensor.pin_host().map_err(tensor_err)?;
         Ok(HostPin {
             pin: Mutex::new(Some(pin)),
             access,

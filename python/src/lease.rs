@@ -8,19 +8,18 @@
 //! `memoryview` with live exports does. An export counts from its creation
 //! until numpy drops the array (the export's `Drop`), so the count is exact.
 
-use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use zerocam_tensor::{Access, DType, Element, Tensor, TensorDyn};
+use zerocam_tensor::{Access, DType, DynMap, TensorDyn};
 
 use crate::errors::{invalid, released, tensor_err, MapConflict};
 
-/// The layout numpy sees: shape, byte strides, dtype, base address.
-#[derive(Debug, Clone)]
+/// The layout numpy sees: shape, byte strides, dtype, base address. Built
+/// once when the map opens and shared (an `Arc`) by everything exported.
+#[derive(Debug)]
 pub struct Layout {
     /// The map's first element.
     pub ptr: usize,
@@ -36,138 +35,119 @@ pub struct Layout {
     pub readonly: bool,
 }
 
-struct Open {
-    /// The `TensorMap` itself, type-erased; dropping it ends the map.
-    _map: Box<dyn Any + Send + Sync>,
-    layout: Layout,
+/// The map and its exports, under one lock: an export is counted in the same
+/// critical section that finds the map open, and `close` checks the count in
+/// the one that ends it.
+struct State {
+    /// The map (dropping or finishing it ends it) and its layout; `None` once closed.
+    open: Option<(DynMap, Arc<Layout>)>,
+    /// numpy arrays and buffer-protocol views alive now.
+    exports: usize,
 }
 
 /// A CPU map shared by a map view, its numpy exports and DLPack capsules.
 pub struct MapLease {
-    open: Mutex<Option<Open>>,
-    exports: AtomicUsize,
-}
-
-fn typed<T: Element>(t: &Tensor<T>, access: Access) -> zerocam_tensor::Result<Open> {
-    let shape = t.shape().to_vec();
-    let strides = t.strides().ok_or(zerocam_tensor::Error::MultiBuffer {
-        buffers: t.plane_count(),
-    });
-    let strides = strides?;
-    let layout = |ptr: usize, len: usize, readonly: bool| Layout {
-        ptr,
-        len,
-        shape: shape.clone(),
-        strides: strides.clone(),
-        dtype: T::DTYPE,
-        readonly,
-    };
-    let e = std::mem::size_of::<T>();
-    Ok(match access {
-        Access::Read => {
-            let m = t.map_read()?;
-            let l = layout(m.as_ptr() as usize, m.len() * e, true);
-            Open {
-                _map: Box::new(m),
-                layout: l,
-            }
-        }
-        Access::Write => {
-            let mut m = t.map_write()?;
-            let l = layout(m.as_mut_ptr() as usize, m.len() * e, false);
-            Open {
-                _map: Box::new(m),
-                layout: l,
-            }
-        }
-        Access::ReadWrite => {
-            let mut m = t.map()?;
-            let l = layout(m.as_mut_ptr() as usize, m.len() * e, false);
-            Open {
-                _map: Box::new(m),
-                layout: l,
-            }
-        }
-    })
+    state: Mutex<State>,
 }
 
 impl MapLease {
     /// Maps `tensor` with `access`.
     pub fn new(tensor: &TensorDyn, access: Access) -> PyResult<Arc<MapLease>> {
-        if tensor.strides().is_none() {
+        let mut map = tensor.map_access(access).map_err(tensor_err)?;
+        let Some(strides) = map.strides_bytes().map(<[usize]>::to_vec) else {
             return Err(invalid(format!(
                 "a tensor of shape {:?} has no uniform strides (a view of a \
-                 2-plane image, or planes in two buffers): map each plane(i)",
+                 2-plane image): map each plane(i)",
                 tensor.shape()
             )));
-        }
-        let open = match tensor {
-            TensorDyn::U8(t) => typed(t, access),
-            TensorDyn::I8(t) => typed(t, access),
-            TensorDyn::U16(t) => typed(t, access),
-            TensorDyn::I16(t) => typed(t, access),
-            TensorDyn::U32(t) => typed(t, access),
-            TensorDyn::I32(t) => typed(t, access),
-            TensorDyn::F16(t) => typed(t, access),
-            TensorDyn::F32(t) => typed(t, access),
-            TensorDyn::F64(t) => typed(t, access),
-            _ => return Err(invalid("unsupported tensor element type")),
-        }
-        .map_err(tensor_err)?;
+        };
+        let ptr = match map.as_mut_ptr() {
+            Some(p) => p,
+            None => map.ptr(),
+        };
+        let layout = Layout {
+            ptr: ptr.as_ptr() as usize,
+            len: map.len(),
+            shape: map.shape().to_vec(),
+            strides,
+            dtype: map.dtype(),
+            readonly: !map.writable(),
+        };
         Ok(Arc::new(MapLease {
-            open: Mutex::new(Some(open)),
-            exports: AtomicUsize::new(0),
+            state: Mutex::new(State {
+                open: Some((map, Arc::new(layout))),
+                exports: 0,
+            }),
         }))
     }
 
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The layout, or `Released` once closed.
-    pub fn layout(&self) -> PyResult<Layout> {
-        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        open.as_ref()
-            .map(|o| o.layout.clone())
+    pub fn layout(&self) -> PyResult<Arc<Layout>> {
+        self.state()
+            .open
+            .as_ref()
+            .map(|(_, l)| l.clone())
             .ok_or_else(|| released("the map"))
     }
 
     /// Whether the map is still open.
     pub fn is_open(&self) -> bool {
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
+        self.state().open.is_some()
     }
 
     /// numpy arrays (and other exports) alive now.
     pub fn exports(&self) -> usize {
-        self.exports.load(Ordering::SeqCst)
+        self.state().exports
     }
 
-    /// Counts one more export (a numpy array, a buffer-protocol view).
-    pub fn add_export(&self) {
-        self.exports.fetch_add(1, Ordering::SeqCst);
+    /// Counts one more export (a numpy array, a buffer-protocol view) of the
+    /// open map and gives its layout; `Released` once closed. Balance with
+    /// [`remove_export`](MapLease::remove_export).
+    pub fn add_export(&self) -> PyResult<Arc<Layout>> {
+        let mut state = self.state();
+        let layout = state
+            .open
+            .as_ref()
+            .map(|(_, l)| l.clone())
+            .ok_or_else(|| released("the map"))?;
+        state.exports += 1;
+        Ok(layout)
     }
 
     /// Counts one export less.
     pub fn remove_export(&self) {
-        self.exports.fetch_sub(1, Ordering::SeqCst);
+        let mut state = self.state();
+        state.exports = state.exports.saturating_sub(1);
     }
 
-    /// Ends the map, unless exports are alive (`MapConflict`). Idempotent.
+    /// Ends the map, unless exports are alive (`MapConflict`), and reports a
+    /// failed dma-buf sync END (`DeviceError`). Idempotent.
     pub fn close(&self) -> PyResult<()> {
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let n = self.exports.load(Ordering::SeqCst);
-        if n > 0 && open.is_some() {
-            return Err(MapConflict::new_err(format!(
-                "cannot release the map: {n} numpy array(s) or other exports still \
-                 use its memory; delete them first"
-            )));
+        let map = {
+            let mut state = self.state();
+            let n = state.exports;
+            if n > 0 && state.open.is_some() {
+                return Err(MapConflict::new_err(format!(
+                    "cannot release the map: {n} numpy array(s) or other exports still \
+                     use its memory; delete them first"
+                )));
+            }
+            state.open.take()
+        };
+        match map {
+            Some((map, _)) => map.finish().map_err(tensor_err),
+            None => Ok(()),
         }
-        drop(open.take());
-        Ok(())
     }
 
     /// A numpy array over the map (its base is an [`Export`]).
     pub fn to_numpy<'py>(self: &Arc<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let layout = self.layout()?;
+        let layout = self.add_export()?;
+        // From here the export's `Drop` balances the count, whatever fails.
         let export = Bound::new(
             py,
             Export {
@@ -175,7 +155,6 @@ impl MapLease {
                 layout,
             },
         )?;
-        self.add_export();
         numpy_asarray(py)?.call1((export,))
     }
 }
@@ -210,7 +189,7 @@ pub fn typestr(dtype: DType) -> &'static str {
 #[pyclass(module = "zerocam._zerocam", name = "_MapExport", frozen)]
 pub struct Export {
     lease: Arc<MapLease>,
-    layout: Layout,
+    layout: Arc<Layout>,
 }
 
 #[pymethods]

@@ -87,11 +87,14 @@ impl MapView {
         flags: std::ffi::c_int,
     ) -> PyResult<()> {
         let this = slf.get();
-        let layout = this.lease.layout()?;
+        let layout = this.lease.add_export()?;
         // SAFETY: CPython's buffer to fill.
-        unsafe { crate::buffer::fill(view, flags, &layout, slf.clone().into_any())? };
-        this.lease.add_export();
-        Ok(())
+        let filled = unsafe { crate::buffer::fill(view, flags, &layout, slf.clone().into_any()) };
+        if filled.is_err() {
+            // No buffer was exported: CPython will not call `__releasebuffer__`.
+            this.lease.remove_export();
+        }
+        filled
     }
 
     /// Ends one buffer-protocol export.
@@ -110,13 +113,13 @@ impl MapView {
     /// Shape in elements.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.lease.layout()?.shape)
+        PyTuple::new(py, &self.lease.layout()?.shape)
     }
 
     /// Byte strides (a padded row stride is published as it is).
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.lease.layout()?.strides)
+        PyTuple::new(py, &self.lease.layout()?.strides)
     }
 
     /// Element type name (`"uint8"`, …).

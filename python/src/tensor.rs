@@ -15,25 +15,6 @@ use crate::lease::MapLease;
 use crate::mapview::MapView;
 use crate::{capsule, dlpack};
 
-/// Runs `$body` with `$t` bound to the typed tensor inside a `TensorDyn`.
-macro_rules! each {
-    ($dyn:expr, $t:ident => $body:expr, $other:expr) => {
-        match $dyn {
-            TensorDyn::U8($t) => $body,
-            TensorDyn::I8($t) => $body,
-            TensorDyn::U16($t) => $body,
-            TensorDyn::I16($t) => $body,
-            TensorDyn::U32($t) => $body,
-            TensorDyn::I32($t) => $body,
-            TensorDyn::F16($t) => $body,
-            TensorDyn::F32($t) => $body,
-            TensorDyn::F64($t) => $body,
-            _ => $other,
-        }
-    };
-}
-pub(crate) use each;
-
 /// A tensor: shape, dtype and memory; cheap to view, batch and map.
 #[pyclass(module = "zerocam._zerocam", name = "Tensor", frozen)]
 pub struct PyTensor {
@@ -48,14 +29,6 @@ impl PyTensor {
             inner,
             default_access: Access::ReadWrite,
         }
-    }
-
-    fn fd_raw(&self) -> Option<i32> {
-        each!(&self.inner, t => t.fd().map(|fd| fd.as_raw_fd()), None)
-    }
-
-    fn plane_count(&self) -> usize {
-        each!(&self.inner, t => t.plane_count(), 1)
     }
 }
 
@@ -193,19 +166,19 @@ impl PyTensor {
     /// Width of an image tensor.
     #[getter]
     fn width(&self) -> Option<usize> {
-        each!(&self.inner, t => t.width(), None)
+        self.inner.width()
     }
 
     /// Height of an image tensor.
     #[getter]
     fn height(&self) -> Option<usize> {
-        each!(&self.inner, t => t.height(), None)
+        self.inner.height()
     }
 
     /// Bytes between rows of an image tensor's first plane.
     #[getter]
     fn row_stride(&self) -> Option<usize> {
-        each!(&self.inner, t => t.row_stride(), None)
+        self.inner.row_stride()
     }
 
     /// Bytes of the elements (padding excluded).
@@ -217,7 +190,7 @@ impl PyTensor {
     /// Number of planes (2 for NV12, 3 for planar RGB, else 1).
     #[getter]
     fn planes(&self) -> usize {
-        self.plane_count()
+        self.inner.plane_count()
     }
 
     /// The tensor's name.
@@ -230,7 +203,7 @@ impl PyTensor {
     /// tensor lives; do not close it), or `None` for heap memory.
     #[getter]
     fn fd(&self) -> Option<i32> {
-        self.fd_raw()
+        self.inner.fd().map(|fd| fd.as_raw_fd())
     }
 
     /// The identity shared by this tensor's views, batches and planes.

@@ -85,5 +85,5 @@ pub use region::Region;
 pub use storage::dma_heap::{DEFAULT_HEAPS, HEAP_ENV};
 pub use storage::pbo::PboOps;
 pub use tensor::{Tensor, TensorBuilder};
-pub use tensor_dyn::TensorDyn;
+pub use tensor_dyn::{DynMap, TensorDyn};
 pub use traits::TensorTrait;
