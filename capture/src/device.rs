@@ -449,9 +449,7 @@ impl Device {
             CaptureFormat::from_fourcc(fourcc).ok_or_else(|| CaptureError::UnsupportedFormat {
                 path: self.path.clone(),
                 fourcc,
-                offered:
-                    "zerocam captures NV12, NV12M, NV16, NV16M, YUYV, UYVY, RGB24, BGR24, GREY"
-                        .into(),
+                offered: format!("zerocam captures {}", CaptureFormat::names()),
             })?;
         if planes.len() != format.memory_planes {
             return Err(CaptureError::UnsupportedFormat {

@@ -257,9 +257,7 @@ pub enum CaptureError {
 #[non_exhaustive]
 pub enum ArgumentError {
     /// A format name zerocam does not know.
-    #[error(
-        "unknown format {0:?} (known: NV12, NV12M, NV16, NV16M, YUYV, UYVY, RGB24, BGR24, GREY)"
-    )]
+    #[error("unknown format {:?} (known: {})", .0, crate::CaptureFormat::names())]
     UnknownFormat(String),
     /// A size that is not `WIDTHxHEIGHT` of positive numbers.
     #[error("bad size {0:?}: expected WIDTHxHEIGHT, e.g. 1280x720")]

@@ -86,6 +86,18 @@ impl CaptureFormat {
     pub fn from_fourcc(fourcc: FourCc) -> Option<CaptureFormat> {
         CAPTURE_FORMATS.into_iter().find(|f| f.fourcc == fourcc)
     }
+
+    /// The names of [`CAPTURE_FORMATS`], comma-separated, for messages.
+    ///
+    /// ```
+    /// assert_eq!(
+    ///     zerocam_capture::CaptureFormat::names(),
+    ///     "NV12, NV12M, NV16, NV16M, YUYV, UYVY, RGB24, BGR24, GREY"
+    /// );
+    /// ```
+    pub fn names() -> String {
+        CAPTURE_FORMATS.map(|f| f.name).join(", ")
+    }
 }
 
 impl FromStr for CaptureFormat {

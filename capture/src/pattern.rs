@@ -166,7 +166,7 @@ impl PatternSource {
             return Err(CaptureError::UnsupportedFormat {
                 path: PathBuf::from("pattern"),
                 fourcc: format.fourcc,
-                offered: CAPTURE_FORMATS.map(|f| f.name).join(", "),
+                offered: CaptureFormat::names(),
             });
         }
         let (hsub, vsub) = format.pixel.subsampling();

@@ -60,8 +60,7 @@ enum Command {
 struct SourceArgs {
     /// Device node, `libcamera:<id>` (feature libcamera), or `pattern`; default: the first camera, else the pattern source.
     device: Option<String>,
-    /// Pixel format: NV12, NV12M, NV16, NV16M, YUYV, UYVY, RGB24, BGR24, GREY.
-    #[arg(long)]
+    #[arg(long, help = format!("Pixel format: {}", CaptureFormat::names()))]
     format: Option<String>,
     /// Frame size, WIDTHxHEIGHT.
     #[arg(long)]
@@ -122,7 +121,7 @@ fn run(command: Command) -> Result<String, CliError> {
                 Some(p) if p.as_os_str() != "pattern" => list::describe(&p, true)?,
                 _ => format!(
                     "no camera given and none found: the built-in pattern source offers {} at any even size\n",
-                    zerocam_capture::CAPTURE_FORMATS.map(|f| f.name).join(", ")
+                    CaptureFormat::names()
                 ),
             }
         }
