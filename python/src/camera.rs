@@ -19,7 +19,7 @@ use zerocam_capture::{
     BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
     Stream, StreamConfig,
 };
-use zerocam_tensor::{Access, TensorDyn};
+use zerocam_tensor::{Access, PixelFormat, TensorDyn};
 
 use crate::errors::{capture_err, invalid, released, tensor_err};
 use crate::lease::MapLease;
@@ -323,7 +323,7 @@ pub struct Frame {
     held: Mutex<Option<Held>>,
     sequence: u32,
     timestamp: f64,
-    format: String,
+    format: &'static str,
     width: usize,
     height: usize,
     index: usize,
@@ -332,11 +332,7 @@ pub struct Frame {
 impl Frame {
     fn new(frame: RFrame) -> Frame {
         let t = frame.tensor();
-        let format = t
-            .format()
-            .and_then(crate::format::PixelFormat::from_rust)
-            .map_or("?", |f| f.label())
-            .to_owned();
+        let format = t.format().map_or("?", PixelFormat::name);
         Frame {
             sequence: frame.sequence(),
             timestamp: frame.timestamp().as_secs_f64(),
@@ -401,8 +397,8 @@ impl Frame {
 
     /// The pixel layout name (`"NV12"` also for NV12M frames).
     #[getter]
-    fn format(&self) -> &str {
-        &self.format
+    fn format(&self) -> &'static str {
+        self.format
     }
 
     /// Width in pixels.

@@ -113,8 +113,8 @@ pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>
         s.shape[i] = d as i64;
         s.strides[i] = st as i64;
     }
-    if let Some(f) = t.format().and_then(PixelFormat::from_rust) {
-        let name = f.label().as_bytes();
+    if let Some(f) = t.format() {
+        let name = f.name().as_bytes();
         s.format[..name.len()].copy_from_slice(name);
         s.width = t.width().unwrap_or(0) as u32;
         s.height = t.height().unwrap_or(0) as u32;
@@ -178,10 +178,10 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
     let offset = usize::try_from(s.byte_offset).map_err(|_| bad())?;
     if s.format[0] != 0 {
         let name = CStr::from_bytes_until_nul(&s.format)
-            .map_err(|_| invalid("zerocam capsule: bad format name"))?
-            .to_string_lossy()
-            .into_owned();
-        let f = PixelFormat::parse(&pyo3::types::PyString::new(obj.py(), &name).into_any())?;
+            .ok()
+            .and_then(|n| n.to_str().ok())
+            .ok_or_else(|| invalid("zerocam capsule: bad format name"))?;
+        let f = PixelFormat::from_name(name)?;
         let size = file_size(&fd)?;
         let t = Tensor::<u8>::from_fd(fd, &[size], None).map_err(tensor_err)?;
         let layout = ImageLayout::new(s.width as usize, s.height as usize, f.rust())

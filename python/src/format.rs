@@ -31,33 +31,44 @@ pub enum PixelFormat {
     PlanarRgb,
 }
 
-const ALL: [(PixelFormat, Fmt, &str); 10] = [
-    (PixelFormat::Rgb, Fmt::Rgb, "RGB"),
-    (PixelFormat::Bgr, Fmt::Bgr, "BGR"),
-    (PixelFormat::Rgba, Fmt::Rgba, "RGBA"),
-    (PixelFormat::Bgra, Fmt::Bgra, "BGRA"),
-    (PixelFormat::Grey, Fmt::Grey, "GREY"),
-    (PixelFormat::Yuyv, Fmt::Yuyv, "YUYV"),
-    (PixelFormat::Uyvy, Fmt::Uyvy, "UYVY"),
-    (PixelFormat::Nv12, Fmt::Nv12, "NV12"),
-    (PixelFormat::Nv16, Fmt::Nv16, "NV16"),
-    (PixelFormat::PlanarRgb, Fmt::PlanarRgb, "PLANAR_RGB"),
-];
-
 impl PixelFormat {
     /// The Rust format.
-    pub fn rust(self) -> Fmt {
-        ALL.iter().find(|e| e.0 == self).map_or(Fmt::Rgb, |e| e.1)
+    pub const fn rust(self) -> Fmt {
+        match self {
+            PixelFormat::Rgb => Fmt::Rgb,
+            PixelFormat::Bgr => Fmt::Bgr,
+            PixelFormat::Rgba => Fmt::Rgba,
+            PixelFormat::Bgra => Fmt::Bgra,
+            PixelFormat::Grey => Fmt::Grey,
+            PixelFormat::Yuyv => Fmt::Yuyv,
+            PixelFormat::Uyvy => Fmt::Uyvy,
+            PixelFormat::Nv12 => Fmt::Nv12,
+            PixelFormat::Nv16 => Fmt::Nv16,
+            PixelFormat::PlanarRgb => Fmt::PlanarRgb,
+        }
     }
 
-    /// From the Rust format.
-    pub fn from_rust(f: Fmt) -> Option<PixelFormat> {
-        ALL.iter().find(|e| e.1 == f).map(|e| e.0)
+    /// From the Rust format; `None` for a format this binding does not
+    /// expose yet (the Rust enum is `#[non_exhaustive]`).
+    pub const fn from_rust(f: Fmt) -> Option<PixelFormat> {
+        Some(match f {
+            Fmt::Rgb => PixelFormat::Rgb,
+            Fmt::Bgr => PixelFormat::Bgr,
+            Fmt::Rgba => PixelFormat::Rgba,
+            Fmt::Bgra => PixelFormat::Bgra,
+            Fmt::Grey => PixelFormat::Grey,
+            Fmt::Yuyv => PixelFormat::Yuyv,
+            Fmt::Uyvy => PixelFormat::Uyvy,
+            Fmt::Nv12 => PixelFormat::Nv12,
+            Fmt::Nv16 => PixelFormat::Nv16,
+            Fmt::PlanarRgb => PixelFormat::PlanarRgb,
+            _ => return None,
+        })
     }
 
-    /// The upper-case name (`"NV12"`).
-    pub fn label(self) -> &'static str {
-        ALL.iter().find(|e| e.0 == self).map_or("?", |e| e.2)
+    /// The upper-case name (`"NV12"`): [`Fmt::name`].
+    pub const fn label(self) -> &'static str {
+        self.rust().name()
     }
 
     /// A `PixelFormat` or a name (`"NV12"`, `"rgb"`, case-insensitive).
@@ -68,12 +79,23 @@ impl PixelFormat {
         let s: String = obj
             .extract()
             .map_err(|_| invalid(format!("format {obj} is not a PixelFormat or a name")))?;
-        ALL.iter()
-            .find(|e| e.2.eq_ignore_ascii_case(&s))
-            .map(|e| e.0)
+        PixelFormat::from_name(&s)
+    }
+
+    /// The format named `name` (case-insensitive), as [`Fmt::from_name`] reads it.
+    pub fn from_name(name: &str) -> PyResult<PixelFormat> {
+        Fmt::from_name(name)
+            .and_then(PixelFormat::from_rust)
             .ok_or_else(|| {
-                let names: Vec<&str> = ALL.iter().map(|e| e.2).collect();
-                invalid(format!("format {s:?} is not one of {}", names.join(", ")))
+                let names: Vec<&str> = Fmt::ALL
+                    .into_iter()
+                    .filter(|&f| PixelFormat::from_rust(f).is_some())
+                    .map(Fmt::name)
+                    .collect();
+                invalid(format!(
+                    "format {name:?} is not one of {}",
+                    names.join(", ")
+                ))
             })
     }
 }

@@ -43,7 +43,7 @@ fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<camera::Frame>()?;
     m.add_function(wrap_pyfunction!(camera::list_devices, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("CAPSULE_NAME", "zerocam.tensor.v1")?;
+    m.add("CAPSULE_NAME", capsule::NAME.to_string_lossy())?;
     m.add("BUFFER_PROTOCOL", cfg!(feature = "buffer-protocol"))?;
     Ok(())
 }

@@ -328,8 +328,8 @@ impl PyTensor {
             self.inner.dtype(),
             self.inner.memory()
         );
-        if let Some(f) = self.inner.format().and_then(PixelFormat::from_rust) {
-            s.push_str(&format!(", format={}", f.label()));
+        if let Some(f) = self.inner.format() {
+            s.push_str(&format!(", format={f}"));
         }
         s.push(')');
         s
