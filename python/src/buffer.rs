@@ -4,34 +4,18 @@
 //! export of the map until the consumer releases it, like a numpy array made
 //! through `__array__`.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::c_int;
 
+use crate::convert;
+use crate::lease::Layout;
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use zerocam_tensor::DType;
-
-use crate::lease::Layout;
 
 /// The shape and strides a `Py_buffer` points to, owned through `internal`.
 struct Meta {
     shape: Vec<ffi::Py_ssize_t>,
     strides: Vec<ffi::Py_ssize_t>,
-}
-
-/// The struct-module format of `dtype`.
-fn format(dtype: DType) -> &'static CStr {
-    match dtype {
-        DType::U8 => c"B",
-        DType::I8 => c"b",
-        DType::U16 => c"H",
-        DType::I16 => c"h",
-        DType::U32 => c"I",
-        DType::I32 => c"i",
-        DType::F16 => c"e",
-        DType::F32 => c"f",
-        DType::F64 => c"d",
-    }
 }
 
 fn c_contiguous(l: &Layout) -> bool {
@@ -98,7 +82,10 @@ pub unsafe fn fill(
         (*view).itemsize = itemsize;
         (*view).readonly = c_int::from(layout.readonly);
         (*view).format = if flags & ffi::PyBUF_FORMAT != 0 {
-            format(layout.dtype).as_ptr().cast_mut()
+            convert::codes(layout.dtype)
+                .buffer_format
+                .as_ptr()
+                .cast_mut()
         } else {
             std::ptr::null_mut()
         };

@@ -13,6 +13,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use zerocam_tensor::{Access, DType, TensorDyn};
 
+use crate::convert;
 use crate::errors::MapConflict;
 use crate::lease::MapLease;
 
@@ -75,22 +76,12 @@ const FLAG_READ_ONLY: u64 = 1;
 const LEGACY: &CStr = c"dltensor";
 const VERSIONED: &CStr = c"dltensor_versioned";
 
-/// The DLPack type of `dtype`.
+/// The DLPack type of `dtype` (see [`convert::codes`]).
 pub fn dl_dtype(dtype: DType) -> DLDataType {
-    let (code, bits) = match dtype {
-        DType::I8 => (0, 8),
-        DType::I16 => (0, 16),
-        DType::I32 => (0, 32),
-        DType::U8 => (1, 8),
-        DType::U16 => (1, 16),
-        DType::U32 => (1, 32),
-        DType::F16 => (2, 16),
-        DType::F32 => (2, 32),
-        _ => (2, 64),
-    };
     DLDataType {
-        code,
-        bits,
+        code: convert::codes(dtype).dl_code,
+        // At most 8 bytes: the cast cannot truncate.
+        bits: (dtype.size() * 8) as u8,
         lanes: 1,
     }
 }

@@ -15,6 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use zerocam_tensor::{Access, DType, DynMap, TensorDyn};
 
+use crate::convert;
 use crate::errors::{invalid, released, tensor_err, MapConflict};
 
 /// The layout numpy sees: shape, byte strides, dtype, base address. Built
@@ -169,21 +170,6 @@ fn numpy_asarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|f| f.bind(py))
 }
 
-/// The numpy array interface typestr of `dtype` (native byte order).
-pub fn typestr(dtype: DType) -> &'static str {
-    match dtype {
-        DType::U8 => "|u1",
-        DType::I8 => "|i1",
-        DType::U16 => "<u2",
-        DType::I16 => "<i2",
-        DType::U32 => "<u4",
-        DType::I32 => "<i4",
-        DType::F16 => "<f2",
-        DType::F32 => "<f4",
-        DType::F64 => "<f8",
-    }
-}
-
 /// What a numpy array made from a map keeps as its base: it holds the map
 /// open and counts as one export until numpy drops it.
 #[pyclass(module = "zerocam._zerocam", name = "_MapExport", frozen)]
@@ -202,7 +188,7 @@ impl Export {
         d.set_item("version", 3)?;
         d.set_item("shape", PyTuple::new(py, &l.shape)?)?;
         d.set_item("strides", PyTuple::new(py, &l.strides)?)?;
-        d.set_item("typestr", typestr(l.dtype))?;
+        d.set_item("typestr", convert::typestr(l.dtype))?;
         d.set_item("data", (l.ptr, l.readonly))?;
         Ok(d)
     }
