@@ -127,6 +127,14 @@ fn pattern_error(source: zerocam_tensor::Error) -> CaptureError {
     }
 }
 
+fn unsupported(format: CaptureFormat) -> CaptureError {
+    CaptureError::UnsupportedFormat {
+        path: PathBuf::from("pattern"),
+        fourcc: format.fourcc,
+        offered: CaptureFormat::names(),
+    }
+}
+
 fn bad_size(format: CaptureFormat, width: u32, height: u32, reason: &'static str) -> CaptureError {
     ArgumentError::PatternSize {
         format: format.name,
@@ -163,11 +171,7 @@ impl PatternSource {
             None => None,
         };
         if !CAPTURE_FORMATS.contains(&format) {
-            return Err(CaptureError::UnsupportedFormat {
-                path: PathBuf::from("pattern"),
-                fourcc: format.fourcc,
-                offered: CaptureFormat::names(),
-            });
+            return Err(unsupported(format));
         }
         let (hsub, vsub) = format.pixel.subsampling();
         let (w, h) = (width as usize, height as usize);
@@ -187,6 +191,7 @@ impl PatternSource {
                 "the chroma subsampling needs even sizes",
             ));
         }
+        let rows = bar_rows(format, w)?;
         let pixel = format.pixel;
         let too_big = || bad_size(format, width, height, "a plane would exceed 4 GiB");
         let stride = pixel
@@ -263,7 +268,7 @@ impl PatternSource {
                     frames: 0,
                 }),
             }),
-            rows: bar_rows(pixel, w),
+            rows,
             format: stream_format,
             interval,
             next_due: Instant::now(),
@@ -312,12 +317,12 @@ impl PatternSource {
 }
 
 /// One row of bars, twice as wide as the image (scrolling reads a window of
-/// it), for each plane.
-fn bar_rows(pixel: PixelFormat, w: usize) -> Vec<Vec<u8>> {
+/// it), for each plane of a capture format.
+fn bar_rows(format: CaptureFormat, w: usize) -> Result<Vec<Vec<u8>>> {
     let bar = |x: usize| BARS_RGB[(x % w) * 8 / w];
     let yuv = |x: usize| rgb_to_yuv(bar(x));
     let two = 0..2 * w;
-    match pixel {
+    Ok(match format.pixel {
         PixelFormat::Rgb => vec![two.flat_map(bar).collect()],
         PixelFormat::Bgr => vec![two
             .flat_map(|x| {
@@ -338,29 +343,14 @@ fn bar_rows(pixel: PixelFormat, w: usize) -> Vec<Vec<u8>> {
                 [if x % 2 == 0 { pair[1] } else { pair[2] }, yuv(x)[0]]
             })
             .collect()],
-        PixelFormat::Rgba | PixelFormat::Bgra => {
-            let bgr = pixel == PixelFormat::Bgra;
-            vec![two
-                .flat_map(|x| {
-                    let [r, g, b] = bar(x);
-                    if bgr {
-                        [b, g, r, 255]
-                    } else {
-                        [r, g, b, 255]
-                    }
-                })
-                .collect()]
-        }
-        PixelFormat::PlanarRgb => (0..3)
-            .map(|c| two.clone().map(|x| bar(x)[c]).collect())
-            .collect(),
         // NV12/NV16: Y row, then the CbCr row (Cb, Cr of each pixel pair).
         PixelFormat::Nv12 | PixelFormat::Nv16 => vec![
             two.clone().map(|x| yuv(x)[0]).collect(),
             two.map(|x| yuv(x & !1)[1 + x % 2]).collect(),
         ],
-        _ => Vec::new(),
-    }
+        // `new` admits only CAPTURE_FORMATS, all drawn above.
+        _ => return Err(unsupported(format)),
+    })
 }
 
 /// A white row in plane `plane` of `pixel` (neutral chroma on chroma planes).

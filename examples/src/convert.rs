@@ -19,8 +19,8 @@ pub(crate) fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])
     Ok(())
 }
 
-/// The frame as packed RGB8, `width * height * 3` bytes (NV12, NV16, YUYV,
-/// RGB, BGR, GREY; planar RGB and RGBA/BGRA too).
+/// The frame as packed RGB8, `width * height * 3` bytes, from any capture
+/// format (NV12, NV16, YUYV, UYVY, RGB, BGR, GREY).
 pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
     let (w, h) = (frame.width().unwrap_or(0), frame.height().unwrap_or(0));
     let format = frame
@@ -37,20 +37,11 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
         PixelFormat::Rgb => rows(frame, 0, |y, r| {
             out[y * w * 3..(y + 1) * w * 3].copy_from_slice(r)
         })?,
-        PixelFormat::Bgr | PixelFormat::Bgra | PixelFormat::Rgba => {
-            let n = format.samples_per_pixel();
-            let bgr = matches!(format, PixelFormat::Bgr | PixelFormat::Bgra);
-            rows(frame, 0, |y, r| {
-                for (x, s) in r.chunks(n).enumerate() {
-                    let rgb = if bgr {
-                        [s[2], s[1], s[0]]
-                    } else {
-                        [s[0], s[1], s[2]]
-                    };
-                    px(&mut out, y, x, rgb);
-                }
-            })?
-        }
+        PixelFormat::Bgr => rows(frame, 0, |y, r| {
+            for (x, s) in r.chunks(3).enumerate() {
+                px(&mut out, y, x, [s[2], s[1], s[0]]);
+            }
+        })?,
         PixelFormat::Grey => rows(frame, 0, |y, r| {
             for (x, &g) in r.iter().enumerate() {
                 px(&mut out, y, x, [g, g, g]);
@@ -86,17 +77,6 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
                     }
                 }
             })?;
-        }
-        PixelFormat::PlanarRgb => {
-            let m = frame.map_read()?;
-            let s = frame.strides().unwrap_or_else(|| vec![w * h, w, 1]);
-            for y in 0..h {
-                for x in 0..w {
-                    for c in 0..3 {
-                        out[(y * w + x) * 3 + c] = m[c * s[0] + y * s[1] + x];
-                    }
-                }
-            }
         }
         other => {
             return Err(zerocam_tensor::Error::UnsupportedFormat {
