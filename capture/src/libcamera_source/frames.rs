@@ -14,16 +14,19 @@ use nix::errno::Errno;
 use super::events::{CamKey, Completion, Event, Outcome};
 use super::slots::{Place, State};
 use crate::frame::Requeue;
-use crate::{CaptureError, Frame, Result};
+use crate::{CaptureError, Frame, Result, StreamFormat};
 
 /// Asks the libcamera thread to queue buffer `index` of camera `key` again
 /// (or, stopped, to keep it idle); false when the thread is gone.
 pub(crate) type Requeuer = Box<dyn Fn(CamKey, usize) -> bool + Send + Sync>;
 
 /// What frames share with their source: the state, and the way to the
-/// libcamera thread to queue their request again.
+/// libcamera thread to queue their request again. One per configuration (a
+/// reconfigure makes a new one).
 pub(crate) struct Shared {
     pub name: PathBuf,
+    /// The format frames come in.
+    pub format: StreamFormat,
     requeue: Requeuer,
     state: Mutex<State>,
 }
@@ -32,15 +35,17 @@ impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shared")
             .field("name", &self.name)
+            .field("format", &self.format)
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
 
 impl Shared {
-    pub fn new(name: PathBuf, requeue: Requeuer, state: State) -> Shared {
+    pub fn new(name: PathBuf, format: StreamFormat, requeue: Requeuer, state: State) -> Shared {
         Shared {
             name,
+            format,
             requeue,
             state: Mutex::new(state),
         }
@@ -223,7 +228,7 @@ impl Shared {
                 });
             }
         };
-        let tensor = match st.tensor(index) {
+        let tensor = match st.tensor(&self.format, index) {
             Ok(t) => t,
             Err(source) => {
                 self.give_back(&mut st, index);

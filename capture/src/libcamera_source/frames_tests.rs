@@ -11,7 +11,7 @@ use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use super::*;
-use crate::libcamera_source::events::{BufferPlanes, Configured};
+use crate::libcamera_source::events::BufferPlanes;
 use crate::libcamera_source::layout::{buffer_layout, LcPlane};
 use crate::libcamera_source::metadata::RawMetadata;
 use crate::{CaptureFormat, PlaneLayout, StreamFormat};
@@ -46,21 +46,14 @@ fn buffer(fill: u8) -> (BufferPlanes, Tensor<u8>) {
 fn source(n: usize) -> (Arc<Shared>, Log, Vec<Tensor<u8>>) {
     let (buffers, keep): (Vec<_>, Vec<_>) = (0..n).map(|i| buffer(i as u8)).unzip();
     let format: CaptureFormat = "GREY".parse().unwrap();
-    let configured = Configured {
-        key: KEY,
-        id: "Fake0".into(),
-        name: "libcamera:Fake0".into(),
-        format: StreamFormat {
-            format,
-            width: 4,
-            height: 4,
-            planes: vec![PlaneLayout {
-                bytes_per_line: 4,
-                size: 16,
-            }],
-        },
-        buffers,
-        adjustments: Vec::new(),
+    let format = StreamFormat {
+        format,
+        width: 4,
+        height: 4,
+        planes: vec![PlaneLayout {
+            bytes_per_line: 4,
+            size: 16,
+        }],
     };
     let log: Log = Arc::default();
     let to = log.clone();
@@ -68,8 +61,13 @@ fn source(n: usize) -> (Arc<Shared>, Log, Vec<Tensor<u8>>) {
         to.lock().unwrap().push((key, index));
         true
     });
-    let state = State::new(configured, ImportCache::new(2 * n)).unwrap();
-    let shared = Arc::new(Shared::new("libcamera:Fake0".into(), requeue, state));
+    let state = State::new(KEY, buffers, ImportCache::new(2 * n)).unwrap();
+    let shared = Arc::new(Shared::new(
+        "libcamera:Fake0".into(),
+        format,
+        requeue,
+        state,
+    ));
     (shared, log, keep)
 }
 

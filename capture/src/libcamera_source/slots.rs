@@ -5,7 +5,7 @@
 use zerocam_cache::{CacheStats, ImportCache};
 use zerocam_tensor::Tensor;
 
-use super::events::{BufferPlanes, CamKey, Configured};
+use super::events::{BufferPlanes, CamKey};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
 use crate::planes::{
@@ -89,7 +89,6 @@ pub(crate) struct State {
     pub cache: ImportCache,
     /// The counters of the caches replaced by a reconfigure.
     pub carried: CacheStats,
-    pub format: StreamFormat,
     pub fixer: MetadataFixer,
     pub streaming: bool,
     /// False once the camera is closed (a failed reconfigure).
@@ -102,19 +101,18 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// The state of a freshly configured camera, started with every request
-    /// queued: each buffer is borrowed by the camera from here on.
+    /// The state of freshly configured camera `key`, started with every
+    /// request of `buffers` queued: each buffer is borrowed by the camera
+    /// from here on.
     ///
     /// # Errors
     /// A borrow that fails (a CPU map of a buffer just allocated: cannot
     /// happen, as no tensor of it exists yet).
-    pub fn new(configured: Configured, cache: ImportCache) -> zerocam_tensor::Result<State> {
-        let Configured {
-            key,
-            format,
-            buffers,
-            ..
-        } = configured;
+    pub fn new(
+        key: CamKey,
+        buffers: Vec<BufferPlanes>,
+        cache: ImportCache,
+    ) -> zerocam_tensor::Result<State> {
         let mut slots: Vec<Slot> = buffers
             .into_iter()
             .map(|b| Slot::new(b, Place::Queued))
@@ -127,7 +125,6 @@ impl State {
             slots,
             cache,
             carried: CacheStats::default(),
-            format,
             fixer: MetadataFixer::default(),
             streaming: true,
             open: true,
@@ -136,6 +133,15 @@ impl State {
             dropped: 0,
             errors: 0,
         })
+    }
+
+    /// A reconfigured camera's state goes on counting from `old`'s: frames,
+    /// drops, errors and the import counters.
+    pub fn go_on_from(&mut self, old: &State) {
+        self.carried = old.cache_stats();
+        self.frames = old.frames;
+        self.dropped = old.dropped;
+        self.errors = old.errors;
     }
 
     /// The import counters since open, across reconfigures (`live`: now).
@@ -156,14 +162,13 @@ impl State {
         self.slots.iter().filter(|s| s.place == Place::Held).count()
     }
 
-    /// The frame tensor of buffer `index`, through the cache.
-    pub fn tensor(&mut self, index: usize) -> zerocam_tensor::Result<Tensor<u8>> {
-        let State {
-            slots,
-            cache,
-            format,
-            ..
-        } = self;
+    /// The frame tensor of buffer `index` in `format`, through the cache.
+    pub fn tensor(
+        &mut self,
+        format: &StreamFormat,
+        index: usize,
+    ) -> zerocam_tensor::Result<Tensor<u8>> {
+        let State { slots, cache, .. } = self;
         let slot = slots.get_mut(index).ok_or(zerocam_tensor::Error::NoFd {
             memory: zerocam_tensor::TensorMemory::Dma,
         })?;

@@ -47,7 +47,6 @@ pub struct LibcameraSource {
     shared: Arc<Shared>,
     events: Receiver<Event>,
     worker: Sender<Cmd>,
-    format: StreamFormat,
     id: String,
     adjustments: Vec<String>,
 }
@@ -83,22 +82,28 @@ fn close_camera(worker: &Sender<Cmd>, key: super::events::CamKey) {
     }
 }
 
-/// The source's state for a camera just opened (closed again on failure).
-fn new_state(
-    worker: &Sender<Cmd>,
-    configured: Configured,
-    carried: zerocam_cache::CacheStats,
-) -> Result<State> {
-    let key = configured.key;
-    let name = PathBuf::from(&configured.name);
-    let cache = ImportCache::new(2 * configured.buffers.len() * configured.format.planes.len());
-    match State::new(configured, cache) {
-        Ok(st) => Ok(State { carried, ..st }),
+/// What the source and its frames share for a camera just opened (closed
+/// again on failure).
+fn new_shared(worker: &Sender<Cmd>, configured: Configured) -> Result<Shared> {
+    let Configured {
+        key,
+        name,
+        format,
+        buffers,
+        ..
+    } = configured;
+    let name = PathBuf::from(name);
+    let cache = ImportCache::new(2 * buffers.len() * format.planes.len());
+    let state = match State::new(key, buffers, cache) {
+        Ok(st) => st,
         Err(source) => {
             close_camera(worker, key);
-            Err(CaptureError::Tensor { path: name, source })
+            return Err(CaptureError::Tensor { path: name, source });
         }
-    }
+    };
+    let to_worker = worker.clone();
+    let requeue = Box::new(move |key, index| to_worker.send(Cmd::Requeue(key, index)).is_ok());
+    Ok(Shared::new(name, format, requeue, state))
 }
 
 impl LibcameraSource {
@@ -117,18 +122,13 @@ impl LibcameraSource {
     pub fn open(config: LibcameraConfig) -> Result<LibcameraSource> {
         let worker = worker()?;
         let (configured, events) = open_camera(&worker, &config)?;
-        let format = configured.format.clone();
         let id = configured.id.clone();
         let adjustments = configured.adjustments.clone();
-        let name = PathBuf::from(&configured.name);
-        let state = new_state(&worker, configured, Default::default())?;
-        let to_worker = worker.clone();
-        let requeue = Box::new(move |key, index| to_worker.send(Cmd::Requeue(key, index)).is_ok());
+        let shared = new_shared(&worker, configured)?;
         Ok(LibcameraSource {
-            shared: Arc::new(Shared::new(name, requeue, state)),
+            shared: Arc::new(shared),
             events,
             worker,
-            format,
             id,
             adjustments,
         })
@@ -239,16 +239,11 @@ impl LibcameraSource {
             ..config
         };
         let (configured, events) = open_camera(&self.worker, &config)?;
-        let format = configured.format.clone();
         let adjustments = configured.adjustments.clone();
-        let mut st = self.shared.lock();
-        let mut new = new_state(&self.worker, configured, st.cache_stats())?;
-        new.frames = st.frames;
-        new.dropped = st.dropped;
-        new.errors = st.errors;
-        *st = new;
-        drop(st);
-        self.format = format;
+        let shared = new_shared(&self.worker, configured)?;
+        shared.lock().go_on_from(&self.shared.lock());
+        // No frame of the old configuration is out: nothing uses it any more.
+        self.shared = Arc::new(shared);
         self.adjustments = adjustments;
         self.events = events;
         Ok(())
@@ -280,7 +275,7 @@ impl FrameSource for LibcameraSource {
     }
 
     fn stream_format(&self) -> &StreamFormat {
-        &self.format
+        &self.shared.format
     }
 
     fn stats(&self) -> StreamStats {
@@ -290,7 +285,7 @@ impl FrameSource for LibcameraSource {
             dropped: st.dropped,
             buffer_errors: st.errors,
             buffers: st.slots.len(),
-            planes: st.format.planes.len(),
+            planes: self.shared.format.planes.len(),
             cache: st.cache_stats(),
         }
     }
