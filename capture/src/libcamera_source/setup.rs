@@ -18,7 +18,7 @@ use super::events::{BufferPlanes, Configured};
 use super::layout::{buffer_layout, capture_format, drm_fourcc, BufferLayout, LcPlane};
 use super::worker::errno_of;
 use super::{LibcameraCamera, LibcameraConfig, LibcameraFormat, LIBCAMERA};
-use crate::{CaptureError, FourCc, PlaneLayout, Result, StreamFormat, CAPTURE_FORMATS};
+use crate::{CaptureError, CaptureFormat, FourCc, PlaneLayout, Result, StreamFormat};
 
 /// Roles tried in order when generating a configuration.
 const ROLES: [StreamRole; 3] = [
@@ -205,7 +205,7 @@ pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Re
     let unsupported = || CaptureError::UnsupportedFormat {
         path: name.clone().into(),
         fourcc: got_drm,
-        offered: CAPTURE_FORMATS.map(|f| f.name).join(", "),
+        offered: CaptureFormat::names(),
     };
     let pixel = capture_format(got_drm, 1)
         .or_else(|| capture_format(got_drm, 2))
