@@ -288,29 +288,36 @@ impl PatternSource {
         // Scroll by 2 pixels a frame (even, for subsampled chroma).
         let shift = (2 * sequence as usize) % w / hsub * hsub;
         let line = (2 * sequence as usize) % h;
-        let mut plane_start = 0;
-        for p in 0..pixel.plane_count() {
-            let memory = planes.get(p).unwrap_or(&planes[0]);
-            if p > 0 && planes.len() > 1 {
-                plane_start = 0;
-            }
+        let count = pixel.plane_count();
+        // Each memory buffer is mapped once: NV12M/NV16M hold one colour plane
+        // each, a single buffer all of them, one after the other.
+        for (b, memory) in planes.iter().enumerate() {
             let PlaneSource::Owned(t) = &memory.source else {
                 continue;
             };
             let mut m = t.map_write()?;
-            let rows = pixel.plane_rows(p, h);
-            let row_bytes = pixel.plane_row_samples(p, w);
-            let src = &self.rows[p][shift * bytes_per_pixel..shift * bytes_per_pixel + row_bytes];
-            let line_row = line * rows / h;
-            for r in 0..rows {
-                let dst = &mut m[plane_start + r * stride..plane_start + r * stride + row_bytes];
-                if r == line_row {
-                    white_line(pixel, p, dst);
-                } else {
-                    dst.copy_from_slice(src);
+            let colour = if b + 1 == planes.len() {
+                b..count
+            } else {
+                b..b + 1
+            };
+            let mut start = 0;
+            for p in colour {
+                let rows = pixel.plane_rows(p, h);
+                let row_bytes = pixel.plane_row_samples(p, w);
+                let src =
+                    &self.rows[p][shift * bytes_per_pixel..shift * bytes_per_pixel + row_bytes];
+                let line_row = line * rows / h;
+                for r in 0..rows {
+                    let dst = &mut m[start + r * stride..start + r * stride + row_bytes];
+                    if r == line_row {
+                        white_line(pixel, p, dst);
+                    } else {
+                        dst.copy_from_slice(src);
+                    }
                 }
+                start += rows * stride;
             }
-            plane_start += rows * stride;
         }
         Ok(())
     }
