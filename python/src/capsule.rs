@@ -14,15 +14,18 @@
 //!   tensors raise `BufferError` (use `__dlpack__` for those).
 //! - Arrays: `shape`/`strides` (bytes) from `byte_offset` in the fd.
 //!   Images (`format[0] != 0`): `format` names the `zerocam.PixelFormat`, and
-//!   `width`, `height`, `row_stride` describe it; planes follow each other
-//!   `row_stride * rows` apart.
+//!   `width`, `height`, `row_stride` and `byte_offset` describe it; `shape`
+//!   and `strides` are the image tensor's, so they also carry a batch (a
+//!   leading `N`, `strides[0]` apart) and the plane step of `PLANAR_RGB`
+//!   (the stride of its plane dim). An import rebuilds the image from these
+//!   and refuses a capsule whose shape or strides differ from the rebuilt ones.
 
 use std::ffi::{c_void, CStr};
 use std::os::fd::{AsRawFd, IntoRawFd};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use zerocam_tensor::{DType, ImageLayout, Tensor, TensorDyn};
+use zerocam_tensor::{DType, ImageLayout, TensorDyn};
 
 use crate::dlpack::{dl_dtype, DLDataType};
 use crate::errors::{invalid, tensor_err, MapConflict};
@@ -116,9 +119,14 @@ pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>
     if let Some(f) = t.format() {
         let name = f.name().as_bytes();
         s.format[..name.len()].copy_from_slice(name);
-        s.width = t.width().unwrap_or(0) as u32;
-        s.height = t.height().unwrap_or(0) as u32;
-        s.row_stride = t.row_stride().unwrap_or(0) as u32;
+        let field = |what: &str, v: Option<usize>| {
+            let v = v.unwrap_or(0);
+            u32::try_from(v)
+                .map_err(|_| invalid(format!("image {what} {v} does not fit the capsule's u32")))
+        };
+        s.width = field("width", t.width())?;
+        s.height = field("height", t.height())?;
+        s.row_stride = field("row stride", t.row_stride())?;
     }
     s.fd = fd.into_raw_fd();
     let p = Box::into_raw(Box::new(s));
@@ -181,13 +189,11 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
             .ok()
             .and_then(|n| n.to_str().ok())
             .ok_or_else(|| invalid("zerocam capsule: bad format name"))?;
-        let f = PixelFormat::from_name(name)?;
+        let format = PixelFormat::from_name(name)?.rust();
         let size = file_size(&fd)?;
-        let t = Tensor::<u8>::from_fd(fd, &[size], None).map_err(tensor_err)?;
-        let layout = ImageLayout::new(s.width as usize, s.height as usize, f.rust())
-            .with_row_stride(s.row_stride as usize)
-            .with_start_offset(offset);
-        return Ok(TensorDyn::U8(t.with_image(layout).map_err(tensor_err)?));
+        let whole =
+            TensorDyn::from_fd(fd, &[size / dtype.size()], dtype, None).map_err(tensor_err)?;
+        return import_image(whole, format, s, &shape, &strides, offset);
     }
     let contiguous = {
         let mut want = dtype.size();
@@ -205,6 +211,46 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
         )));
     }
     TensorDyn::from_fd(fd, &shape, dtype, None).map_err(tensor_err)
+}
+
+/// The image a capsule describes: its format fields (`format`, `width`,
+/// `height`, `row_stride`, `byte_offset`) and what only the shape and strides
+/// carry — a batch (one leading dim more than an image has) and the step
+/// between the planes of a planar image (the stride of its plane dim). The
+/// rebuilt image must have exactly the capsule's shape and strides, else the
+/// import is refused: a producer's geometry is never reinterpreted.
+fn import_image(
+    whole: TensorDyn,
+    format: zerocam_tensor::PixelFormat,
+    s: &ZerocamTensorV1,
+    shape: &[usize],
+    strides: &[usize],
+    offset: usize,
+) -> PyResult<TensorDyn> {
+    let (width, height, row_stride) = (s.width as usize, s.height as usize, s.row_stride as usize);
+    let mut layout = ImageLayout::new(width, height, format)
+        .with_row_stride(row_stride)
+        .with_start_offset(offset);
+    let build = |layout: ImageLayout| whole.clone().with_image(layout).map_err(tensor_err);
+    if format == zerocam_tensor::PixelFormat::PlanarRgb && shape.len() >= 3 {
+        // [N?, 3, H, W]: the plane dim's stride is the plane step.
+        layout = layout.with_plane_offset(strides[shape.len() - 3]);
+    }
+    let mut t = build(layout)?;
+    if shape.len() == t.shape().len() + 1 {
+        t = build(layout.with_batch(shape[0]))?;
+    }
+    let got = t.strides();
+    if t.shape() != shape || got.as_deref() != Some(strides) {
+        return Err(invalid(format!(
+            "zerocam capsule: a {width}x{height} {format} image with row stride {row_stride} \
+             at offset {offset} has shape {:?} and strides {:?}, but the capsule gives shape \
+             {shape:?} and strides {strides:?}: not imported",
+            t.shape(),
+            got.unwrap_or_default()
+        )));
+    }
+    Ok(t)
 }
 
 fn file_size(fd: &std::os::fd::OwnedFd) -> PyResult<usize> {

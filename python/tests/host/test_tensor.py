@@ -1,5 +1,6 @@
 """Tensors on the host: every dtype, padded strides, maps, exports, pins."""
 
+import ctypes
 import gc
 
 import numpy as np
@@ -210,6 +211,67 @@ def test_capsule_round_trip_shares_the_buffer():
         Tensor(4, mem="mem").__zerocam_tensor__()
 
 
+def test_capsule_round_trip_keeps_the_batch():
+    t = Tensor.image(8, 4, PixelFormat.Rgb, mem="shm", row_stride=32, batch=3)
+    assert t.shape == (3, 4, 8, 3) and t.strides == (128, 32, 3, 1)
+    u = Tensor.from_zerocam(t)
+    assert (u.shape, u.strides, u.format, u.row_stride) == (t.shape, t.strides, t.format, 32)
+    with t.batch(2).map() as m:
+        np.asarray(m)[1, 2] = 7
+    assert u.batch(2).numpy()[1, 2].tolist() == [7, 7, 7]
+    assert not u.batch(1).numpy().any()
+
+
+class CapsuleStruct(ctypes.Structure):
+    """`struct zerocam_tensor_v1`, for producing capsules from Python."""
+
+    _fields_ = [("abi", ctypes.c_uint32), ("fd", ctypes.c_int32), ("code", ctypes.c_uint8),
+                ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16), ("ndim", ctypes.c_uint32),
+                ("offset", ctypes.c_uint64), ("shape", ctypes.c_int64 * 8),
+                ("strides", ctypes.c_int64 * 8), ("format", ctypes.c_char * 16),
+                ("width", ctypes.c_uint32), ("height", ctypes.c_uint32), ("row_stride", ctypes.c_uint32)]
+
+
+def _capsule_new():
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new
+
+
+class ImageProducer:
+    """A foreign module's image tensor: a capsule over `buf`'s fd (float32 samples)."""
+
+    def __init__(self, buf, fmt, width, height, row_stride, shape, strides):
+        self.s = CapsuleStruct(abi=1, fd=buf.fd, code=2, bits=32, lanes=1, ndim=len(shape),
+                               format=fmt, width=width, height=height, row_stride=row_stride)
+        for i, (d, st) in enumerate(zip(shape, strides)):
+            self.s.shape[i], self.s.strides[i] = d, st
+        self.cap = _capsule_new()(ctypes.addressof(self.s), b"zerocam.tensor.v1", None)
+
+    def __zerocam_tensor__(self):
+        return self.cap
+
+
+def test_capsule_round_trip_keeps_padded_planes():
+    # PLANAR_RGB, 4x2 float32 samples, rows 16 bytes, planes 64 bytes apart (32 needed)
+    buf = Tensor(64, "float32", mem="shm")
+    u = Tensor.from_zerocam(ImageProducer(buf, b"PLANAR_RGB", 4, 2, 16, (3, 2, 4), (64, 16, 4)))
+    assert (u.shape, u.strides, u.dtype, u.format) == ((3, 2, 4), (64, 16, 4), "float32", PixelFormat.PlanarRgb)
+    again = Tensor.from_zerocam(u)  # and out again through our own export
+    assert (again.shape, again.strides, again.dtype) == (u.shape, u.strides, u.dtype)
+    with buf.map() as m:
+        np.asarray(m)[32] = 2.5  # byte 128: plane 2, row 0, column 0
+    assert again.plane(2).numpy()[0, 0] == 2.5 and u.plane(1).numpy()[0, 0] == 0
+
+
+def test_capsule_image_with_inconsistent_strides_is_refused():
+    buf = Tensor(64, "float32", mem="shm")
+    # GREY 8x4 float32 rows of 32 bytes claim a 40-byte row stride in `strides`
+    bad = ImageProducer(buf, b"GREY", 8, 4, 32, (4, 8, 1), (40, 4, 4))
+    with pytest.raises(zerocam.InvalidArgument, match=r"shape \[4, 8, 1\] and strides \[32, 4, 4\].*strides \[40, 4, 4\]"):
+        Tensor.from_zerocam(bad)
+
+
 # Run with the cp311-abi3 wheel (the real buffer protocol); python/ci.sh
 # deselects them by name for the cp39-abi3 wheel, which has none.
 needs_buffer_protocol = pytest.mark.buffer_protocol
@@ -251,23 +313,13 @@ def test_buffer_protocol_padded_and_read_only():
 
 
 def test_foreign_capsules_are_checked_not_trusted():
-    import ctypes
-
-    class Struct(ctypes.Structure):
-        _fields_ = [("abi", ctypes.c_uint32), ("fd", ctypes.c_int32), ("code", ctypes.c_uint8),
-                    ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16), ("ndim", ctypes.c_uint32),
-                    ("offset", ctypes.c_uint64), ("shape", ctypes.c_int64 * 8),
-                    ("strides", ctypes.c_int64 * 8), ("format", ctypes.c_char * 16),
-                    ("width", ctypes.c_uint32), ("height", ctypes.c_uint32), ("row_stride", ctypes.c_uint32)]
-
     t = Tensor(64, mem="shm")
-    new = ctypes.pythonapi.PyCapsule_New
-    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    new = _capsule_new()
     keep = []
 
     class Producer:
         def __init__(self, **fields):
-            s = Struct(abi=1, fd=t.fd, code=1, bits=8, lanes=1, ndim=1)
+            s = CapsuleStruct(abi=1, fd=t.fd, code=1, bits=8, lanes=1, ndim=1)
             s.shape[0], s.strides[0] = 64, 1
             for k, v in fields.items():
                 if k in ("shape", "strides"):
