@@ -274,18 +274,31 @@ fn stopped_buffers_are_idle_and_start_queues_the_unmapped_ones() {
 }
 
 #[test]
-fn cache_counters_go_on_across_a_new_cache() {
-    let (sh, _log, _files) = source(2);
+fn a_reconfigured_state_goes_on_counting_from_the_old_one() {
+    let (old, _log, _files) = source(2);
     let (tx, rx) = channel();
     for i in [0, 1, 0] {
         send(&tx, frame_of(i));
-        drop(sh.next_frame(&rx, SHORT).unwrap());
+        drop(old.next_frame(&rx, SHORT).unwrap());
     }
-    let mut st = sh.lock();
-    let before = st.cache_stats();
-    assert_eq!((before.misses, before.hits), (2, 1));
-    st.carried = before;
-    st.cache = ImportCache::new(4);
-    let after = st.cache_stats();
-    assert_eq!((after.misses, after.hits, after.live), (2, 1, 0));
+    send(&tx, done(1, Outcome::Failed("cancelled")));
+    assert!(old.next_frame(&rx, SHORT).is_err());
+    let before = old.lock().cache_stats();
+    assert_eq!((before.misses, before.hits, before.live), (2, 1, 2));
+
+    // What reconfigure does: a new state for the new buffers goes on from the old.
+    let (new, _log, _files) = source(2);
+    new.lock().go_on_from(&old.lock());
+    {
+        let st = new.lock();
+        let s = st.cache_stats();
+        assert_eq!((s.misses, s.hits, s.live), (2, 1, 0), "a new cache");
+        assert_eq!((st.frames, st.errors), (3, 1));
+    }
+    let (tx, rx) = channel();
+    send(&tx, frame_of(0));
+    drop(new.next_frame(&rx, SHORT).unwrap());
+    let st = new.lock();
+    let s = st.cache_stats();
+    assert_eq!((s.misses, s.hits, s.live, st.frames), (3, 1, 1, 4));
 }
