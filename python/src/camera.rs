@@ -83,6 +83,25 @@ fn parse_buffers(buffers: i64) -> PyResult<u32> {
         .ok_or_else(|| invalid(format!("buffers {buffers} is not an int >= 2")))
 }
 
+/// The pattern source, from parsed arguments (`Camera.pattern` and
+/// `Camera(device="pattern")`).
+fn pattern_camera(
+    format: CaptureFormat,
+    (width, height): (u32, u32),
+    fps: Option<f64>,
+    buffers: u32,
+    timeout: Duration,
+) -> PyResult<Camera> {
+    let mut config = PatternConfig::new(format, width, height);
+    config.fps = fps;
+    config.buffers = buffers;
+    let source = PatternSource::new(config).map_err(capture_err)?;
+    Ok(Camera {
+        source: Mutex::new(Some(Source::Pattern(source))),
+        timeout,
+    })
+}
+
 /// Sets `controls` (name → menu item name or int value) on `device`.
 fn set_controls(device: &Device, controls: &Bound<'_, PyDict>) -> PyResult<()> {
     for (k, v) in controls.iter() {
@@ -143,13 +162,18 @@ impl Camera {
             }
         };
         if device == "pattern" {
-            return Camera::pattern(
-                format.name,
-                size,
-                fps,
-                buffers as i64,
-                timeout.as_secs_f64(),
-            );
+            if let Some(c) = controls.filter(|c| !c.is_empty()) {
+                return Err(invalid(format!(
+                    "controls {c}: the pattern source has no controls"
+                )));
+            }
+            if mode != BufferMode::Mmap {
+                return Err(invalid(format!(
+                    "memory {memory:?}: the pattern source has its own (memfd) buffers; \
+                     give \"mmap\" or leave it out"
+                )));
+            }
+            return pattern_camera(format, (w, h), fps, buffers, timeout);
         }
         let path = PathBuf::from(device);
         let mut dev = py.detach(|| Device::open(&path)).map_err(capture_err)?;
@@ -185,16 +209,13 @@ impl Camera {
         buffers: i64,
         timeout: f64,
     ) -> PyResult<Camera> {
-        let format = parse_format(format)?;
-        let (w, h) = parse_size(size)?;
-        let mut config = PatternConfig::new(format, w, h);
-        config.fps = fps;
-        config.buffers = parse_buffers(buffers)?;
-        let source = PatternSource::new(config).map_err(capture_err)?;
-        Ok(Camera {
-            source: Mutex::new(Some(Source::Pattern(source))),
-            timeout: parse_timeout(timeout)?,
-        })
+        pattern_camera(
+            parse_format(format)?,
+            parse_size(size)?,
+            fps,
+            parse_buffers(buffers)?,
+            parse_timeout(timeout)?,
+        )
     }
 
     /// The next frame, waiting at most `timeout` seconds (default: the

@@ -117,6 +117,19 @@ def test_device_errors_carry_errno():
     assert isinstance(zerocam.list_devices(), list)
 
 
+def test_pattern_device_takes_the_arguments_and_refuses_what_it_cannot_do():
+    with Camera("pattern", "GREY", (64, 32), fps=None, buffers=3, timeout=0.5) as cam:
+        assert cam.device == "pattern" and cam.format == ("GREY", 64, 32)
+        cam.read().release()
+        assert cam.stats()["buffers"] == 3
+    with pytest.raises(zerocam.InvalidArgument, match="Test Pattern.*no controls"):
+        Camera("pattern", controls={"Test Pattern": "100% Red"})
+    with pytest.raises(zerocam.InvalidArgument, match='"dmabuf".*pattern'):
+        Camera("pattern", memory="dmabuf")
+    with pytest.raises(ValueError, match="buffers 1"):
+        Camera("pattern", buffers=1)
+
+
 def test_no_fd_growth_over_300_frames():
     def fds():
         return len(os.listdir("/proc/self/fd"))
