@@ -120,6 +120,15 @@ pub struct Interval {
     pub denominator: u32,
 }
 
+impl From<raw::Fract> for Interval {
+    fn from(f: raw::Fract) -> Interval {
+        Interval {
+            numerator: f.numerator,
+            denominator: f.denominator,
+        }
+    }
+}
+
 impl Interval {
     /// Frames per second (0 for a zero interval).
     pub fn fps(self) -> f64 {
@@ -324,14 +333,10 @@ impl Device {
         for index in 0.. {
             match ioctl::enum_frameintervals(self.fd(), fourcc.to_u32(), width, height, index) {
                 Ok(i) => {
-                    let fract = |f: raw::Fract| Interval {
-                        numerator: f.numerator,
-                        denominator: f.denominator,
-                    };
                     if i.type_ == raw::FRM_TYPE_DISCRETE {
-                        out.push(fract(i.ival[0]));
+                        out.push(i.ival[0].into());
                     } else {
-                        out.extend([fract(i.ival[0]), fract(i.ival[1])]);
+                        out.extend(i.ival[..2].iter().map(|&f| Interval::from(f)));
                         break;
                     }
                 }
@@ -486,22 +491,13 @@ impl Device {
         };
         let got = ioctl::s_parm_interval(self.fd(), self.info.api.buf_type(), interval)
             .map_err(self.ioctl_error("VIDIOC_S_PARM"))?;
-        Ok(Interval {
-            numerator: got.numerator,
-            denominator: got.denominator,
-        }
-        .fps())
+        Ok(Interval::from(got).fps())
     }
 
     /// The current frame rate.
     pub fn frame_rate(&self) -> Result<f64> {
         let p = ioctl::g_parm(self.fd(), self.info.api.buf_type())
             .map_err(self.ioctl_error("VIDIOC_G_PARM"))?;
-        let t = p.capture().timeperframe;
-        Ok(Interval {
-            numerator: t.numerator,
-            denominator: t.denominator,
-        }
-        .fps())
+        Ok(Interval::from(p.capture().timeperframe).fps())
     }
 }

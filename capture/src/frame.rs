@@ -197,6 +197,18 @@ impl SequenceTracker {
     }
 }
 
+/// A source's default import-cache capacity: every buffer plane twice.
+pub(crate) fn cache_capacity(buffers: usize, planes: usize) -> usize {
+    2 * buffers * planes
+}
+
+/// `CLOCK_MONOTONIC` now, the clock V4L2 timestamps use.
+pub(crate) fn monotonic_now() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(Duration::from)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::SequenceTracker;

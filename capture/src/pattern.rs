@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
-use crate::frame::Requeue;
+use crate::frame::{cache_capacity, monotonic_now, Requeue};
 use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Frame, FrameSource, PlaneLayout, Result,
@@ -259,7 +259,7 @@ impl PatternSource {
                 composed: Composed::default(),
             });
         }
-        let capacity = 2 * slots.len() * stream_format.planes.len();
+        let capacity = cache_capacity(slots.len(), stream_format.planes.len());
         Ok(PatternSource {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
@@ -482,11 +482,4 @@ impl FrameSource for PatternSource {
     fn name(&self) -> &Path {
         &self.path
     }
-}
-
-/// `CLOCK_MONOTONIC` now, the clock V4L2 timestamps use.
-fn monotonic_now() -> Duration {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(Duration::from)
-        .unwrap_or_default()
 }

@@ -10,7 +10,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use zerocam_cache::ImportCache;
 
 use crate::buffers::{allocate_planes, export_planes};
-use crate::frame::SequenceTracker;
+use crate::frame::{cache_capacity, SequenceTracker};
 use crate::queue::{Shared, Slot, State};
 use crate::v4l2::{ioctl, raw};
 use crate::{
@@ -131,7 +131,7 @@ impl Stream {
         }
         let capacity = config
             .cache_capacity
-            .unwrap_or(2 * slots.len() * format.planes.len());
+            .unwrap_or_else(|| cache_capacity(slots.len(), format.planes.len()));
         let shared = Arc::new(Shared {
             format,
             buf_type,
