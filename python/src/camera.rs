@@ -384,11 +384,14 @@ fn plane_arrays<'py>(py: Python<'py>, frame: &RFrame) -> PyResult<Bound<'py, PyL
             list.append(whole)?;
             return Ok(list);
         }
+        // One array over all the planes' rows (`[rows, samples]`): split it
+        // at each plane's row count.
+        let (Some(format), Some(height)) = (t.format(), t.height()) else {
+            return Err(invalid("a multi-plane frame without an image layout"));
+        };
         let mut start = 0isize;
         for i in 0..t.plane_count() {
-            let plane = t.plane(i).map_err(tensor_err)?;
-            let rows = plane.shape().first().copied().unwrap_or(0);
-            let end = start + rows as isize;
+            let end = start + format.plane_rows(i, height) as isize;
             list.append(whole.get_item(PySlice::new(py, start, end, 1))?)?;
             start = end;
         }
