@@ -133,7 +133,7 @@ def test_missing_device_and_bad_format():
         Camera("/dev/video0", "NV16M", (320, 180))
 
 
-def test_buffer_protocol_on_a_dmabuf_frame():
+def test_buffer_protocol_on_a_dma_tensor():
     assert zerocam.BUFFER_PROTOCOL  # the guest's python3 is 3.13: the cp311-abi3 wheel
     t = Tensor((16, 16), "uint8", mem="dma")
     with t.map() as view:
