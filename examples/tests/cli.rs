@@ -4,26 +4,10 @@
 
 mod common;
 
-use assert_cmd::Command;
-
-fn zerocam() -> Command {
-    Command::cargo_bin("zerocam").unwrap()
-}
+use common::fails;
 
 fn stdout(args: &[&str]) -> String {
     common::run_ok("zerocam", args)
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = zerocam().args(args).output().unwrap();
-    assert!(!out.status.success(), "{args:?} should fail");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(
-        err.starts_with("zerocam: ") && !err.contains("panicked"),
-        "{err}"
-    );
-    err
 }
 
 #[test]

@@ -29,3 +29,21 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 pub fn zerocam(args: &[&str]) -> String {
     run_ok("zerocam", args)
 }
+
+/// Runs the `zerocam` CLI with `args`; asserts it fails with one line on stderr,
+/// `zerocam: ...`, and no panic, and returns that line.
+pub fn fails(args: &[&str]) -> String {
+    let out = Command::cargo_bin("zerocam")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("zerocam: ") && !err.contains("panicked"),
+        "{err}"
+    );
+    err
+}
