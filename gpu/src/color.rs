@@ -46,6 +46,7 @@ impl ColorSpec {
     }
 
     /// `(Kr, Kb)` of the matrix.
+    #[inline]
     fn weights(self) -> (f32, f32) {
         match self.matrix {
             Matrix::Bt601 => (0.299, 0.114),
@@ -54,6 +55,7 @@ impl ColorSpec {
     }
 
     /// The offsets subtracted from normalised (0..1) Y, Cb, Cr.
+    #[inline]
     pub(crate) fn offsets(self) -> [f32; 3] {
         let y = match self.range {
             Range::Limited => 16.0 / 255.0,
@@ -63,6 +65,7 @@ impl ColorSpec {
     }
 
     /// The 3x3 matrix from offset-removed normalised YCbCr to RGB, row major.
+    #[inline]
     pub(crate) fn matrix_rows(self) -> [[f32; 3]; 3] {
         let (kr, kb) = self.weights();
         let kg = 1.0 - kr - kb;
@@ -90,6 +93,7 @@ impl ColorSpec {
     }
 
     /// Converts normalised (0..1) Y, Cb, Cr to normalised RGB, clamped.
+    #[inline]
     pub fn to_rgb_normalized(self, yuv: [f32; 3]) -> [f32; 3] {
         let off = self.offsets();
         let m = self.matrix_rows();
@@ -98,6 +102,7 @@ impl ColorSpec {
     }
 
     /// Converts one 8-bit Y, Cb, Cr sample to 8-bit RGB (rounded).
+    #[inline]
     pub fn to_rgb(self, y: u8, cb: u8, cr: u8) -> [u8; 3] {
         let n = |v: u8| f32::from(v) / 255.0;
         self.to_rgb_normalized([n(y), n(cb), n(cr)])
