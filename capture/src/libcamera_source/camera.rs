@@ -14,7 +14,8 @@ use nix::errno::Errno;
 
 use super::events::{Completion, Event, Outcome};
 use super::metadata::RawMetadata;
-use super::worker::{errno_of, monotonic_now};
+use super::worker::errno_of;
+use crate::frame::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// One buffer's request.

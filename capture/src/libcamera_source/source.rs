@@ -13,6 +13,7 @@ use super::frames::Shared;
 use super::slots::State;
 use super::worker::{gone, worker, Cmd};
 use super::{LibcameraCamera, LibcameraConfig};
+use crate::frame::cache_capacity;
 use crate::{ArgumentError, CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats};
 
 /// Every libcamera camera present, with its formats and sizes (empty when
@@ -93,7 +94,7 @@ fn new_shared(worker: &Sender<Cmd>, configured: Configured) -> Result<Shared> {
         ..
     } = configured;
     let name = PathBuf::from(name);
-    let cache = ImportCache::new(2 * buffers.len() * format.planes.len());
+    let cache = ImportCache::new(cache_capacity(buffers.len(), format.planes.len()));
     let state = match State::new(key, buffers, cache) {
         Ok(st) => st,
         Err(source) => {

@@ -27,6 +27,7 @@ use super::camera::{OpenCamera, Slot};
 use super::events::{CamKey, Configured, Event};
 use super::setup::{configure, describe};
 use super::{LibcameraCamera, LibcameraConfig, LIBCAMERA};
+use crate::frame::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// What a source asks of the libcamera thread.
@@ -89,13 +90,6 @@ pub(crate) fn gone(operation: &'static str, errno: Errno) -> CaptureError {
 /// The errno of an `io::Error` from the libcamera crate (EIO when it has none).
 pub(crate) fn errno_of(e: &io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32))
-}
-
-/// `CLOCK_MONOTONIC` now.
-pub(crate) fn monotonic_now() -> Duration {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(Duration::from)
-        .unwrap_or_default()
 }
 
 struct Worker {
