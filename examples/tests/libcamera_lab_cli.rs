@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{serial, zerocam as run};
+use common::{fails, serial, zerocam as run};
 
 #[test]
 fn lab_libcamera_cli_list_shows_the_virtual_camera() {
@@ -80,18 +80,8 @@ fn lab_libcamera_cli_capture_png_has_the_bars() {
 #[test]
 fn lab_libcamera_cli_unknown_camera_is_one_line() {
     let _serial = serial();
-    let out = assert_cmd::Command::cargo_bin("zerocam")
-        .unwrap()
-        .args(["bench", "libcamera:Nope", "--frames", "5"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        err.lines().count(),
-        1,
-        "one line, libcamera's log quiet: {err}"
-    );
+    // One line: libcamera's log is quiet.
+    let err = fails(&["bench", "libcamera:Nope", "--frames", "5"]);
     assert!(
         err.contains("no camera \"Nope\"") && err.contains("Virtual0"),
         "{err}"
@@ -101,14 +91,7 @@ fn lab_libcamera_cli_unknown_camera_is_one_line() {
 #[test]
 fn lab_libcamera_cli_fps_is_refused_not_ignored() {
     let _serial = serial();
-    let out = assert_cmd::Command::cargo_bin("zerocam")
-        .unwrap()
-        .args(["bench", "libcamera:Virtual0", "--fps", "5", "--frames", "5"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = fails(&["bench", "libcamera:Virtual0", "--fps", "5", "--frames", "5"]);
     assert!(
         err.contains("--fps") && err.contains("libcamera:Virtual0"),
         "{err}"
