@@ -191,6 +191,12 @@ impl SequenceTracker {
         lost
     }
 
+    /// The last sequence observed.
+    #[cfg_attr(not(feature = "libcamera"), allow(dead_code))] // libcamera's metadata only
+    pub fn last(&self) -> Option<u32> {
+        self.last
+    }
+
     /// Forgets the last sequence (a restart begins a new count).
     pub fn reset(&mut self) {
         self.last = None;

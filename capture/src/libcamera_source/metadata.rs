@@ -41,7 +41,6 @@ pub(crate) struct MetadataFixer {
     frames: u32,
     own_sequence: bool,
     own_timestamp: bool,
-    last_sequence: Option<u32>,
     last_timestamp: Option<u64>,
     drops: SequenceTracker,
 }
@@ -60,17 +59,14 @@ impl MetadataFixer {
         self.frames = self.frames.wrapping_add(1);
         let mut synthesized = Synthesized::NONE;
 
-        let sequence_ok = match (raw.sequence, self.last_sequence) {
+        let sequence_ok = match (raw.sequence, self.drops.last()) {
             (None, _) => false,
             (Some(s), Some(last)) => s > last,
             (Some(_), None) => true,
         };
         self.own_sequence |= !sequence_ok;
         let (sequence, dropped) = match raw.sequence {
-            Some(s) if !self.own_sequence => {
-                self.last_sequence = Some(s);
-                (s, self.drops.observe(s))
-            }
+            Some(s) if !self.own_sequence => (s, self.drops.observe(s)),
             _ => {
                 synthesized.sequence = true;
                 (count, 0)

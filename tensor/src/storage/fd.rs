@@ -49,11 +49,7 @@ impl FdStorage {
             available: 0,
         })?;
         let mapping = Mapping::new(fd.as_fd(), len).map_err(not_mappable)?;
-        Ok(FdStorage {
-            mapping,
-            fd,
-            info,
-        })
+        Ok(FdStorage { mapping, fd, info })
     }
 
     fn is_dmabuf(&self) -> bool {
