@@ -106,9 +106,9 @@ impl Frame {
     }
 
     /// The time zerocam spent handing this frame out: from the buffer being
-    /// ready (the driver's wake-up, the pattern drawn) to the frame returned —
-    /// `VIDIOC_DQBUF`, the cache lookup, the guard. Waiting for the driver is
-    /// not included. Re-queueing is timed by the caller around the drop.
+    /// ready (the driver's wake-up, the pattern drawn; the call itself when a
+    /// buffer was already done) to the frame returned — `VIDIOC_DQBUF`, the
+    /// cache lookup, the guard. Waiting for the driver is not included. Re-queueing is timed by the caller around the drop.
     pub fn dequeue_overhead(&self) -> Duration {
         self.overhead
     }
