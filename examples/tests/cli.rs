@@ -104,6 +104,7 @@ fn bench_json_counts_imports_once_per_buffer_plane() {
     assert_eq!(v["dropped"], 0);
     for key in [
         "fps",
+        "seconds",
         "overhead_us_median",
         "overhead_us_p99",
         "cpu_us_per_frame",
@@ -127,6 +128,18 @@ fn bench_text_starts_with_the_source() {
         out.contains("imports 4 (buffers 4 x planes 1), cache hits 16"),
         "{out}"
     );
+    // "20 frames in 0.67 s (30.0 fps)": the time and the rate, each with its unit.
+    let line = out.lines().find(|l| l.contains(" frames in ")).unwrap();
+    let (count, rest) = line.split_once(" frames in ").unwrap();
+    let (secs, fps) = rest.split_once(" s (").unwrap();
+    assert_eq!(count, "20", "{line}");
+    let secs: f64 = secs.parse().unwrap();
+    let fps: f64 = fps.strip_suffix(" fps)").unwrap().parse().unwrap();
+    // The seconds are rounded to 0.01 s: frames = fps x seconds within that.
+    assert!(
+        fps > 0.0 && (fps * secs - 20.0).abs() <= fps * 0.005 + 0.1,
+        "{line}"
+    );
 }
 
 #[test]
@@ -138,6 +151,16 @@ fn bad_arguments_are_one_line_errors() {
     assert!(fails(&["bench", "--size", "63x32"]).contains("63x32"));
     assert!(fails(&["bench", "--memory", "usrptr"]).contains("expected mmap or dmabuf"));
     assert!(fails(&["frobnicate"]).contains("frobnicate"));
+    // clap's own errors keep the words that say what is wrong.
+    let missing = fails(&["capture", "--format", "XYZ"]);
+    assert!(
+        missing.contains("required arguments were not provided: --output <OUTPUT>"),
+        "{missing}"
+    );
+    assert!(
+        fails(&["bench", "--frames", "x"]).contains("invalid value 'x' for '--frames <FRAMES>'")
+    );
+    assert!(fails(&["bench", "--nope"]).contains("unexpected argument '--nope'"));
 }
 
 #[test]

@@ -140,6 +140,22 @@ fn run(command: Command) -> Result<String, CliError> {
     })
 }
 
+/// clap's message as one line: its first paragraph (what is wrong, with the
+/// arguments it names on the lines below the first), without the `error: `
+/// prefix, the usage and the `--help` hint.
+fn one_line(rendered: &str) -> String {
+    let what: Vec<&str> = rendered
+        .trim_start_matches("error: ")
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    match what.join(" ") {
+        s if s.is_empty() => "bad arguments".to_owned(),
+        s => s,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -148,14 +164,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            let msg = e.to_string();
-            eprintln!(
-                "zerocam: {}",
-                msg.lines()
-                    .next()
-                    .unwrap_or("bad arguments")
-                    .trim_start_matches("error: ")
-            );
+            eprintln!("zerocam: {}", one_line(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -168,5 +177,22 @@ fn main() -> ExitCode {
             eprintln!("zerocam: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_usage_error_keeps_the_arguments_it_names() {
+        let rendered = "error: the following required arguments were not provided:\n  \
+                        --output <OUTPUT>\n\nUsage: zerocam capture --output <OUTPUT> [DEVICE]\n\n\
+                        For more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered),
+            "the following required arguments were not provided: --output <OUTPUT>"
+        );
+        assert_eq!(one_line(""), "bad arguments");
     }
 }

@@ -15,6 +15,8 @@ pub struct BenchReport {
     pub source: String,
     /// Frames captured.
     pub frames: u64,
+    /// Wall-clock seconds the frames took.
+    pub seconds: f64,
     /// Frames per second.
     pub fps: f64,
     /// Imports (cache misses).
@@ -41,6 +43,7 @@ impl BenchReport {
         serde_json::json!({
             "source": self.source,
             "frames": self.frames,
+            "seconds": self.seconds,
             "fps": self.fps,
             "imports": self.imports,
             "cache_hits": self.cache_hits,
@@ -57,9 +60,10 @@ impl BenchReport {
     /// The report for people.
     pub fn to_text(&self) -> String {
         format!(
-            "{} frames in {:.1} fps\nSDK overhead per frame: median {:.1} µs, p99 {:.1} µs\n\
+            "{} frames in {:.2} s ({:.1} fps)\nSDK overhead per frame: median {:.1} µs, p99 {:.1} µs\n\
              imports {} (buffers {} x planes {}), cache hits {}\ndropped {}\nCPU time per frame {:.1} µs\n",
             self.frames,
+            self.seconds,
             self.fps,
             self.overhead_us_median,
             self.overhead_us_p99,
@@ -123,6 +127,7 @@ pub fn bench(
     let report = BenchReport {
         source: opened.description.clone(),
         frames: st.frames,
+        seconds: wall.as_secs_f64(),
         fps: st.frames as f64 / wall.as_secs_f64().max(1e-9),
         imports: st.cache.misses,
         cache_hits: st.cache.hits,
