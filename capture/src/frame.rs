@@ -174,6 +174,10 @@ pub trait FrameSource: Send {
     fn name(&self) -> &Path;
 }
 
+/// A step between two sequence numbers above this is the count going back,
+/// not forward past a wrap-around.
+const BACKWARDS: u32 = u32::MAX / 2;
+
 /// Counts frames lost between two sequence numbers.
 #[derive(Debug, Default)]
 pub(crate) struct SequenceTracker {
@@ -182,9 +186,17 @@ pub(crate) struct SequenceTracker {
 
 impl SequenceTracker {
     /// Records `sequence`; returns how many frames were skipped since the last.
+    ///
+    /// The count wraps at `u32::MAX` as V4L2's does. A sequence that repeats
+    /// the last one or goes back (a driver that numbers two buffers alike, or
+    /// restarts its count) loses nothing: it is never read as a wrap-around
+    /// past four billion frames.
     pub fn observe(&mut self, sequence: u32) -> u64 {
         let lost = match self.last {
-            Some(last) => u64::from(sequence.wrapping_sub(last).saturating_sub(1)),
+            Some(last) => match sequence.wrapping_sub(last) {
+                ahead @ 1..=BACKWARDS => u64::from(ahead - 1),
+                _ => 0,
+            },
             None => 0,
         };
         self.last = Some(sequence);
@@ -228,5 +240,17 @@ mod tests {
         t.reset();
         assert_eq!(t.observe(0), 0);
         assert_eq!(t.observe(u32::MAX.wrapping_add(2)), 0);
+        // Across the wrap: u32::MAX, then 1 (0 lost).
+        assert_eq!(t.observe(u32::MAX), 0);
+        assert_eq!(t.observe(1), 1);
+    }
+
+    #[test]
+    fn a_repeated_or_earlier_sequence_loses_nothing() {
+        let mut t = SequenceTracker::default();
+        t.observe(13);
+        assert_eq!(t.observe(13), 0, "a repeat");
+        assert_eq!(t.observe(10), 0, "back by 3, not 4 billion lost");
+        assert_eq!(t.observe(12), 1, "counted from where the driver went");
     }
 }
