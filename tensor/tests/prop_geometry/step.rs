@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use zerocam_tensor::{ImageLayout, Region, Tensor};
+use zerocam_tensor::{ImageLayout, PixelFormat, Region, Tensor};
 
 use super::checks::{check, fail, fresh, write_through, Item, Sample};
 use super::strategies::Op;
@@ -20,6 +20,9 @@ pub(crate) enum Act {
     Plane(usize),
     WithImage(ImageLayout),
     Reimport(Vec<usize>),
+    /// `from_planes(plane(0), plane(1), format)` of an image with two planes
+    /// or more; `from_planes(t, t, format)` of anything else.
+    Recombine(PixelFormat),
 }
 
 /// Applies `act` to `parent` as a typed and as a dynamic tensor, checks the
@@ -57,6 +60,14 @@ pub(crate) fn step<T: Sample>(
                 .clone_fd()
                 .and_then(|fd| Tensor::<T>::from_fd(fd, dims, None));
             (ok, got, None)
+        }
+        Act::Recombine(f) => {
+            let (luma, chroma) = match (p.plane(0), p.plane(1)) {
+                (Ok(y), Ok(c)) => (y, c),
+                _ => (p.clone(), p.clone()),
+            };
+            let ok = model::from_planes_ok(*f, &luma, &chroma, parent.bufs.len() == 1);
+            (ok, Tensor::from_planes(luma, chroma, *f), None)
         }
     };
     if let Some(d) = &dynamic {
@@ -107,11 +118,15 @@ pub(crate) fn step<T: Sample>(
     };
     let child = Item { t: child, bufs };
     let elements = check(&child)?;
+    // An import and a new image from planes get a fresh identity.
+    let fresh_identity = matches!(act, Act::Reimport(_) | Act::Recombine(_));
+    prop_assert_eq!(
+        child.t.buffer_identity() == p.buffer_identity(),
+        !fresh_identity
+    );
     if let Act::Reimport(_) = act {
-        prop_assert_ne!(child.t.buffer_identity(), p.buffer_identity());
         return Ok(Some(child));
     }
-    prop_assert_eq!(child.t.buffer_identity(), p.buffer_identity());
     let parent_elements: BTreeSet<(u64, usize)> = check(parent)?.into_iter().collect();
     let outside = elements.iter().find(|e| !parent_elements.contains(e));
     prop_assert!(
@@ -199,6 +214,19 @@ fn semantics<T: Sample>(
             prop_assert_eq!(r.planes()[0].offset, p.plane_offset() + l.start_offset);
             let packed = oracle::plane_samples(l.format, l.width).unwrap() * e;
             prop_assert_eq!(r.planes()[0].stride, l.row_stride.unwrap_or(packed));
+        }
+        (Act::Recombine(f), Some(pp), Some(cp)) => {
+            let (w, h) = (pp.region.width, pp.region.height);
+            prop_assert_eq!((cp.root.format, cp.frame, cp.frames), (*f, 0, 1));
+            prop_assert_eq!(cp.region, Region::new(0, 0, w, h));
+            // Its two planes are the parent's first two.
+            for i in 0..2 {
+                let mut placed = oracle::image_plane_places(&cp, i, e).map_err(fail)?;
+                let mut want = oracle::image_plane_places(&pp, i, e).map_err(fail)?;
+                placed.sort_unstable();
+                want.sort_unstable();
+                prop_assert!(placed == want, "plane {} of {:?} moved", i, c);
+            }
         }
         _ => prop_assert!(false, "{:?} of {:?} gave {:?}", act, p, c),
     }

@@ -183,6 +183,8 @@ pub enum Op {
     WithImage(LayoutChoice),
     /// `from_fd(clone_fd(), dims)`: the same memory as a fresh array.
     Reimport(Vec<usize>),
+    /// `from_planes` of the tensor's first two planes, as this format.
+    Recombine(PixelFormat),
 }
 
 impl Op {
@@ -193,6 +195,7 @@ impl Op {
             Op::Plane(i) => Act::Plane(*i),
             Op::WithImage(l) => Act::WithImage(l.resolve(size_of::<T>())),
             Op::Reimport(dims) => Act::Reimport(dims.clone()),
+            Op::Recombine(f) => Act::Recombine(*f),
         }
     }
 }
@@ -212,6 +215,11 @@ pub fn ops() -> impl Strategy<Value = Vec<Op>> {
             1 => prop::collection::vec(small_or_hostile(0..=8), 0..=3),
         ]
         .prop_map(Op::Reimport),
+        1 => prop_oneof![
+            3 => prop::sample::select(vec![PixelFormat::Nv12, PixelFormat::Nv16]),
+            1 => prop::sample::select(PixelFormat::ALL.to_vec()),
+        ]
+        .prop_map(Op::Recombine),
     ];
     prop::collection::vec(op, 0..=6)
 }
