@@ -10,9 +10,10 @@ use zerocam_tensor::{Element, Error, Tensor, TensorDyn, TensorMapTrait, TensorMe
 
 use super::oracle;
 
-/// An element type under test: one-, two-, four- and eight-byte samples, so stride and
-/// offset alignment are exercised.
+/// An element type under test: one-, two-, four- and eight-byte samples, so
+/// stride and offset alignment are exercised.
 pub(crate) trait Sample: Element + From<u8> {
+    /// The same tensor as a [`TensorDyn`].
     fn to_dyn(t: Tensor<Self>) -> TensorDyn;
 }
 
@@ -46,6 +47,7 @@ pub(crate) struct Item<T: Element> {
     pub(crate) bufs: Vec<Buf>,
 }
 
+/// A number never handed out before in this process.
 pub(crate) fn fresh() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -151,6 +153,8 @@ fn check_map<T: Sample>(item: &Item<T>, places: &[oracle::Place]) -> Result<(), 
     if item.bufs.len() > 1 {
         let refused = matches!(t.map_read(), Err(Error::MultiBuffer { buffers: 2 }));
         prop_assert!(refused, "a map of two buffers: {:?}", t);
+        let refused = matches!(t.clone_fd(), Err(Error::MultiBuffer { buffers: 2 }));
+        prop_assert!(refused, "an fd of two buffers: {:?}", t);
         return Ok(());
     }
     let e = size_of::<T>();

@@ -60,16 +60,22 @@ pub fn plane_samples(f: PixelFormat, x: usize) -> Option<usize> {
     x.checked_mul(samples_per_pixel(f)?)
 }
 
-/// The shape an image of `format`, `width`x`height`, `frames` frames has.
-pub fn image_shape(format: PixelFormat, width: usize, height: usize, frames: usize) -> Vec<usize> {
+/// The shape an image of `format`, `width`x`height`, `frames` frames has
+/// (`None` if it overflows).
+pub fn image_shape(
+    format: PixelFormat,
+    width: usize,
+    height: usize,
+    frames: usize,
+) -> Option<Vec<usize>> {
     let mut shape = if frames > 1 { vec![frames] } else { vec![] };
     match format {
-        PixelFormat::Nv12 => shape.extend([height + height / 2, width]),
-        PixelFormat::Nv16 => shape.extend([2 * height, width]),
+        PixelFormat::Nv12 => shape.extend([height.checked_add(height / 2)?, width]),
+        PixelFormat::Nv16 => shape.extend([height.checked_mul(2)?, width]),
         PixelFormat::PlanarRgb => shape.extend([3, height, width]),
-        f => shape.extend([height, width, samples_per_pixel(f).unwrap_or(0)]),
+        f => shape.extend([height, width, samples_per_pixel(f)?]),
     }
-    shape
+    Some(shape)
 }
 
 /// The elements of plane `i` of an image placed as `p`, with `elem`-byte samples.
@@ -170,7 +176,7 @@ pub fn places<T: Element>(t: &Tensor<T>) -> Result<Vec<Place>, String> {
     };
     let f = p.root.format;
     let expected = image_shape(f, p.region.width, p.region.height, p.frames);
-    if t.shape() != expected {
+    if Some(t.shape()) != expected.as_deref() {
         return Err(format!(
             "shape {:?}, expected {expected:?} for {p:?}",
             t.shape()

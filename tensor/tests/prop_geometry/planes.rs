@@ -144,30 +144,22 @@ pub fn run<T: Sample>(case: &PlanesCase) -> Result<(), TestCaseError> {
     let (mem, shm) = (TensorMemory::Mem, TensorMemory::Shm);
     let count = |end: usize| end / e + case.tail;
     let both = count(luma_end.max(c_end));
+    let shared = |memory| {
+        let b = Item::<T>::alloc(both, memory);
+        (b.clone(), b)
+    };
+    let apart = |luma_memory, chroma_memory| {
+        (
+            Item::<T>::alloc(count(luma_end), luma_memory),
+            Item::<T>::alloc(count(c_end), chroma_memory),
+        )
+    };
     let (luma_buf, chroma_buf) = match case.buffers {
-        Buffers::OneMem | Buffers::OneShm => {
-            let b = Item::<T>::alloc(
-                both,
-                if one && matches!(case.buffers, Buffers::OneShm) {
-                    shm
-                } else {
-                    mem
-                },
-            );
-            (b.clone(), b)
-        }
-        Buffers::TwoMem => (
-            Item::alloc(count(luma_end), mem),
-            Item::alloc(count(c_end), mem),
-        ),
-        Buffers::TwoShm => (
-            Item::alloc(count(luma_end), shm),
-            Item::alloc(count(c_end), shm),
-        ),
-        Buffers::MemAndShm => (
-            Item::alloc(count(luma_end), mem),
-            Item::alloc(count(c_end), shm),
-        ),
+        Buffers::OneMem => shared(mem),
+        Buffers::OneShm => shared(shm),
+        Buffers::TwoMem => apart(mem, mem),
+        Buffers::TwoShm => apart(shm, shm),
+        Buffers::MemAndShm => apart(mem, shm),
         Buffers::ShmFileTwice => {
             let a = Item::<T>::alloc(both, shm);
             let b = a.reimport(both);
