@@ -222,7 +222,8 @@ fn run(capacity: usize, buffers: usize, ops: &[Op]) -> Result<(), TestCaseError>
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 256,
+        // A second at most in CI; PROPTEST_CASES for a deeper search.
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
         // Each bug found has its own regression test in the crate.
         failure_persistence: None,
         ..ProptestConfig::default()

@@ -24,7 +24,7 @@ mod strategies;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use zerocam_tensor::{Tensor, TensorMemory};
+use zerocam_tensor::{Error, Tensor, TensorMemory};
 
 use checks::{check, fail, Item, Sample};
 use step::{run_ops, step, Act};
@@ -84,9 +84,12 @@ fn chain<T: Sample>(case: &ChainCase) -> Result<(), TestCaseError> {
     run_ops(item, &case.ops)
 }
 
+/// `cases` cases (CI: a few seconds in all), or `PROPTEST_CASES` for a
+/// deeper search.
 fn config(cases: u32) -> ProptestConfig {
+    let env = std::env::var("PROPTEST_CASES").ok();
     ProptestConfig {
-        cases,
+        cases: env.and_then(|v| v.parse().ok()).unwrap_or(cases),
         // Each bug found has its own regression test in the crate.
         failure_persistence: None,
         ..ProptestConfig::default()
@@ -118,6 +121,22 @@ proptest! {
             2 => planes::run::<f32>(&case)?,
             _ => planes::run::<f64>(&case)?,
         }
+    }
+
+    /// A shape whose byte size overflows is an error before any allocation.
+    #[test]
+    fn overflowing_shapes_are_errors(
+        mut dims in prop::collection::vec(strategies::small_or_hostile(0..=8), 0..=3),
+        huge in (strategies::hostile(), strategies::hostile()),
+        at in any::<prop::sample::Index>(),
+        memory in prop::sample::select(vec![TensorMemory::Mem, TensorMemory::Shm]),
+    ) {
+        dims.insert(at.index(dims.len() + 1), huge.0);
+        dims.insert(at.index(dims.len() + 1), huge.1);
+        let bytes = dims.iter().try_fold(8usize, |n, &d| n.checked_mul(d));
+        prop_assume!(bytes.is_none() || dims.contains(&0));
+        let e = Tensor::<f64>::new(&dims, Some(memory), None).unwrap_err();
+        prop_assert!(matches!(e, Error::ShapeOverflow { .. } | Error::EmptyShape { .. }), "{}", e);
     }
 
     /// `ImageLayout::size_bytes` answers every layout, hostile ones included,
