@@ -89,9 +89,10 @@ impl PixelFormat {
     }
 
     /// Samples in one row of plane `plane` for an image `width` pixels wide
-    /// (the interleaved CbCr row of NV12 holds `width` samples).
+    /// (the interleaved CbCr row of NV12 holds `width` samples); `usize::MAX`
+    /// when that overflows (no real row is that long).
     pub const fn plane_row_samples(self, _plane: usize, width: usize) -> usize {
-        width * self.samples_per_pixel()
+        width.saturating_mul(self.samples_per_pixel())
     }
 
     /// The V4L2 fourcc of the format, where V4L2 has one.
@@ -290,9 +291,10 @@ impl ImageLayout {
         if self.width % hsub != 0 || self.height % vsub != 0 {
             return Err(self.bad("dimensions must be multiples of the chroma subsampling"));
         }
-        let row_bytes = f
-            .plane_row_samples(0, self.width)
-            .checked_mul(elem_size)
+        let row_bytes = self
+            .width
+            .checked_mul(f.samples_per_pixel())
+            .and_then(|samples| samples.checked_mul(elem_size))
             .ok_or(self.bad("row size overflows"))?;
         let row_stride = self.row_stride.unwrap_or(row_bytes);
         if row_stride < row_bytes || row_stride % elem_size != 0 {
@@ -387,6 +389,27 @@ mod tests {
                 }
             ),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_row_wider_than_the_address_space_is_an_error_not_an_overflow() {
+        // Found by prop_geometry: 2^62 RGBA pixels overflowed `width * 4`.
+        let l = ImageLayout::new(1 << (usize::BITS - 2), 1, PixelFormat::Rgba);
+        let e = l.size_bytes(1).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::BadImageSize {
+                    reason: "row size overflows",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            PixelFormat::Rgb.plane_row_samples(0, usize::MAX),
+            usize::MAX
         );
     }
 
