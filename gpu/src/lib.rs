@@ -43,10 +43,14 @@ mod plan;
 
 #[cfg(feature = "gl")]
 mod egl;
+#[cfg(feature = "fault-injection")]
+mod fault;
 #[cfg(feature = "gl")]
 mod glutil;
 #[cfg(feature = "gl")]
 mod pbo;
+#[cfg(feature = "gl")]
+mod poison;
 #[cfg(feature = "gl")]
 mod render;
 #[cfg(feature = "gl")]
