@@ -5,6 +5,14 @@
 //! The thread ends when the last [`Gpu`] handle drops. PBO tensors hold only a
 //! weak link to it, so they may outlive it: their maps then fail with
 //! [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected).
+//!
+//! A job that panics does not take the thread down, and the thread does not
+//! carry on with the GL state the panic left half-set: it poisons the `Gpu`
+//! (the `poison` module says why this and not a rebuilt context). The
+//! panicking job's caller and every later call that would use the context get
+//! [`GpuError::Poisoned`] naming the job and the panic's message; the cached
+//! EGLImages and render targets are freed at once; what only frees or counts
+//! (PBO unmaps and deletes, [`Gpu::stats`]) still runs.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
