@@ -4,7 +4,11 @@
 //!
 //! The cache holds no GPU API: it stores any value `V` and hands back the
 //! values it drops (evicted, swept, cleared) so the owner — the GL thread —
-//! destroys them in its own context. An entry does not keep its tensor alive:
+//! destroys them in its own context. Each value leaves the cache exactly once:
+//! handed back, or dropped with the cache itself (when its owner unwinds from
+//! a panic, say), so a value that frees a resource in its `Drop` is freed once
+//! whichever way it goes. `live` is the number of entries, not a running
+//! count. An entry does not keep its tensor alive:
 //! it holds the identity's `weak()` and [`sweep`](GpuImageCache::sweep) drops
 //! entries whose tensors are all gone.
 
@@ -297,6 +301,62 @@ mod tests {
             .unwrap();
         assert_eq!(retired, [1]);
         assert_eq!(cache.stats().live, 1);
+    }
+
+    /// A value that counts its drops.
+    #[derive(Debug)]
+    struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn every_value_leaves_once_even_when_an_import_panics() {
+        use std::panic::{catch_unwind, AssertUnwindSafe};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let drops = Arc::new(AtomicUsize::new(0));
+        let value = || Counted(Arc::clone(&drops));
+        let alive: Vec<Arc<()>> = (0..5).map(|_| Arc::new(())).collect();
+        let weak = |b: u64| Arc::downgrade(&alive[b as usize]);
+        let mut cache = GpuImageCache::new(2);
+        let mut retired = Vec::new();
+        for b in 0..2 {
+            cache
+                .get_or_insert_with(key(b), weak(b), || Ok::<_, ()>(value()), &mut retired)
+                .unwrap();
+        }
+        // Full: the import of a third evicts one, then panics mid-import.
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            let _ = cache.get_or_insert_with(
+                key(2),
+                weak(2),
+                || -> Result<Counted, ()> { panic!("import bug") },
+                &mut retired,
+            );
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(retired.len(), 1, "the evicted value was handed back");
+        let s = cache.stats();
+        assert_eq!((s.imports, s.evictions, s.live), (2, 1, 1), "{s:?}");
+        drop(retired);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        // Still usable: an import, a sweep, a clear, then the cache dropped.
+        cache
+            .get_or_insert_with(key(3), weak(3), || Ok::<_, ()>(value()), &mut Vec::new())
+            .unwrap();
+        let survivor = cache.stats().live;
+        assert_eq!(survivor, 2);
+        drop(cache.clear());
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+        assert_eq!(cache.stats().live, 0);
+        cache
+            .get_or_insert_with(key(4), weak(4), || Ok::<_, ()>(value()), &mut Vec::new())
+            .unwrap();
+        drop(cache); // what is left drops with the cache, once
+        assert_eq!(drops.load(Ordering::SeqCst), 4, "4 values made, 4 dropped");
     }
 
     #[test]

@@ -72,6 +72,19 @@ pub enum GpuError {
     #[error("the GL thread has exited")]
     Disconnected,
 
+    /// A job panicked on the GL thread (a bug): the thread caught it, freed
+    /// its cached images and targets, and refuses every later call that would
+    /// use its GL context, whose state the panic left unknown. PBO maps,
+    /// unmaps and deletes of tensors made before still free their buffers.
+    /// Make a new [`Gpu`](crate::Gpu) to carry on.
+    #[error("the GPU is poisoned: its GL thread panicked in `{job}` ({message}); make a new Gpu")]
+    Poisoned {
+        /// The job that panicked (`convert`, `PBO map`, ...).
+        job: &'static str,
+        /// The panic's message.
+        message: String,
+    },
+
     /// A call that waits on the GL thread, made from the GL thread itself
     /// (it would never be answered).
     #[error("{call} called on the GL thread itself would wait for itself")]

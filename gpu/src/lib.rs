@@ -16,6 +16,11 @@
 //!   [`BufferIdentity`](zerocam_tensor::BufferIdentity) and geometry, so B
 //!   camera buffers make B imports however many frames flow; a destination view
 //!   (a batch element, a tile) is a viewport of its parent's one render target.
+//! - A job that panics on the GL thread poisons the [`Gpu`]: its caller and
+//!   every later call that would use the GL context get
+//!   [`GpuError::Poisoned`] naming the job and the panic's message (never a
+//!   hang or the panic itself); cached EGLImages are freed at once, and PBO
+//!   tensors still unmap and free. Make a new `Gpu` to carry on.
 //!
 //!
 //! Which dma-bufs a driver imports is the driver's call: 24-bit RGB/BGR
@@ -43,10 +48,14 @@ mod plan;
 
 #[cfg(feature = "gl")]
 mod egl;
+#[cfg(feature = "fault-injection")]
+mod fault;
 #[cfg(feature = "gl")]
 mod glutil;
 #[cfg(feature = "gl")]
 mod pbo;
+#[cfg(feature = "gl")]
+mod poison;
 #[cfg(feature = "gl")]
 mod render;
 #[cfg(feature = "gl")]

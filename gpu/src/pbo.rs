@@ -45,7 +45,7 @@ unsafe impl PboOps for GlPbo {
             .upgrade()
             .ok_or(Error::PboDisconnected { buffer })?;
         let addr = link
-            .call(move |st| st.map_pbo(buffer, len, access))
+            .call("PBO map", move |st| st.map_pbo(buffer, len, access))
             .and_then(|r| r)
             .map_err(|e| pbo_error(buffer, e))?;
         let ptr = NonNull::new(addr as *mut u8).ok_or(Error::Pbo {
@@ -65,9 +65,11 @@ unsafe impl PboOps for GlPbo {
         let link = held
             .or_else(|| self.link.upgrade())
             .ok_or(Error::PboDisconnected { buffer })?;
+        // Runs on a poisoned thread too (it frees the mapping), then says so.
         let unmapped = link
-            .call(move |st| st.unmap_pbo(buffer))
+            .call_release("PBO unmap", move |st| st.unmap_pbo(buffer))
             .and_then(|r| r)
+            .and_then(|()| link.poisoned().map_or(Ok(()), |p| Err(p.error())))
             .map_err(|e| pbo_error(buffer, e));
         // Dropping the last strong link here (the `Gpu` handles are gone) ends
         // the GL thread, after the unmap above.
@@ -83,7 +85,7 @@ unsafe impl PboOps for GlPbo {
         if let Some(link) = self.link.upgrade() {
             // Not waited for: the last tensor may drop anywhere, even on the
             // GL thread itself.
-            let _ = link.send(Box::new(move |st: &mut GlState| st.delete_pbo(buffer)));
+            let _ = link.send("PBO delete", move |st| st.delete_pbo(buffer));
         }
     }
 }
@@ -191,7 +193,8 @@ impl Gpu {
     ///
     /// # Errors
     /// A tensor error for an empty or overflowing shape; [`GpuError::Gl`] if GL
-    /// cannot allocate it; [`GpuError::Disconnected`].
+    /// cannot allocate it; [`GpuError::Disconnected`]; [`GpuError::Poisoned`]
+    /// after a panic on the GL thread.
     pub fn pbo_tensor<T: Element>(&self, shape: &[usize]) -> Result<Tensor<T>> {
         let len = shape
             .iter()
@@ -200,7 +203,9 @@ impl Gpu {
             .ok_or_else(|| Error::EmptyShape {
                 shape: shape.to_vec(),
             })?;
-        let buffer = self.link().call(move |st| st.create_pbo(len))??;
+        let buffer = self
+            .link()
+            .call("PBO allocation", move |st| st.create_pbo(len))??;
         let ops = Arc::new(GlPbo {
             link: self.weak_link(),
             owner: self.owner_token(),
@@ -210,7 +215,7 @@ impl Gpu {
             // Not wrapped: nothing else would ever delete the buffer.
             let _ = self
                 .link()
-                .send(Box::new(move |st: &mut GlState| st.delete_pbo(buffer)));
+                .send("PBO delete", move |st| st.delete_pbo(buffer));
             e.into()
         })
     }

@@ -158,12 +158,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
     let borrow = src.device_borrow(Access::Read)?;
     let mut retired = Vec::new();
     let modifiers = st.egl.info.dma_buf_modifiers;
-    let GlState {
-        sources,
-        egl,
-        stats,
-        ..
-    } = st;
+    let GlState { sources, egl, .. } = st;
     let created = sources.images.get_or_insert_with(
         key,
         src.buffer_identity().weak(),
@@ -184,10 +179,8 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
             let texture = glutil::texture(TEXTURE_EXTERNAL_OES);
             if let Err(e) = egl.bind_image_to_texture(TEXTURE_EXTERNAL_OES, &image) {
                 glutil::delete_textures(&[texture]);
-                egl.destroy_image(image);
-                return Err(e);
+                return Err(e); // `image` drops: destroyed
             }
-            stats.live_images += 1;
             Ok(SourceImage { image, texture })
         },
         &mut retired,

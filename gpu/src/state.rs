@@ -1,6 +1,13 @@
 //! [`GlState`]: everything the GL thread owns — the context, the programs, the
 //! import and render-target caches, and the counters — and the conversion's
 //! GL steps in order.
+//!
+//! EGLImages free themselves ([`EglImage`](crate::egl::EglImage)'s `Drop`):
+//! a cache hands an entry back and the owner drops it after deleting its GL
+//! names. GL names (textures, framebuffers, programs, PBOs) belong to the
+//! context: one leaked by a panic goes with the context when the thread ends.
+
+use std::sync::Arc;
 
 use zerocam_cache::GpuImageCache;
 use zerocam_tensor::Tensor;
@@ -8,6 +15,7 @@ use zerocam_tensor::Tensor;
 use crate::egl::EglContext;
 use crate::glutil;
 use crate::plan::{ConvertOptions, Plan};
+use crate::poison::PoisonCell;
 use crate::render::Program;
 use crate::source::{SourceImage, Sources};
 use crate::target::RenderTarget;
@@ -28,18 +36,25 @@ pub(crate) struct GlState {
     pub targets: GpuImageCache<zerocam_tensor::RootLayout, RenderTarget>,
     pub stats: GpuStats,
     pub pbos: Vec<u32>,
+    /// Set when a job panics (shared with the `Gpu` handles).
+    pub poison: Arc<PoisonCell>,
+    #[cfg(feature = "fault-injection")]
+    pub faults: crate::fault::Faults,
     // Last: dropped after everything above is freed through it.
     pub egl: EglContext,
 }
 
 impl GlState {
-    pub fn new(egl: EglContext) -> GlState {
+    pub fn new(egl: EglContext, poison: Arc<PoisonCell>) -> GlState {
         GlState {
             programs: Programs::default(),
             sources: Sources::new(CACHE_CAPACITY),
             targets: GpuImageCache::new(CACHE_CAPACITY),
             stats: GpuStats::default(),
             pbos: Vec::new(),
+            poison,
+            #[cfg(feature = "fault-injection")]
+            faults: crate::fault::Faults::default(),
             egl,
         }
     }
@@ -50,9 +65,13 @@ impl GlState {
 
     pub fn stats(&mut self) -> GpuStats {
         self.sweep();
+        let images = self.egl.image_counts();
         GpuStats {
             images: self.sources.images.stats(),
             targets: self.targets.stats(),
+            live_images: images.live,
+            images_created: images.created,
+            images_destroyed: images.destroyed,
             live_pbos: self.pbos.len() as u64,
             ..self.stats
         }
@@ -81,19 +100,17 @@ impl GlState {
         Ok(p)
     }
 
+    /// Deletes a source's texture, then its image (dropped here).
     pub fn destroy_source(&mut self, s: SourceImage) {
         glutil::delete_textures(&[s.texture]);
-        self.egl.destroy_image(s.image);
-        self.stats.live_images -= 1;
+        drop(s.image);
     }
 
+    /// Deletes a target's framebuffer and texture, then its image if any.
     pub fn destroy_target(&mut self, t: RenderTarget) {
         glutil::delete_framebuffer(t.framebuffer);
         glutil::delete_textures(&[t.texture]);
-        if let Some(image) = t.image {
-            self.egl.destroy_image(image);
-            self.stats.live_images -= 1;
-        }
+        drop(t.image);
     }
 
     /// Frees the images and targets whose tensors are gone.
@@ -146,6 +163,8 @@ impl GlState {
         let drawn = self
             .program(bound.external, bound.kind, pack)
             .and_then(|program| crate::render::draw(&program, plan, &bound, &target));
+        #[cfg(feature = "fault-injection")]
+        self.faults.panic_if_armed(); // the draw done, nothing read back yet
         let finished = drawn.and_then(|()| crate::target::finish(self, plan, dst, &target));
         if bound.external && !target.in_place && dst.pbo_buffer().is_some() {
             // A readback into a PBO is asynchronous: the draw may not have read
@@ -158,19 +177,29 @@ impl GlState {
         self.stats.converts += 1;
         Ok(())
     }
+
+    /// Frees everything but the PBOs: cached imports and render targets
+    /// (their images destroyed), upload textures, programs. After a panic
+    /// (nothing draws again) and at thread exit. PBOs stay: a CPU map of one
+    /// may be live, and its tensor deletes it when it drops.
+    pub fn release_all(&mut self) {
+        self.clear_caches();
+        self.sources.free_uploads();
+        for (_, p) in self.programs.drain() {
+            // SAFETY: deleting a program this thread linked.
+            unsafe { gl::DeleteProgram(p.id) };
+        }
+        #[cfg(feature = "fault-injection")]
+        self.faults.release();
+    }
 }
 
 impl Drop for GlState {
     fn drop(&mut self) {
-        self.clear_caches();
-        self.sources.free_uploads();
+        self.release_all();
         if !self.pbos.is_empty() {
             // SAFETY: deleting the live PBO names this thread created.
             unsafe { gl::DeleteBuffers(self.pbos.len() as i32, self.pbos.as_ptr()) };
-        }
-        for (_, p) in self.programs.drain() {
-            // SAFETY: deleting a program this thread linked.
-            unsafe { gl::DeleteProgram(p.id) };
         }
     }
 }

@@ -83,8 +83,7 @@ fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32,
     let t = glutil::texture(gl::TEXTURE_2D);
     if let Err(e) = st.egl.bind_image_to_texture(gl::TEXTURE_2D, &image) {
         glutil::delete_textures(&[t]);
-        st.egl.destroy_image(image);
-        return Err(e);
+        return Err(e); // `image` drops: destroyed
     }
     Ok((t, image))
 }
@@ -120,15 +119,11 @@ fn create(
                 }),
                 Err(e) => {
                     glutil::delete_textures(&[texture]);
-                    st.egl.destroy_image(image);
-                    Err(e)
+                    Err(e) // `image` drops: destroyed
                 }
             });
         match attempt {
-            Ok(t) => {
-                st.stats.live_images += 1;
-                return Ok(t);
-            }
+            Ok(t) => return Ok(t),
             Err(e) if policy == ImportPolicy::Require => return Err(e),
             Err(_) => {}
         }

@@ -5,6 +5,14 @@
 //! The thread ends when the last [`Gpu`] handle drops. PBO tensors hold only a
 //! weak link to it, so they may outlive it: their maps then fail with
 //! [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected).
+//!
+//! A job that panics does not take the thread down, and the thread does not
+//! carry on with the GL state the panic left half-set: it poisons the `Gpu`
+//! (the `poison` module says why this and not a rebuilt context). The
+//! panicking job's caller and every later call that would use the context get
+//! [`GpuError::Poisoned`] naming the job and the panic's message; the cached
+//! EGLImages and render targets are freed at once; what only frees or counts
+//! (PBO unmaps and deletes, [`Gpu::stats`]) still runs.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +25,7 @@ use zerocam_tensor::Tensor;
 
 use crate::egl::EglContext;
 use crate::plan::{plan, ConvertOptions};
+use crate::poison::{self, Poison, PoisonCell, WhenPoisoned};
 use crate::state::GlState;
 use crate::{GpuError, GpuInfo, Result};
 
@@ -32,12 +41,34 @@ pub(crate) struct Link {
     tx: Mutex<Option<Sender<Job>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     gl_thread: ThreadId,
+    poison: Arc<PoisonCell>,
 }
 
 impl Link {
-    /// Runs `f` on the GL thread and returns its result.
+    /// Runs job `job` (`f`) on the GL thread and returns its result;
+    /// [`GpuError::Poisoned`] once a job has panicked (this one included).
     pub fn call<R: Send + 'static>(
         &self,
+        job: &'static str,
+        f: impl FnOnce(&mut GlState) -> R + Send + 'static,
+    ) -> Result<R> {
+        self.call_when(job, WhenPoisoned::Refuse, f)
+    }
+
+    /// As [`call`](Self::call) for a job that only frees or counts: it runs
+    /// even on a poisoned thread (a panic in it is still caught).
+    pub fn call_release<R: Send + 'static>(
+        &self,
+        job: &'static str,
+        f: impl FnOnce(&mut GlState) -> R + Send + 'static,
+    ) -> Result<R> {
+        self.call_when(job, WhenPoisoned::Run, f)
+    }
+
+    fn call_when<R: Send + 'static>(
+        &self,
+        job: &'static str,
+        when: WhenPoisoned,
         f: impl FnOnce(&mut GlState) -> R + Send + 'static,
     ) -> Result<R> {
         if std::thread::current().id() == self.gl_thread {
@@ -46,20 +77,39 @@ impl Link {
                 call: "a GL thread call",
             });
         }
+        if when == WhenPoisoned::Refuse {
+            poison::check(&self.poison)?; // no round trip to say no
+        }
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        self.send(Box::new(move |st| {
-            let _ = reply_tx.send(f(st));
+        self.queue(Box::new(move |st| {
+            let _ = reply_tx.send(st.run(job, when, f));
         }))?;
-        reply_rx.recv().map_err(|_| GpuError::Disconnected)
+        reply_rx.recv().map_err(|_| GpuError::Disconnected)?
     }
 
-    /// Queues `job` without waiting.
-    pub fn send(&self, job: Job) -> Result<()> {
+    /// Queues job `job` (`f`, one that only frees) without waiting; it runs
+    /// even on a poisoned thread.
+    pub fn send(
+        &self,
+        job: &'static str,
+        f: impl FnOnce(&mut GlState) + Send + 'static,
+    ) -> Result<()> {
+        self.queue(Box::new(move |st| {
+            let _ = st.run(job, WhenPoisoned::Run, f);
+        }))
+    }
+
+    fn queue(&self, job: Job) -> Result<()> {
         let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
         tx.as_ref()
             .ok_or(GpuError::Disconnected)?
             .send(job)
             .map_err(|_| GpuError::Disconnected)
+    }
+
+    /// The panic that poisoned the thread, if one did.
+    pub fn poisoned(&self) -> Option<&Poison> {
+        self.poison.get()
     }
 }
 
@@ -99,8 +149,14 @@ pub struct GpuStats {
     pub images: GpuCacheStats,
     /// The render-target cache of destinations.
     pub targets: GpuCacheStats,
-    /// EGLImages alive now (sources and imported destinations).
+    /// EGLImages alive now (sources and imported destinations): the number
+    /// of image handles in existence, so it cannot miscount or underflow.
     pub live_images: u64,
+    /// EGLImages created since the GL thread started.
+    pub images_created: u64,
+    /// EGLImages destroyed (EGL accepted the destroy). Each image is destroyed
+    /// exactly once, so `images_created == live_images + images_destroyed`.
+    pub images_destroyed: u64,
     /// PBOs alive now.
     pub live_pbos: u64,
     /// Conversions done.
@@ -146,21 +202,30 @@ impl Gpu {
     pub fn new() -> Result<Gpu> {
         let (job_tx, job_rx) = mpsc::channel::<Job>();
         let (init_tx, init_rx) = mpsc::sync_channel::<Result<GpuInfo>>(1);
+        let poison = Arc::new(PoisonCell::new());
+        let thread_poison = Arc::clone(&poison);
         let thread = std::thread::Builder::new()
             .name("zerocam-gl".into())
             .spawn(move || {
-                let mut state = match EglContext::new().map(GlState::new) {
-                    Ok(s) => s,
-                    Err(e) => {
+                let started = catch_unwind(AssertUnwindSafe(|| {
+                    EglContext::new().map(|egl| GlState::new(egl, thread_poison))
+                }));
+                let mut state = match started {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
                         let _ = init_tx.send(Err(e));
+                        return;
+                    }
+                    Err(payload) => {
+                        let poison = Poison::new("Gpu::new", payload.as_ref());
+                        let _ = init_tx.send(Err(poison.error()));
                         return;
                     }
                 };
                 let _ = init_tx.send(Ok(state.info().clone()));
                 for job in job_rx {
-                    // A panicking job drops its reply sender (its caller sees
-                    // `Disconnected`); the thread and its objects live on.
-                    let _ = catch_unwind(AssertUnwindSafe(|| job(&mut state)));
+                    // Every job catches its own panic (`GlState::run`).
+                    job(&mut state);
                 }
             })
             .map_err(|e| GpuError::EglUnavailable {
@@ -174,6 +239,7 @@ impl Gpu {
                 tx: Mutex::new(Some(job_tx)),
                 thread: Mutex::new(Some(thread)),
                 gl_thread,
+                poison,
             }),
             info: Arc::new(info),
         })
@@ -224,7 +290,8 @@ impl Gpu {
     /// Typed [`GpuError`]s for unsupported formats, odd 4:2:0 sizes,
     /// unaligned RGB destination views, crops outside the source, failed
     /// imports (under [`ImportPolicy::Require`](crate::ImportPolicy::Require)),
-    /// map conflicts, and a GL thread that has exited.
+    /// map conflicts, a GL thread that has exited, and
+    /// [`GpuError::Poisoned`] once a job has panicked on it.
     pub fn convert(
         &self,
         src: &Tensor<u8>,
@@ -236,32 +303,34 @@ impl Gpu {
         self.check_own_pbo(dst, "destination")?;
         let (src, dst, options) = (src.clone(), dst.clone(), *options);
         self.link
-            .call(move |st| st.convert(&plan, &src, &dst, &options))?
+            .call("convert", move |st| st.convert(&plan, &src, &dst, &options))?
     }
 
-    /// The counters.
+    /// The counters. They stay readable after a panic has poisoned the GL
+    /// thread (what was freed shows here).
     ///
     /// # Errors
     /// [`GpuError::Disconnected`] if the GL thread has exited.
     pub fn stats(&self) -> Result<GpuStats> {
-        self.link.call(|st| st.stats())
+        self.link.call_release("stats", |st| st.stats())
     }
 
     /// Drops every cached source import (EGLImage) now, keeping the render
     /// targets: the next conversion of each source imports it again.
     ///
     /// # Errors
-    /// [`GpuError::Disconnected`] if the GL thread has exited.
+    /// [`GpuError::Disconnected`] if the GL thread has exited,
+    /// [`GpuError::Poisoned`] after a panic (which freed them already).
     pub fn clear_imports(&self) -> Result<()> {
-        self.link.call(|st| st.clear_imports())
+        self.link.call("clear_imports", |st| st.clear_imports())
     }
 
     /// Drops every cached import and render target now (their EGLImages and
     /// textures are destroyed); the next conversion imports again.
     ///
     /// # Errors
-    /// [`GpuError::Disconnected`] if the GL thread has exited.
+    /// As [`clear_imports`](Gpu::clear_imports).
     pub fn clear_caches(&self) -> Result<()> {
-        self.link.call(|st| st.clear_caches())
+        self.link.call("clear_caches", |st| st.clear_caches())
     }
 }

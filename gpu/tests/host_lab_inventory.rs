@@ -1,6 +1,7 @@
 //! The host's Mesa cannot import a dma-buf (no `EGL_EXT_image_dma_buf_import`)
 //! and the host has no camera: the dma-buf import tests run in the kernel lab
-//! under zink on lavapipe (`cargo lab -p zerocam-gpu --test lab_gpu`). This
+//! under zink on lavapipe (`cargo lab -p zerocam-gpu --test lab_gpu`, and
+//! `--test lab_gpu_panic` for a panic with dma-buf imports in flight). This
 //! test names them and checks they are still there and still wired to the lab.
 #![allow(clippy::unwrap_used)]
 
@@ -13,22 +14,38 @@ const LAB_ONLY: [&str; 6] = [
     "bad_dma_buf_inputs_are_typed_errors",
 ];
 
-#[test]
-fn dma_buf_import_tests_run_in_the_kernel_lab() {
+const LAB_PANIC: [&str; 2] = [
+    "a_panic_mid_convert_destroys_each_dma_buf_image_once",
+    "capture_carries_on_after_a_panic_and_a_new_gpu_imports_again",
+];
+
+/// Checks that `binary` is declared as a lab test target and defines `tests`.
+fn assert_lab_tests(binary: &str, tests: &[&str]) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let decl =
-        "name = \"lab_gpu\"\npath = \"tests/lab_gpu.rs\"\nrequired-features = [\"lab\", \"gl\"]";
-    assert!(
-        manifest.contains(decl),
-        "lab_gpu is not declared as a lab test target"
+    let decl = format!(
+        "name = \"{binary}\"\npath = \"tests/{binary}.rs\"\nrequired-features = [\"lab\", \"gl\"]"
     );
-    let src = std::fs::read_to_string(dir.join("tests/lab_gpu.rs")).unwrap();
-    for test in LAB_ONLY {
+    assert!(
+        manifest.contains(&decl),
+        "{binary} is not declared as a lab test target"
+    );
+    let src = std::fs::read_to_string(dir.join(format!("tests/{binary}.rs"))).unwrap();
+    for test in tests {
         assert!(
             src.contains(&format!("fn {test}()")),
             "lab test {test} missing"
         );
-        println!("runs in the kernel lab (cargo lab-test): lab_gpu::{test}");
+        println!("runs in the kernel lab (cargo lab-test): {binary}::{test}");
     }
+}
+
+#[test]
+fn dma_buf_import_tests_run_in_the_kernel_lab() {
+    assert_lab_tests("lab_gpu", &LAB_ONLY);
+}
+
+#[test]
+fn gl_thread_panic_tests_with_dma_buf_imports_run_in_the_kernel_lab() {
+    assert_lab_tests("lab_gpu_panic", &LAB_PANIC);
 }

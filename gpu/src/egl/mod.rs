@@ -1,12 +1,18 @@
 //! The EGL edge: the library loaded at run time, a surfaceless display, a GLES 3
 //! context made current on the GL thread, and the image extension entry points.
 
+mod image;
+
 use std::ffi::c_void;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use khronos_egl as egl;
 
 use crate::{GpuError, Result};
+
+pub(crate) use image::EglImage;
+use image::ImageBook;
 
 /// `libEGL.so.1` unless `ZEROCAM_EGL_LIBRARY` names another (tests use it to
 /// prove a missing EGL is a typed error).
@@ -50,11 +56,6 @@ pub struct GpuInfo {
     pub image_external: bool,
 }
 
-/// An EGLImage created by [`EglContext::create_image`]; destroyed explicitly
-/// with [`EglContext::destroy_image`] on the GL thread.
-#[derive(Debug)]
-pub(crate) struct EglImage(*mut c_void);
-
 /// The EGL display and current GLES context of the GL thread.
 pub(crate) struct EglContext {
     egl: Egl,
@@ -62,7 +63,8 @@ pub(crate) struct EglContext {
     context: egl::Context,
     surface: Option<egl::Surface>,
     create_image: Option<CreateImageKhr>,
-    destroy_image: Option<DestroyImageKhr>,
+    /// Shared with every image made here; `None` without `EGL_KHR_image_base`.
+    images: Option<Rc<ImageBook>>,
     image_target_texture: Option<ImageTargetTexture>,
     pub info: GpuInfo,
 }
@@ -137,7 +139,7 @@ impl EglContext {
             context,
             surface,
             create_image: None,
-            destroy_image: None,
+            images: None,
             image_target_texture: None,
             info: GpuInfo {
                 platform,
@@ -159,9 +161,16 @@ impl EglContext {
         if has(&ext, "EGL_KHR_image_base") {
             // SAFETY: the names are the KHR_image_base entry points and the
             // types their prototypes from eglext.h.
-            unsafe {
-                ctx.create_image = proc(&ctx.egl, "eglCreateImageKHR");
-                ctx.destroy_image = proc(&ctx.egl, "eglDestroyImageKHR");
+            let (create, destroy) = unsafe {
+                (
+                    proc(&ctx.egl, "eglCreateImageKHR"),
+                    proc::<DestroyImageKhr>(&ctx.egl, "eglDestroyImageKHR"),
+                )
+            };
+            // An image is only made where it can also be destroyed.
+            if let Some(destroy) = destroy {
+                ctx.create_image = create;
+                ctx.images = Some(ImageBook::new(display.as_ptr(), destroy));
             }
         }
         if has(&gl_ext, "GL_OES_EGL_image") {
@@ -169,43 +178,6 @@ impl EglContext {
             ctx.image_target_texture = unsafe { proc(&ctx.egl, "glEGLImageTargetTexture2DOES") };
         }
         Ok(ctx)
-    }
-
-    /// Creates an EGLImage from a dma-buf described by `attribs`
-    /// (`EGL_LINUX_DMA_BUF_EXT`, no context, no client buffer).
-    pub fn create_dma_buf_image(&self, attribs: &[i32]) -> std::result::Result<EglImage, String> {
-        let (Some(create), true) = (self.create_image, self.info.dma_buf_import) else {
-            return Err("EGL_EXT_image_dma_buf_import is not offered".into());
-        };
-        if attribs.last() != Some(&egl::NONE) {
-            return Err("attribute list not terminated".into());
-        }
-        // SAFETY: a valid display, EGL_NO_CONTEXT and a NULL client buffer as
-        // EGL_EXT_image_dma_buf_import requires; `attribs` is EGL_NONE-terminated
-        // and its fds stay open for the duration of the call.
-        let image = unsafe {
-            create(
-                self.display.as_ptr(),
-                std::ptr::null_mut(),
-                LINUX_DMA_BUF_EXT,
-                std::ptr::null_mut(),
-                attribs.as_ptr(),
-            )
-        };
-        if image.is_null() {
-            let e = self.egl.get_error();
-            return Err(e.map_or_else(|| "unknown EGL error".into(), |e| format!("{e:?}")));
-        }
-        Ok(EglImage(image))
-    }
-
-    /// Destroys `image`.
-    pub fn destroy_image(&self, image: EglImage) {
-        if let Some(destroy) = self.destroy_image {
-            // SAFETY: `image` was created on this display and is destroyed once
-            // (it is consumed here).
-            unsafe { destroy(self.display.as_ptr(), image.0) };
-        }
     }
 
     /// Binds `image` to the texture bound at `target` (`glEGLImageTargetTexture2DOES`).
@@ -218,7 +190,7 @@ impl EglContext {
             })?;
         // SAFETY: the context is current on this thread, a texture is bound at
         // `target` and `image` is a live EGLImage of this display.
-        unsafe { f(target, image.0) };
+        unsafe { f(target, image.as_ptr()) };
         crate::glutil::check("glEGLImageTargetTexture2DOES")
     }
 }
