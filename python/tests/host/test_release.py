@@ -287,3 +287,25 @@ def test_memoryview_release_with_live_buffer_raises():
     m.release()
     view.release()
     assert not view.mapped
+
+
+def test_pattern_camera_skips_a_buffer_an_array_keeps_mapped():
+    # The host's stand-in for the capture queue (vivid: tests/lab/test_lab_release.py).
+    with zerocam.Camera.pattern("NV12", (64, 48), buffers=4) as cam:
+        frame = cam.read()
+        index = frame.buffer_index
+        with frame.tensor.map() as v:
+            held = np.asarray(v)
+        held[:] = 7
+        frame.release()
+        seen = []
+        for _ in range(12):
+            with cam.read() as f:
+                seen.append(f.buffer_index)
+        assert index not in seen and (held == 7).all()
+        del held
+        later = []
+        for _ in range(8):
+            with cam.read() as f:
+                later.append(f.buffer_index)
+        assert index in later
