@@ -5,6 +5,7 @@ buffer follows. `v.release()` with live exports raises BufferError, as
 `memoryview.release()` does."""
 
 import gc
+import pathlib
 import subprocess
 import sys
 import threading
@@ -42,6 +43,17 @@ READ_VARIANT = QUICK_START.replace(
     frame = np.asarray(view)  # read-only view, not writable
 """,
 )
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def readme_quick_start():
+    """The Python quick start of the top-level README.md."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Python quick start") :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```", start)]
 
 
 def run_script(code):
@@ -309,3 +321,18 @@ def test_pattern_camera_skips_a_buffer_an_array_keeps_mapped():
             with cam.read() as f:
                 later.append(f.buffer_index)
         assert index in later
+
+
+def test_package_docstring_example_runs():
+    import doctest
+
+    assert doctest.testmod(zerocam, report=False).failed == 0
+
+
+def test_readme_quick_start_runs():
+    code = readme_quick_start()
+    camera = 'zerocam.Camera("/dev/video0", "NV12", (1280, 720), memory="dmabuf")'
+    assert camera in code  # no camera on the host: the pattern source stands in (vivid: the lab)
+    out = run_script(code.replace(camera, 'zerocam.Camera.pattern("NV12", (1280, 720))'))
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert out.stdout.startswith("(720, 1280, 3) RGB 128.0\n"), out.stdout

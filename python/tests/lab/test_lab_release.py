@@ -124,3 +124,18 @@ def test_failed_sync_end_at_the_block_end_is_raised():
         os.close(impostor)
     with t.map():
         pass
+
+
+def test_readme_quick_start_runs_as_written_on_vivid():
+    import pathlib
+    import subprocess
+
+    text = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = text[text.index("## Python quick start") :]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("```", start)]
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "(720, 1280, 3) RGB 128.0", out.stdout
+    assert "'frames': 1" in lines[-1], out.stdout
