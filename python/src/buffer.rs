@@ -90,10 +90,7 @@ pub unsafe fn fill(
         (*view).itemsize = itemsize;
         (*view).readonly = c_int::from(readonly);
         (*view).format = if flags & ffi::PyBUF_FORMAT != 0 {
-            convert::codes(format)
-                .buffer_format
-                .as_ptr()
-                .cast_mut()
+            convert::codes(format).buffer_format.as_ptr().cast_mut()
         } else {
             std::ptr::null_mut()
         };
