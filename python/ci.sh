@@ -10,7 +10,8 @@
 #   bash python/ci.sh --bench    # host + lab + the lab benchmark (docs/benchmarks.md)
 #
 # Runs as root on a fresh machine without stdin: creates python/.venv and
-# installs pip, maturin, numpy and pytest into it.
+# installs pip, maturin, numpy, pytest and jax (CPU; the real DLPack consumer
+# of tests/host/test_jax.py, host only: the guest has no jax) into it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -26,6 +27,9 @@ step "venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip
 "$venv/bin/pip" install -q "maturin>=1.5,<2" "numpy>=1.22" pytest
+# Pinned: test_jax.py asserts what this jax does (64-byte alignment for a
+# zero-copy import, legacy capsules only).
+"$venv/bin/pip" install -q "jax==0.10.2" "jaxlib==0.10.2"
 
 step "wheels: cp39-abi3 (pip wheel ./python), cp311-abi3 (buffer protocol)"
 rm -rf "$wheels"

@@ -1,21 +1,24 @@
 //! The buffer protocol on `MapView` (feature `buffer-protocol`, CPython ≥
 //! 3.11 limited API): `memoryview(view)` and any buffer consumer get the map's
-//! address, shape, byte strides and format; each exported buffer counts as an
-//! export of the map until the consumer releases it, like a numpy array made
-//! through `__array__`.
+//! address, shape, byte strides and format; each exported buffer holds an
+//! [`ExportToken`] of the map until the consumer releases it, like a numpy
+//! array made through `__array__` (so a released view's map ends with the
+//! last buffer).
 
 use std::ffi::c_int;
 
 use crate::convert;
-use crate::lease::Layout;
+use crate::lease::{ExportToken, Layout};
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-/// The shape and strides a `Py_buffer` points to, owned through `internal`.
+/// The shape and strides a `Py_buffer` points to, and the export that keeps
+/// its memory mapped, owned through `internal`.
 struct Meta {
     shape: Vec<ffi::Py_ssize_t>,
     strides: Vec<ffi::Py_ssize_t>,
+    _token: ExportToken,
 }
 
 fn c_contiguous(l: &Layout) -> bool {
@@ -33,16 +36,19 @@ fn ssize(v: usize) -> PyResult<ffi::Py_ssize_t> {
     ffi::Py_ssize_t::try_from(v).map_err(|_| PyBufferError::new_err(format!("{v} is too large")))
 }
 
-/// Fills `view` for `layout`; `owner` becomes `view.obj` (a new reference).
+/// Fills `view` for `token`'s map; `owner` becomes `view.obj` (a new
+/// reference). The buffer keeps `token` until [`release`]; on an error it is
+/// dropped here (no buffer was exported).
 ///
 /// # Safety
 /// `view` must be the `Py_buffer` CPython passed to `bf_getbuffer`.
 pub unsafe fn fill(
     view: *mut ffi::Py_buffer,
     flags: c_int,
-    layout: &Layout,
+    token: ExportToken,
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
+    let layout = token.layout();
     if flags & ffi::PyBUF_WRITABLE != 0 && layout.readonly {
         return Err(PyBufferError::new_err(
             "a writable buffer was asked of a read-only map (made with \"read\")",
@@ -55,6 +61,12 @@ pub unsafe fn fill(
             layout.strides
         )));
     }
+    let items: usize = layout.shape.iter().product();
+    let len = ssize(items * layout.dtype.size())?;
+    let itemsize = ssize(layout.dtype.size())?;
+    let ndim = c_int::try_from(layout.shape.len())
+        .map_err(|_| PyBufferError::new_err("too many dimensions"))?;
+    let (ptr, readonly, format) = (layout.ptr, layout.readonly, layout.dtype);
     let meta = Box::new(Meta {
         shape: layout
             .shape
@@ -66,26 +78,19 @@ pub unsafe fn fill(
             .iter()
             .map(|&s| ssize(s))
             .collect::<PyResult<_>>()?,
+        _token: token,
     });
-    let items: usize = layout.shape.iter().product();
-    let len = ssize(items * layout.dtype.size())?;
-    let itemsize = ssize(layout.dtype.size())?;
-    let ndim = c_int::try_from(layout.shape.len())
-        .map_err(|_| PyBufferError::new_err("too many dimensions"))?;
     let meta = Box::into_raw(meta);
     // SAFETY: `view` is CPython's buffer to fill (the caller's contract);
     // `meta` lives until `release` frees it through `internal`.
     unsafe {
-        (*view).buf = layout.ptr as *mut std::ffi::c_void;
+        (*view).buf = ptr as *mut std::ffi::c_void;
         (*view).obj = owner.into_ptr();
         (*view).len = len;
         (*view).itemsize = itemsize;
-        (*view).readonly = c_int::from(layout.readonly);
+        (*view).readonly = c_int::from(readonly);
         (*view).format = if flags & ffi::PyBUF_FORMAT != 0 {
-            convert::codes(layout.dtype)
-                .buffer_format
-                .as_ptr()
-                .cast_mut()
+            convert::codes(format).buffer_format.as_ptr().cast_mut()
         } else {
             std::ptr::null_mut()
         };
@@ -106,7 +111,8 @@ pub unsafe fn fill(
     Ok(())
 }
 
-/// Frees what [`fill`] allocated.
+/// Frees what [`fill`] allocated and drops its export (ending the map if it
+/// was the last export of a released view).
 ///
 /// # Safety
 /// `view` must be a buffer filled by [`fill`], released once.

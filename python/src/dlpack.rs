@@ -1,13 +1,18 @@
-//! DLPack export (`__dlpack__`, `__dlpack_device__`): `numpy.from_dlpack(t)`
-//! and `torch.from_dlpack(t)` take the tensor's memory without a copy.
+//! DLPack export (`__dlpack__`, `__dlpack_device__`) of a tensor and of a
+//! map view: `numpy.from_dlpack(t)`, `jax.numpy.from_dlpack(t)` and
+//! `torch.from_dlpack(t)` take the memory without a copy.
 //!
-//! The capsule's `DLManagedTensor` owns a CPU map of the tensor (read-write;
-//! read-only for read-only memory, versioned capsules only), so the memory
-//! stays mapped — and, for a dma-buf, inside its sync bracket — until the
-//! consumer calls the deleter. An unconsumed capsule calls it itself.
+//! The capsule's `DLManagedTensor` owns an [`ExportToken`] of a CPU map, so
+//! the memory stays mapped — and, for a dma-buf, inside its sync bracket —
+//! until the consumer calls the deleter (an unconsumed capsule calls it
+//! itself). A tensor's capsule takes a fresh map of its own (read-write;
+//! read-only for read-only memory, versioned capsules only) that ends with
+//! it; a view's capsule is one more export of the view's map, which then
+//! outlives the view's `with` block as a numpy array does. The deleter may
+//! run on any thread, with or without the GIL: it only counts the export
+//! off (and, for the last one, ends the map; see `lease.rs`).
 
 use std::ffi::{c_void, CStr};
-use std::sync::Arc;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -15,7 +20,7 @@ use zerocam_tensor::{Access, DType, TensorDyn};
 
 use crate::convert;
 use crate::errors::MapConflict;
-use crate::lease::MapLease;
+use crate::lease::{ExportToken, MapLease};
 
 /// `kDLCPU`.
 pub const DL_CPU: i32 = 1;
@@ -87,11 +92,11 @@ pub fn dl_dtype(dtype: DType) -> DLDataType {
 }
 
 /// What the managed tensor owns: the shape and strides arrays it points to,
-/// and the map that keeps the data valid.
+/// and the export that keeps the data mapped.
 struct Holder {
     shape: Vec<i64>,
     strides: Vec<i64>,
-    _lease: Arc<MapLease>,
+    _token: ExportToken,
 }
 
 unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
@@ -138,24 +143,72 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
     }
 }
 
-/// `__dlpack__`: a capsule over a fresh map of `tensor`.
+/// Checks a `__dlpack__` request (the array API's keywords) and says
+/// whether to make a versioned capsule (`max_version >= (1, 0)`). A CPU
+/// export takes no stream, goes to `(kDLCPU, 0)` only and never copies.
+pub fn request(
+    stream: Option<&Bound<'_, PyAny>>,
+    max_version: Option<(u32, u32)>,
+    dl_device: Option<(i32, i32)>,
+    copy: Option<bool>,
+) -> PyResult<bool> {
+    if let Some(s) = stream.filter(|s| !s.is_none()) {
+        return Err(MapConflict::new_err(format!(
+            "stream {s}: a CPU tensor takes no stream"
+        )));
+    }
+    if let Some(d) = dl_device {
+        if d != (DL_CPU, 0) {
+            return Err(MapConflict::new_err(format!(
+                "dl_device {d:?}: zerocam tensors export to the CPU (1, 0) only"
+            )));
+        }
+    }
+    if copy == Some(true) {
+        return Err(MapConflict::new_err(
+            "copy=True: zerocam exports without copying; copy the consumer's array",
+        ));
+    }
+    Ok(max_version.is_some_and(|(major, _)| major >= 1))
+}
+
+/// `Tensor.__dlpack__`: a capsule over a fresh map of `tensor`, ended when
+/// the capsule's consumer deletes it.
 pub fn export<'py>(
     py: Python<'py>,
     tensor: &TensorDyn,
     versioned: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (lease, readonly) = match MapLease::new(tensor, Access::ReadWrite) {
-        Ok(l) => (l, false),
+    let lease = match MapLease::new(tensor, Access::ReadWrite) {
+        Ok(l) => l,
         Err(e) if e.is_instance_of::<MapConflict>(py) && versioned => {
             // Read-only memory (or a live read map): a read-only export.
-            match MapLease::new(tensor, Access::Read) {
-                Ok(l) => (l, true),
-                Err(_) => return Err(e),
-            }
+            MapLease::new(tensor, Access::Read).map_err(|_| e)?
         }
         Err(e) => return Err(e),
     };
-    let layout = lease.layout()?;
+    let token = lease.export()?;
+    // No view: the map ends with the token (the capsule's deleter).
+    lease.close()?;
+    capsule(py, token, versioned)
+}
+
+/// A capsule (versioned or legacy) owning `token`. A read-only map needs the
+/// versioned capsule's read-only flag: a legacy capsule cannot say it, and a
+/// consumer writing through it would fault.
+pub fn capsule<'py>(
+    py: Python<'py>,
+    token: ExportToken,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let layout = token.layout();
+    let readonly = layout.readonly;
+    if readonly && !versioned {
+        return Err(MapConflict::new_err(
+            "a read-only map has no legacy DLPack capsule (it cannot carry the read-only \
+             flag): ask with max_version=(1, 0), or map with \"readwrite\"",
+        ));
+    }
     let e = layout.dtype.size();
     let strides = layout
         .strides
@@ -176,22 +229,23 @@ pub fn export<'py>(
         .map(|&d| i64::try_from(d).map_err(|_| MapConflict::new_err("shape too large")))
         .collect::<PyResult<Vec<i64>>>()?;
     let ndim = i32::try_from(shape.len()).map_err(|_| MapConflict::new_err("too many dims"))?;
+    let (data, dtype) = (layout.ptr as *mut c_void, dl_dtype(layout.dtype));
     let holder = Box::into_raw(Box::new(Holder {
         shape,
         strides,
-        _lease: lease,
+        _token: token,
     }));
     // SAFETY: `holder` was just made by `Box::into_raw` and is freed only by a deleter.
     let (shape_ptr, strides_ptr) =
         unsafe { ((*holder).shape.as_mut_ptr(), (*holder).strides.as_mut_ptr()) };
     let dl_tensor = DLTensor {
-        data: layout.ptr as *mut c_void,
+        data,
         device: DLDevice {
             device_type: DL_CPU,
             device_id: 0,
         },
         ndim,
-        dtype: dl_dtype(layout.dtype),
+        dtype,
         shape: shape_ptr,
         strides: strides_ptr,
         byte_offset: 0,

@@ -8,7 +8,7 @@ use pyo3::types::PyTuple;
 use zerocam_tensor::{Access, ImageLayout, Tensor, TensorDyn, TensorMemory};
 
 use crate::convert;
-use crate::errors::{invalid, os_error, tensor_err, MapConflict};
+use crate::errors::{invalid, os_error, tensor_err};
 use crate::format::{PixelFormat, Region};
 use crate::hostpin::HostPin;
 use crate::lease::MapLease;
@@ -282,25 +282,7 @@ impl PyTensor {
         dl_device: Option<(i32, i32)>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if stream.is_some_and(|s| !s.is_none()) {
-            return Err(MapConflict::new_err(format!(
-                "stream {:?}: a CPU tensor takes no stream",
-                stream.map(|s| s.to_string())
-            )));
-        }
-        if let Some(d) = dl_device {
-            if d != (dlpack::DL_CPU, 0) {
-                return Err(MapConflict::new_err(format!(
-                    "dl_device {d:?}: zerocam tensors export to the CPU (1, 0) only"
-                )));
-            }
-        }
-        if copy == Some(true) {
-            return Err(MapConflict::new_err(
-                "copy=True: zerocam exports without copying; copy the consumer's array",
-            ));
-        }
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        let versioned = dlpack::request(stream, max_version, dl_device, copy)?;
         dlpack::export(py, &self.inner, versioned)
     }
 

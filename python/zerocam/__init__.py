@@ -5,7 +5,9 @@
 >>> with t.map() as view:
 ...     a = np.asarray(view)   # no copy: shape (48, 64, 3), the real strides
 ...     a[:] = 7
-...     del a                  # numpy arrays must go before the map ends
+>>> int(a.sum())               # the array keeps the map open past the block
+64512
+>>> del a                      # the map ends with its last array
 >>> with zerocam.Camera.pattern("NV12", (320, 240)) as cam:
 ...     with cam.read() as frame:
 ...         y, uv = frame.planes  # numpy arrays over the frame's buffer

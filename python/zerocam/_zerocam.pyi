@@ -43,14 +43,36 @@ class Region:
 
 class MapView:
     """A live CPU map; `numpy.asarray(view)` wraps it without a copy (and, in
-    the cp311-abi3 wheel, `memoryview(view)`: the buffer protocol)."""
+    the cp311-abi3 wheel, `memoryview(view)`: the buffer protocol).
+
+    Release rule: every numpy array, memoryview and DLPack capsule made from
+    the view is an export that keeps the map open. Leaving the `with` block
+    releases the view (later uses raise `Released`) and never raises because
+    of live exports; the map (CPU access, dma-buf sync END, access record)
+    ends when the last export dies. `release()` ends it now, and raises
+    `MapConflict` (a `BufferError`) while exports live, as
+    `memoryview.release()` does. A sync END failing when the last export dies
+    is a `RuntimeWarning`."""
     def __buffer__(self, flags: int) -> memoryview: ...
     def __release_buffer__(self, view: memoryview) -> None: ...
     def __enter__(self) -> MapView: ...
-    def __exit__(self, *args: object) -> bool: ...
-    def release(self) -> None: ...
+    def __exit__(self, *args: object) -> bool:
+        """Releases the view; the map ends now, or with its last export."""
+    def release(self) -> None:
+        """Ends the map now; `MapConflict` (a `BufferError`) while exports live."""
     def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[bool] = None) -> np.ndarray: ...
     def numpy(self) -> np.ndarray: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[Any] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A capsule that is one more export of this map; a read map needs
+        `max_version >= (1, 0)` (the read-only flag)."""
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
     @property
     def shape(self) -> Tuple[int, ...]: ...
     @property
@@ -66,9 +88,14 @@ class MapView:
     @property
     def access(self) -> Access: ...
     @property
-    def released(self) -> bool: ...
+    def released(self) -> bool:
+        """Whether the view was released (end of its `with` block, `release()`)."""
     @property
-    def exports(self) -> int: ...
+    def mapped(self) -> bool:
+        """Whether the map is open: until the release, then while exports keep it."""
+    @property
+    def exports(self) -> int:
+        """numpy arrays, memoryviews and DLPack capsules of the map alive now."""
 
 class CpuAccess:
     def __enter__(self) -> CpuAccess: ...

@@ -12,9 +12,10 @@ class                     raised for
 ``DeviceError``           the kernel refused (``OSError``, with ``errno``): open,
                           ioctl, mmap, dma-buf sync, allocation
 ``Timeout``               no frame within the timeout (``TimeoutError``)
-``MapConflict``           a map, pin bracket or export conflicts with a live one,
-                          or a map is released while numpy arrays still use it
-                          (``BufferError``)
+``MapConflict``           a map, pin bracket or export conflicts with a live one
+                          (also a map kept open past its ``with`` block by numpy
+                          arrays or DLPack consumers), or ``MapView.release()``
+                          is called while they still use it (``BufferError``)
 ``Released``              a map, pin or frame used after it was released
                           (``ValueError``)
 ``NoFreeBuffer``          the caller holds every buffer of the camera

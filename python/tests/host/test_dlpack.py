@@ -58,3 +58,45 @@ def test_dlpack_refuses_other_devices_and_copies():
         t.__dlpack__(dl_device=(2, 0))
     with pytest.raises(BufferError):
         t.__dlpack__(copy=True)
+
+
+class Versioned:
+    """Asks for the versioned capsule explicitly, whatever the consumer asks."""
+
+    def __init__(self, source):
+        self.source = source
+        self.names = []
+
+    def __dlpack_device__(self):
+        return self.source.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        kwargs["max_version"] = (1, 0)
+        cap = self.source.__dlpack__(**kwargs)
+        self.names.append(repr(cap).split('"')[1])
+        return cap
+
+
+def test_numpy_consumes_the_versioned_capsule():
+    t = Tensor((3, 5), "float32", mem="shm")
+    pin = t.pin_host("read")
+    src = Versioned(t)
+    a = np.from_dlpack(src)
+    assert src.names == ["dltensor_versioned"]
+    assert a.ctypes.data == pin.ptr and a.flags.writeable
+    a[2, 4] = 1.25
+    del a
+    assert t.numpy()[2, 4] == 1.25
+
+
+def test_versioned_capsule_falls_back_to_read_only_beside_a_read_map():
+    t = Tensor(16, "uint8", mem="shm")
+    with t.map("read") as v:
+        keep = np.asarray(v)  # keeps a read map open past the block
+    x = np.from_dlpack(Versioned(t))  # a read-write map conflicts: a read-only export
+    assert not x.flags.writeable and x.ctypes.data == keep.ctypes.data
+    with pytest.raises(BufferError):
+        t.__dlpack__()  # the legacy capsule cannot be read-only: the conflict is raised
+    del keep, x
+    y = np.from_dlpack(Versioned(t))
+    assert y.flags.writeable
