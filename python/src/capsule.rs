@@ -12,6 +12,10 @@
 //!   keep the pointer past the capsule's life.
 //! - Only fd-backed memory (shared memory, dma-buf) can be passed: heap
 //!   tensors raise `BufferError` (use `__dlpack__` for those).
+//! - An import treats `fd` as `Tensor.from_fd` treats any fd: it duplicates
+//!   the number with `F_DUPFD_CLOEXEC` (a closed one raises `EBADF`) and takes
+//!   only a dma-buf or a memfd that cannot shrink (sealing a sealable one);
+//!   any other file is refused, naming what it is.
 //! - Arrays: `shape`/`strides` (bytes) from `byte_offset` in the fd.
 //!   Images (`format[0] != 0`): `format` names the `zerocam.PixelFormat`, and
 //!   `width`, `height`, `row_stride` and `byte_offset` describe it; `shape`
