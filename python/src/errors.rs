@@ -66,6 +66,30 @@ pub fn tensor_err(e: TensorError) -> PyErr {
     }
 }
 
+/// An error of importing the caller's fd number `fd` (through a duplicate):
+/// the message names the caller's number, not the duplicate's, and a file
+/// that can shrink gets the Python remedy (`unchecked=True`).
+pub fn import_err(e: TensorError, fd: i32) -> PyErr {
+    match e {
+        TensorError::ShrinkableFile { kind, .. } => invalid(format!(
+            "fd {fd} is {kind}: its size can shrink while it is mapped, and an access past a \
+             truncated end would kill the interpreter with SIGBUS, so it is not imported; pass \
+             a dma-buf or a memfd sealed with F_SEAL_SHRINK (one made with \
+             os.MFD_ALLOW_SEALING is sealed on import), or, if nothing truncates the file \
+             while the tensor, its views, maps and arrays live, unchecked=True"
+        )),
+        mut e => {
+            if let TensorError::BadFd { fd: number, .. }
+            | TensorError::NotMappable { fd: number, .. }
+            | TensorError::CannotSeal { fd: number, .. } = &mut e
+            {
+                *number = fd;
+            }
+            tensor_err(e)
+        }
+    }
+}
+
 /// A capture error as the matching Python exception.
 pub fn capture_err(e: CaptureError) -> PyErr {
     let msg = e.to_string();

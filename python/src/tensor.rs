@@ -8,7 +8,7 @@ use pyo3::types::PyTuple;
 use zerocam_tensor::{Access, ImageLayout, Tensor, TensorDyn, TensorMemory};
 
 use crate::convert;
-use crate::errors::{invalid, io_error, tensor_err, MapConflict};
+use crate::errors::{import_err, invalid, io_error, tensor_err, MapConflict};
 use crate::format::{PixelFormat, Region};
 use crate::hostpin::HostPin;
 use crate::lease::MapLease;
@@ -143,7 +143,7 @@ impl PyTensor {
         } else {
             TensorDyn::from_fd(owned, &shape, dtype, None)
         };
-        Ok(PyTensor::wrap(t.map_err(tensor_err)?))
+        Ok(PyTensor::wrap(t.map_err(|e| import_err(e, fd))?))
     }
 
     /// The shape.
