@@ -21,12 +21,22 @@ use zerocam_tensor::{
     dup_fd, DType, Error, FdKind, PixelFormat, PlaneDescriptor, Tensor, TensorDyn, TensorMemory,
 };
 
+/// Removes a test file when dropped.
+struct Unlink(PathBuf);
+
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// A read-write regular file of `len` bytes on the target folder's disk
-/// filesystem (not /tmp, which may be tmpfs), already unlinked.
-fn disk_file(len: u64) -> OwnedFd {
+/// filesystem (not /tmp, which may be tmpfs). It stays linked until the guard
+/// drops: the lab's 9p share fails `fstatfs` of an unlinked file (`ENOENT`).
+fn disk_file(len: u64) -> (OwnedFd, Unlink) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let path = dir.join(format!(
-        "zerocam-fd-{}-{:?}",
+        "zerocam-fd-{}-{:?}-{len}",
         std::process::id(),
         std::thread::current().id()
     ));
@@ -36,9 +46,8 @@ fn disk_file(len: u64) -> OwnedFd {
         .create_new(true)
         .open(&path)
         .unwrap();
-    std::fs::remove_file(&path).unwrap();
     f.set_len(len).unwrap();
-    f.into()
+    (f.into(), Unlink(path))
 }
 
 /// A POSIX shared-memory object (`shm_open`, a tmpfs file in /dev/shm) of `len` bytes.
@@ -99,7 +108,7 @@ fn refused_as(e: &Error, fd: i32, want: FdKind) {
 fn a_regular_file_truncated_after_the_call_would_be_refused_at_the_call() {
     // The case: 1 MiB regular file, imported, then truncated to 0 by
     // its owner. The import itself is refused, so no map can touch lost pages.
-    let fd = disk_file(1 << 20);
+    let (fd, _file) = disk_file(1 << 20);
     let n = fd.as_raw_fd();
     let keep = dup_fd(fd.as_fd()).unwrap();
     let e = Tensor::<u8>::from_fd(fd, &[1024, 1024], None).unwrap_err();
@@ -109,7 +118,7 @@ fn a_regular_file_truncated_after_the_call_would_be_refused_at_the_call() {
 
 #[test]
 fn a_regular_file_at_full_size_is_refused_but_taken_unchecked() {
-    let fd = disk_file(4096);
+    let (fd, _file) = disk_file(4096);
     let e = Tensor::<u8>::from_fd(dup_fd(fd.as_fd()).unwrap(), &[4096], None).unwrap_err();
     assert!(
         matches!(
@@ -127,9 +136,9 @@ fn a_regular_file_at_full_size_is_refused_but_taken_unchecked() {
     assert_eq!(t.memory(), TensorMemory::Shm);
     assert_eq!(&t.map_read().unwrap()[..9], b"unchecked");
     t.map().unwrap()[4095] = 1; // writable: opened read-write
-                                // SAFETY (test): as above.
-    let e = unsafe { TensorDyn::from_fd_unchecked(disk_file(64), &[17], DType::F32, None) }
-        .unwrap_err();
+    let (small, _small_file) = disk_file(64);
+    // SAFETY (test): as above.
+    let e = unsafe { TensorDyn::from_fd_unchecked(small, &[17], DType::F32, None) }.unwrap_err();
     assert!(
         matches!(
             e,
@@ -317,7 +326,7 @@ fn a_closed_fd_number_is_ebadf() {
 
 #[test]
 fn import_planes_refuses_shrinkable_files_too() {
-    let file = disk_file(4096);
+    let (file, _file) = disk_file(4096);
     let n = file.as_raw_fd();
     let e = Tensor::<u8>::import_planes(
         32,
