@@ -16,6 +16,13 @@
 //! - **Import identity.** [`Tensor::fd_identity`] gives the kernel's
 //!   `(st_dev, st_ino)` of the fd and [`Tensor::plane_offset`] the offset: the key
 //!   an import cache needs so a camera buffer is imported once, not every frame.
+//! - **Imports that cannot crash.** [`Tensor::from_fd`] takes only memory
+//!   whose size cannot shrink under its mapping — dma-bufs, and memfds sealed
+//!   with `F_SEAL_SHRINK` (it seals a sealable one) — and refuses any other
+//!   file with a typed error naming its [`FdKind`], so a peer's `ftruncate`
+//!   can never turn a later access into `SIGBUS`.
+//!   [`Tensor::from_fd_unchecked`] (`unsafe`) takes any mappable file when the
+//!   caller can promise that nobody truncates it.
 //! - **Safe maps.** Writable maps never alias: overlapping maps of one file —
 //!   through one tensor, two imports of it, or a device holding a
 //!   [`DeviceBorrow`] — are refused with [`Error::MapConflict`].
