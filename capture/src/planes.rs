@@ -44,13 +44,7 @@ impl PlaneMemory {
     pub(crate) fn import(&self) -> zerocam_tensor::Result<Tensor<u8>> {
         match &self.source {
             PlaneSource::Exported(fd) => {
-                let dup = fd
-                    .try_clone()
-                    .map_err(|e| zerocam_tensor::Error::DupFailed {
-                        fd: std::os::fd::AsRawFd::as_raw_fd(fd),
-                        errno: nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-                    })?;
-                Tensor::from_fd(dup, &[self.length], None)
+                Tensor::from_fd(zerocam_tensor::dup_fd(fd.as_fd())?, &[self.length], None)
             }
             PlaneSource::Owned(t) => Ok(Tensor::clone(t)),
         }

@@ -12,6 +12,10 @@
 //!   keep the pointer past the capsule's life.
 //! - Only fd-backed memory (shared memory, dma-buf) can be passed: heap
 //!   tensors raise `BufferError` (use `__dlpack__` for those).
+//! - An import treats `fd` as `Tensor.from_fd` treats any fd: it duplicates
+//!   the number with `F_DUPFD_CLOEXEC` (a closed one raises `EBADF`) and takes
+//!   only a dma-buf or a memfd that cannot shrink (sealing a sealable one);
+//!   any other file is refused, naming what it is.
 //! - Arrays: `shape`/`strides` (bytes) from `byte_offset` in the fd.
 //!   Images (`format[0] != 0`): `format` names the `zerocam.PixelFormat`, and
 //!   `width`, `height`, `row_stride` and `byte_offset` describe it; `shape`
@@ -28,7 +32,7 @@ use pyo3::prelude::*;
 use zerocam_tensor::{DType, ImageLayout, TensorDyn};
 
 use crate::dlpack::{dl_dtype, DLDataType};
-use crate::errors::{invalid, tensor_err, MapConflict};
+use crate::errors::{import_err, invalid, tensor_err, MapConflict};
 use crate::format::PixelFormat;
 use crate::tensor::dup_fd;
 
@@ -191,8 +195,8 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
             .ok_or_else(|| invalid("zerocam capsule: bad format name"))?;
         let format = PixelFormat::from_name(name)?.rust();
         let size = file_size(&fd)?;
-        let whole =
-            TensorDyn::from_fd(fd, &[size / dtype.size()], dtype, None).map_err(tensor_err)?;
+        let whole = TensorDyn::from_fd(fd, &[size / dtype.size()], dtype, None)
+            .map_err(|e| import_err(e, s.fd))?;
         return import_image(whole, format, s, &shape, &strides, offset);
     }
     let contiguous = {
@@ -210,7 +214,7 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
              strides {strides:?}) cannot be imported yet"
         )));
     }
-    TensorDyn::from_fd(fd, &shape, dtype, None).map_err(tensor_err)
+    TensorDyn::from_fd(fd, &shape, dtype, None).map_err(|e| import_err(e, s.fd))
 }
 
 /// The image a capsule describes: its format fields (`format`, `width`,

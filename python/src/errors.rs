@@ -22,9 +22,23 @@ pub fn invalid(msg: impl Into<String>) -> PyErr {
     InvalidArgument::new_err(msg.into())
 }
 
-/// An OS failure with its errno (`OSError(errno, message)`).
+/// An OS failure with its errno (`OSError(errno, message)`). An errno of 0 or
+/// below (nix's `UnknownErrno`, a value nix does not know) gives a
+/// `DeviceError` whose `errno` is `None`, never a made-up number or 0.
 pub fn os_error(errno: i32, msg: impl Into<String>) -> PyErr {
+    if errno <= 0 {
+        return DeviceError::new_err(msg.into());
+    }
     DeviceError::new_err((errno, msg.into()))
+}
+
+/// An `io::Error` as a `DeviceError`: with its errno when it has one, else
+/// with `errno` `None`.
+pub fn io_error(e: &std::io::Error, msg: impl Into<String>) -> PyErr {
+    match e.raw_os_error() {
+        Some(errno) => os_error(errno, msg),
+        None => DeviceError::new_err(msg.into()),
+    }
 }
 
 /// Use of something released.
@@ -38,18 +52,41 @@ pub fn tensor_err(e: TensorError) -> PyErr {
     match e {
         TensorError::BadFd { errno, .. }
         | TensorError::NotMappable { errno, .. }
+        | TensorError::CannotSeal { errno, .. }
         | TensorError::DupFailed { errno, .. }
         | TensorError::ShmAlloc { errno, .. }
         | TensorError::DmaBufSync { errno, .. } => os_error(errno as i32, msg),
-        TensorError::DmaAlloc { ref source, .. } => {
-            os_error(source.raw_os_error().unwrap_or(libc::ENOMEM), msg)
-        }
+        TensorError::DmaAlloc { ref source, .. } => io_error(source, msg),
         TensorError::DmaUnavailable { .. }
         | TensorError::HeapAlloc { .. }
         | TensorError::UnknownHeap { .. } => os_error(libc::ENOMEM, msg),
         TensorError::MapConflict { .. } | TensorError::ReadOnly { .. } => MapConflict::new_err(msg),
         TensorError::Pbo { .. } => Error::new_err(msg),
         _ => invalid(msg),
+    }
+}
+
+/// An error of importing the caller's fd number `fd` (through a duplicate):
+/// the message names the caller's number, not the duplicate's, and a file
+/// that can shrink gets the Python remedy (`unchecked=True`).
+pub fn import_err(e: TensorError, fd: i32) -> PyErr {
+    match e {
+        TensorError::ShrinkableFile { kind, .. } => invalid(format!(
+            "fd {fd} is {kind}: its size can shrink while it is mapped, and an access past a \
+             truncated end would kill the interpreter with SIGBUS, so it is not imported; pass \
+             a dma-buf or a memfd sealed with F_SEAL_SHRINK (one made with \
+             os.MFD_ALLOW_SEALING is sealed on import), or, if nothing truncates the file \
+             while the tensor, its views, maps and arrays live, unchecked=True"
+        )),
+        mut e => {
+            if let TensorError::BadFd { fd: number, .. }
+            | TensorError::NotMappable { fd: number, .. }
+            | TensorError::CannotSeal { fd: number, .. } = &mut e
+            {
+                *number = fd;
+            }
+            tensor_err(e)
+        }
     }
 }
 

@@ -1,14 +1,14 @@
 //! `zerocam.Tensor`: a handle on zero-copy memory (heap, shared memory,
 //! DMA-BUF), its views, maps, pins and exports.
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use zerocam_tensor::{Access, ImageLayout, Tensor, TensorDyn, TensorMemory};
 
 use crate::convert;
-use crate::errors::{invalid, os_error, tensor_err};
+use crate::errors::{import_err, invalid, io_error, tensor_err};
 use crate::format::{PixelFormat, Region};
 use crate::hostpin::HostPin;
 use crate::lease::MapLease;
@@ -109,25 +109,41 @@ impl PyTensor {
         })
     }
 
-    /// Imports the buffer behind `fd` (a dma-buf, memfd or other mmap-able
-    /// file) as a C-contiguous tensor of `shape` and `dtype`. The tensor
-    /// keeps a duplicate of `fd`: the caller still owns (and closes) `fd`.
+    /// Imports the buffer behind `fd` — a dma-buf, or a memfd that cannot
+    /// shrink (one made with `MFD_ALLOW_SEALING` is sealed with
+    /// `F_SEAL_SHRINK` now) — as a C-contiguous tensor of `shape` and `dtype`.
+    /// The tensor keeps a duplicate of `fd`: the caller still owns (and
+    /// closes) `fd`. Regular files, tmpfs/`/dev/shm` files and unsealable
+    /// memfds raise `InvalidArgument` naming what the file is: a file that
+    /// shrank under the mapping would kill the interpreter with `SIGBUS`.
+    /// `unchecked=True` takes any mappable file as it is; the caller then
+    /// guarantees that nobody truncates it while the tensor, a view of it or
+    /// a map or array of those lives, else the process dies of `SIGBUS`.
     #[staticmethod]
-    #[pyo3(signature = (fd, shape, dtype=None))]
+    #[pyo3(signature = (fd, shape, dtype=None, *, unchecked=false))]
     fn from_fd(
         py: Python<'_>,
-        fd: i32,
+        fd: &Bound<'_, PyAny>,
         shape: &Bound<'_, PyAny>,
         dtype: Option<&Bound<'_, PyAny>>,
+        unchecked: bool,
     ) -> PyResult<PyTensor> {
+        let fd = fd_arg(fd)?;
         let shape = shape_arg(shape)?;
         let dtype = match dtype {
             Some(d) if !d.is_none() => convert::dtype(py, d)?,
             _ => zerocam_tensor::DType::U8,
         };
         let owned = dup_fd(fd)?;
-        let t = TensorDyn::from_fd(owned, &shape, dtype, None).map_err(tensor_err)?;
-        Ok(PyTensor::wrap(t))
+        let t = if unchecked {
+            // SAFETY: `unchecked=True` is the caller's promise, documented as
+            // the Rust function's `# Safety`: nobody truncates the file while
+            // any tensor, view, map or array of it lives.
+            unsafe { TensorDyn::from_fd_unchecked(owned, &shape, dtype, None) }
+        } else {
+            TensorDyn::from_fd(owned, &shape, dtype, None)
+        };
+        Ok(PyTensor::wrap(t.map_err(|e| import_err(e, fd))?))
     }
 
     /// The shape.
@@ -327,21 +343,48 @@ impl PyTensor {
     }
 }
 
-/// A duplicate of the caller's fd `fd` (the caller keeps theirs).
+/// The fd number a Python argument gives: an int in `0..=INT_MAX`, else
+/// `InvalidArgument` naming it (`TypeError` for a non-int).
+fn fd_arg(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
+    let Ok(n) = obj.extract::<i64>() else {
+        if obj.is_instance_of::<pyo3::types::PyInt>() {
+            return Err(invalid(format!(
+                "fd {obj} is out of range: not a file descriptor"
+            )));
+        }
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "fd must be an int, not {}",
+            obj.get_type().name()?
+        )));
+    };
+    i32::try_from(n).map_err(|_| {
+        invalid(format!(
+            "fd {n} is out of range: not a file descriptor (0..={})",
+            i32::MAX
+        ))
+    })
+}
+
+/// A close-on-exec duplicate of the caller's fd number `fd`, made with
+/// `fcntl(F_DUPFD_CLOEXEC)` on the number itself (the caller keeps theirs).
+/// The number is never treated as a live fd before the kernel says it is one:
+/// a closed number raises `DeviceError` (an `OSError`) with errno `EBADF`, a
+/// negative one `InvalidArgument`.
 pub fn dup_fd(fd: i32) -> PyResult<OwnedFd> {
     if fd < 0 {
-        return Err(invalid(format!("fd {fd} is negative")));
+        return Err(invalid(format!(
+            "fd {fd} is negative: not a file descriptor"
+        )));
     }
-    // SAFETY: the fd is only borrowed for the `fcntl(F_DUPFD_CLOEXEC)` call
-    // below; an fd number that is not open makes it fail with EBADF.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    let new = borrowed.try_clone_to_owned().map_err(|e| {
-        os_error(
-            e.raw_os_error().unwrap_or(libc::EBADF),
-            format!("fd {fd}: cannot duplicate: {e}"),
-        )
-    })?;
-    Ok(new)
+    // SAFETY: F_DUPFD_CLOEXEC on a plain number reads and writes no memory;
+    // a number that is not an open fd makes it fail with EBADF.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(io_error(&e, format!("fd {fd} cannot be duplicated: {e}")));
+    }
+    // SAFETY: fcntl just returned `new`, a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
 /// Gives up ownership of `fd`, returning its number.

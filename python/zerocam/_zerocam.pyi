@@ -140,7 +140,28 @@ class Tensor:
         batch: Optional[int] = None,
     ) -> Tensor: ...
     @staticmethod
-    def from_fd(fd: int, shape: Union[int, Sequence[int]], dtype: Optional[DTypeLike] = None) -> Tensor: ...
+    def from_fd(
+        fd: int,
+        shape: Union[int, Sequence[int]],
+        dtype: Optional[DTypeLike] = None,
+        *,
+        unchecked: bool = False,
+    ) -> Tensor:
+        """Import a dma-buf, or a memfd that cannot shrink, from a duplicate of `fd`.
+
+        A memfd made with `MFD_ALLOW_SEALING` is sealed with `F_SEAL_SHRINK`
+        first. Any other file raises `InvalidArgument` naming what it is (a
+        regular file, a tmpfs or `/dev/shm` file, an unsealable memfd); a pipe,
+        socket, device or directory raises `DeviceError` (errno `ENODEV`); a
+        sealable memfd opened read-only `DeviceError` (errno `EPERM`); a closed
+        fd number `DeviceError` (errno `EBADF`); a negative number or one above
+        INT_MAX `InvalidArgument`.
+
+        `unchecked=True` takes any mappable file as it is. The caller then
+        guarantees that nobody truncates the file while the tensor, any view of
+        it, or any map or array of those lives; otherwise the process dies of
+        `SIGBUS`.
+        """
     @staticmethod
     def from_zerocam(obj: Any) -> Tensor: ...
     @property

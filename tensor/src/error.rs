@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use nix::errno::Errno;
 
-use crate::{DType, PixelFormat, Region};
+use crate::{DType, FdKind, PixelFormat, Region};
 
 /// The result type of every fallible zerocam-tensor operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -156,7 +156,7 @@ pub enum Error {
         actual: DType,
     },
 
-    /// A file descriptor that could not be inspected (closed, or not a file).
+    /// A file descriptor that could not be inspected (closed, or `O_PATH`).
     #[error("fd {fd} cannot be inspected ({op}): {errno}")]
     BadFd {
         /// The raw fd number (for the message only).
@@ -167,14 +167,47 @@ pub enum Error {
         errno: Errno,
     },
 
-    /// A file descriptor that cannot be memory-mapped.
-    #[error("fd {fd} ({kind}) cannot be memory-mapped: {errno}")]
+    /// A file descriptor that cannot be memory-mapped: a pipe, socket, device
+    /// node or directory (`ENODEV`, as `mmap` gives), or a file `mmap` refused.
+    #[error("fd {fd} is {kind}, which cannot be memory-mapped: {errno}")]
     NotMappable {
         /// The raw fd number (for the message only).
         fd: i32,
-        /// What the fd is, as far as known.
-        kind: &'static str,
-        /// The errno `mmap` returned.
+        /// What the fd is.
+        kind: FdKind,
+        /// `ENODEV` for a kind that has no mappable bytes, else the errno
+        /// `mmap` returned.
+        errno: Errno,
+    },
+
+    /// A file whose size can shrink while it is mapped, refused by the safe
+    /// imports (`from_fd`, `import_planes`): touching a page past a truncated
+    /// end would kill the process with `SIGBUS`.
+    #[error(
+        "fd {fd} is {kind}: its size can shrink while it is mapped, and an access past a \
+         truncated end would kill the process with SIGBUS, so it is not imported; pass a \
+         dma-buf or a memfd sealed with F_SEAL_SHRINK (a memfd made with MFD_ALLOW_SEALING \
+         is sealed on import), or, if nothing truncates the file while the tensor lives, \
+         the unsafe from_fd_unchecked"
+    )]
+    ShrinkableFile {
+        /// The raw fd number (for the message only).
+        fd: i32,
+        /// What the file is.
+        kind: FdKind,
+    },
+
+    /// A memfd that allows sealing, passed without write access: adding
+    /// `F_SEAL_SHRINK` needs a writable fd (`EPERM`).
+    #[error(
+        "fd {fd} is a memfd without F_SEAL_SHRINK that is open read-only, and sealing it \
+         needs write access ({errno}): pass a writable fd, or add F_SEAL_SHRINK before \
+         passing it read-only"
+    )]
+    CannotSeal {
+        /// The raw fd number (for the message only).
+        fd: i32,
+        /// The errno of `fcntl(F_ADD_SEALS)`.
         errno: Errno,
     },
 

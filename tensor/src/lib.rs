@@ -16,6 +16,13 @@
 //! - **Import identity.** [`Tensor::fd_identity`] gives the kernel's
 //!   `(st_dev, st_ino)` of the fd and [`Tensor::plane_offset`] the offset: the key
 //!   an import cache needs so a camera buffer is imported once, not every frame.
+//! - **Imports that cannot crash.** [`Tensor::from_fd`] takes only memory
+//!   whose size cannot shrink under its mapping — dma-bufs, and memfds sealed
+//!   with `F_SEAL_SHRINK` (it seals a sealable one) — and refuses any other
+//!   file with a typed error naming its [`FdKind`], so a peer's `ftruncate`
+//!   can never turn a later access into `SIGBUS`.
+//!   [`Tensor::from_fd_unchecked`] (`unsafe`) takes any mappable file when the
+//!   caller can promise that nobody truncates it.
 //! - **Safe maps.** Writable maps never alias: overlapping maps of one file —
 //!   through one tensor, two imports of it, or a device holding a
 //!   [`DeviceBorrow`] — are refused with [`Error::MapConflict`].
@@ -50,6 +57,7 @@ mod access;
 mod buffer;
 mod dtype;
 mod error;
+mod fd;
 mod format;
 mod geometry;
 mod identity;
@@ -68,6 +76,7 @@ mod traits;
 pub use access::{DeviceBorrow, FileAccess};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use fd::{dup_fd, FdKind};
 pub use format::{ImageLayout, PixelFormat};
 pub use half::f16;
 pub use identity::{BufferIdentity, FdIdentity};

@@ -9,9 +9,7 @@ use crate::buffer::Buffer;
 use crate::geometry::{ArrayGeom, Geometry, ImageGeom, PlaneGeom};
 use crate::storage::fd::FdStorage;
 use crate::storage::Storage;
-use crate::sys::fd::dup;
-use crate::sys::mmap::raw;
-use crate::{BufferIdentity, Element, Error, PixelFormat, Result, Tensor};
+use crate::{dup_fd, BufferIdentity, Element, Error, PixelFormat, Result, Tensor};
 
 /// One plane of a multi-plane import: an owned (dup'd) fd, the byte offset of the
 /// plane's first row in it, and its row stride (default: the packed row).
@@ -28,8 +26,7 @@ impl PlaneDescriptor {
     /// # Errors
     /// [`Error::DupFailed`] for a closed fd or when out of fds.
     pub fn new(fd: BorrowedFd<'_>) -> Result<PlaneDescriptor> {
-        let fd = dup(fd).map_err(|errno| Error::DupFailed { fd: raw(fd), errno })?;
-        Ok(PlaneDescriptor::from_owned(fd))
+        Ok(PlaneDescriptor::from_owned(dup_fd(fd)?))
     }
 
     /// Takes `fd` as it is.
@@ -171,10 +168,13 @@ impl<T: Element> Tensor<T> {
 
     /// Imports a `width`x`height` NV12/NV16 image from two plane descriptors
     /// (two fds, or one fd at two offsets — detected by the files' identity, so
-    /// the buffer is mapped once).
+    /// the buffer is mapped once). Each fd is checked as by
+    /// [`from_fd`](Tensor::from_fd): a dma-buf or a memfd that cannot shrink
+    /// (a sealable one is sealed).
     ///
     /// # Errors
-    /// As [`from_fd`](Tensor::from_fd) for each fd; [`Error::BadStride`] for a
+    /// As [`from_fd`](Tensor::from_fd) for each fd ([`Error::ShrinkableFile`]
+    /// for a regular or shared-memory file, …); [`Error::BadStride`] for a
     /// stride below the row; [`Error::BufferTooSmall`] when a plane runs past
     /// its fd; [`Error::PlaneMismatch`] / [`Error::UnsupportedFormat`] as
     /// [`from_planes`](Tensor::from_planes).

@@ -11,11 +11,9 @@ use crate::map::{MapMode, ReadOnly, ReadWrite, TensorMap, WriteOnly};
 use crate::memory::allocate;
 use crate::storage::fd::FdStorage;
 use crate::storage::pbo::{PboOps, PboStorage};
-use crate::sys::fd::dup;
-use crate::sys::mmap::raw;
 use crate::{
-    BufferIdentity, DType, Element, Error, FdIdentity, ImageLayout, PixelFormat, Region, Result,
-    TensorMemory,
+    dup_fd, BufferIdentity, DType, Element, Error, FdIdentity, ImageLayout, PixelFormat, Region,
+    Result, TensorMemory,
 };
 
 /// A typed n-dimensional array in heap, shared, DMA-BUF or GL memory.
@@ -232,21 +230,97 @@ impl<T: Element> Tensor<T> {
         b.build()
     }
 
-    /// Takes ownership of `fd` (a dma-buf, memfd, POSIX shm or other mmap-able
-    /// file) as a C-contiguous tensor of `shape` at offset 0.
+    /// Takes ownership of `fd`, a dma-buf or a memfd whose size cannot shrink,
+    /// as a C-contiguous tensor of `shape` at offset 0.
     ///
-    /// The fd is mapped once, now. Whether it is a dma-buf is detected (its
-    /// filesystem), so maps use the sync bracket only for dma-bufs. The tensor
-    /// gets a fresh [`BufferIdentity`]; its [`fd_identity`](Tensor::fd_identity)
-    /// is the file's `(st_dev, st_ino)`.
+    /// The fd is mapped once, now, and stays mapped while any tensor, view or
+    /// map of it lives. A file that shrank under that mapping would kill the
+    /// process with `SIGBUS` on the next access, so only files that cannot
+    /// shrink are accepted ([`FdKind::can_shrink`](crate::FdKind::can_shrink)):
+    /// - a dma-buf (detected by its filesystem; maps use the sync bracket);
+    /// - a memfd sealed with `F_SEAL_SHRINK` (our own shared memory is);
+    /// - a memfd made with `MFD_ALLOW_SEALING` and not sealed yet: `from_fd`
+    ///   adds `F_SEAL_SHRINK` to it (only that seal; the file can still grow)
+    ///   before it reads the size. The seal is permanent, for every holder of
+    ///   the file, even if the import then fails for another reason.
+    ///
+    /// Regular files, tmpfs and POSIX shared-memory files and memfds that
+    /// cannot be sealed are refused; [`from_fd_unchecked`](Tensor::from_fd_unchecked)
+    /// takes them when the caller can promise that nobody truncates them. The
+    /// tensor gets a fresh [`BufferIdentity`]; its
+    /// [`fd_identity`](Tensor::fd_identity) is the file's `(st_dev, st_ino)`.
+    ///
+    /// ```
+    /// use zerocam_tensor::{Error, FdKind, Tensor, TensorMemory};
+    /// let shm = Tensor::<u8>::new(&[4096], Some(TensorMemory::Shm), None)?;
+    /// let again = Tensor::<u8>::from_fd(shm.clone_fd()?, &[64, 64], None)?;
+    /// assert_eq!(again.fd_identity(), shm.fd_identity());
+    ///
+    /// let dir = std::env::temp_dir().join(format!("zerocam-doc-{}", std::process::id()));
+    /// std::fs::write(&dir, [0u8; 4096]).expect("a temporary file");
+    /// let file = std::fs::File::open(&dir).expect("the file");
+    /// std::fs::remove_file(&dir).expect("removed");
+    /// let e = Tensor::<u8>::from_fd(file.into(), &[4096], None).unwrap_err();
+    /// assert!(matches!(e, Error::ShrinkableFile { kind: FdKind::RegularFile | FdKind::ShmFile, .. }));
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// [`Error::BadFd`] if the fd cannot be inspected, [`Error::NotMappable`] for
-    /// a pipe, socket or device, [`Error::BufferTooSmall`] if the file is smaller
-    /// than the shape.
+    /// [`Error::ShrinkableFile`] naming what the file is when it can shrink;
+    /// [`Error::CannotSeal`] for a sealable memfd passed read-only;
+    /// [`Error::NotMappable`] for a pipe, socket, device node or directory;
+    /// [`Error::BadFd`] if the fd cannot be inspected; [`Error::BufferTooSmall`]
+    /// if the file is smaller than the shape. The fd is closed on every error.
     pub fn from_fd(fd: OwnedFd, shape: &[usize], name: Option<&str>) -> Result<Self> {
         let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
-        let buffer = Buffer::new(FdStorage::import(fd)?);
+        Self::over_storage(FdStorage::import(fd)?, geom, name)
+    }
+
+    /// [`from_fd`](Tensor::from_fd) without the check that the file cannot
+    /// shrink: any mappable file is taken as it is (a regular file, a tmpfs or
+    /// POSIX shared-memory file, a memfd with or without seals; a sealable
+    /// memfd is not sealed). Pipes, sockets, devices and directories are still
+    /// refused, and the shape is still checked against the file's size now.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use zerocam_tensor::{Tensor, TensorMemory};
+    /// let path = std::env::temp_dir().join(format!("zerocam-unchecked-{}", std::process::id()));
+    /// std::fs::File::create(&path).and_then(|mut f| f.write_all(&[7u8; 64])).expect("a file");
+    /// let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).expect("the file");
+    /// std::fs::remove_file(&path).expect("removed");
+    /// // SAFETY: this file is private to this example and never truncated.
+    /// let t = unsafe { Tensor::<u8>::from_fd_unchecked(file.into(), &[64], None) }?;
+    /// assert_eq!(t.memory(), TensorMemory::Shm);
+    /// assert_eq!(t.map_read()?[63], 7);
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// The caller guarantees that nobody — this process or another — truncates
+    /// the file below the size it has now while any tensor imported from it,
+    /// any view, batch or plane of one, or any map of those lives. Otherwise
+    /// an access to the lost pages (a map, a view's slice, a numpy array over
+    /// it) kills the process with `SIGBUS`.
+    ///
+    /// # Errors
+    /// As [`from_fd`](Tensor::from_fd), less [`Error::ShrinkableFile`] and
+    /// [`Error::CannotSeal`].
+    pub unsafe fn from_fd_unchecked(
+        fd: OwnedFd,
+        shape: &[usize],
+        name: Option<&str>,
+    ) -> Result<Self> {
+        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
+        // SAFETY: the caller promises, as this function's contract, that the
+        // file is not truncated while the storage lives.
+        let storage = unsafe { FdStorage::import_unchecked(fd) }?;
+        Self::over_storage(storage, geom, name)
+    }
+
+    /// A tensor of `geom` over an imported file, checked to fit in it.
+    fn over_storage(storage: FdStorage, geom: ArrayGeom, name: Option<&str>) -> Result<Self> {
+        let buffer = Buffer::new(storage);
         check_fits(geom.offset + byte_len(&geom), buffer.len())?;
         Ok(Tensor::from_parts(
             Arc::new(buffer),
@@ -466,7 +540,7 @@ impl<T: Element> Tensor<T> {
         let fd = self.fd().ok_or(Error::NoFd {
             memory: self.memory(),
         })?;
-        dup(fd).map_err(|errno| Error::DupFailed { fd: raw(fd), errno })
+        dup_fd(fd)
     }
 
     /// A view of `region` of the leading frame: rows `y..y+height` and columns

@@ -120,7 +120,8 @@ impl TensorDyn {
         by_dtype!(dtype, |T| Tensor::<T>::new(shape, memory, name))
     }
 
-    /// [`Tensor::from_fd`] with the element type as a value.
+    /// [`Tensor::from_fd`] with the element type as a value: a dma-buf or a
+    /// memfd that cannot shrink (a sealable one is sealed).
     pub fn from_fd(
         fd: OwnedFd,
         shape: &[usize],
@@ -128,6 +129,25 @@ impl TensorDyn {
         name: Option<&str>,
     ) -> Result<TensorDyn> {
         by_dtype!(dtype, |T| Tensor::<T>::from_fd(fd, shape, name))
+    }
+
+    /// [`Tensor::from_fd_unchecked`] with the element type as a value: any
+    /// mappable file, without the check that it cannot shrink.
+    ///
+    /// # Safety
+    /// As [`Tensor::from_fd_unchecked`]: nobody truncates the file below its
+    /// present size while any tensor, view or map of it lives, else an access
+    /// kills the process with `SIGBUS`.
+    pub unsafe fn from_fd_unchecked(
+        fd: OwnedFd,
+        shape: &[usize],
+        dtype: DType,
+        name: Option<&str>,
+    ) -> Result<TensorDyn> {
+        // SAFETY: this function's contract is the callee's, passed on.
+        by_dtype!(dtype, |T| unsafe {
+            Tensor::<T>::from_fd_unchecked(fd, shape, name)
+        })
     }
 
     /// [`Tensor::image`] of `u8` samples.

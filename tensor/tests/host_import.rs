@@ -1,5 +1,6 @@
 //! `from_fd` / `clone_fd` on the host: memfd imports, identities, sharing with
-//! another process, and every way an fd can be wrong.
+//! another process, and fds that cannot be mapped (the kinds of file that can
+//! shrink are in `host_fd_safety.rs`).
 #![allow(clippy::unwrap_used, clippy::undocumented_unsafe_blocks)] // tests may panic
 
 mod common;
@@ -9,7 +10,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::process::Command;
 
 use common::memfd;
-use zerocam_tensor::{DType, Error, PlaneDescriptor, Tensor, TensorDyn, TensorMemory};
+use zerocam_tensor::{DType, Error, FdKind, PlaneDescriptor, Tensor, TensorDyn, TensorMemory};
 
 #[test]
 fn memfd_import_maps_the_file_bytes() {
@@ -96,7 +97,16 @@ fn an_empty_file_is_too_small() {
 fn a_pipe_is_not_mappable() {
     let (r, _w) = nix::unistd::pipe().unwrap();
     let e = Tensor::<u8>::from_fd(r, &[16], None).unwrap_err();
-    assert!(matches!(e, Error::NotMappable { kind: "pipe", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::NotMappable {
+                kind: FdKind::Pipe,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("pipe"), "{e}");
 }
 
@@ -108,7 +118,7 @@ fn a_character_device_is_not_mappable() {
         matches!(
             e,
             Error::NotMappable {
-                kind: "character device",
+                kind: FdKind::CharDevice,
                 ..
             }
         ),
@@ -124,7 +134,7 @@ fn a_directory_is_not_mappable() {
         matches!(
             e,
             Error::NotMappable {
-                kind: "directory",
+                kind: FdKind::Directory,
                 ..
             }
         ),
@@ -169,10 +179,11 @@ fn a_closed_fd_is_a_typed_error() {
 
 #[test]
 fn a_read_only_fd_maps_for_reading_only() {
-    let path = std::env::temp_dir().join(format!("zerocam-ro-{}", std::process::id()));
-    std::fs::write(&path, [5u8; 32]).unwrap();
-    let fd: OwnedFd = File::open(&path).unwrap().into();
-    std::fs::remove_file(&path).unwrap();
+    let t = Tensor::<u8>::new(&[32], Some(TensorMemory::Shm), None).unwrap();
+    t.map_write().unwrap().fill(5);
+    // A peer's read-only open of our (sealed) shared memory.
+    let path = format!("/proc/self/fd/{}", t.fd().unwrap().as_raw_fd());
+    let fd: OwnedFd = File::open(path).unwrap().into();
     let t = Tensor::<u8>::from_fd(fd, &[32], None).unwrap();
     assert_eq!(t.map_read().unwrap()[31], 5);
     let e = t.map().unwrap_err();

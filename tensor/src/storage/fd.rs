@@ -1,7 +1,9 @@
 //! Fd-backed memory: shared memory (memfd), DMA-BUF (allocated from a heap or
-//! imported), any mmap-able fd. The fd is mapped once, when the storage is made,
-//! and stays mapped until it drops: a CPU map costs no mmap and no page faults
-//! after the first touch, only the dma-buf sync bracket where it applies.
+//! imported), and through the unchecked import any mmap-able file. The fd is
+//! classified ([`classify`]: only files that cannot shrink, unless the caller
+//! vouches), then mapped once and stays mapped until the storage drops: a CPU
+//! map costs no mmap and no page faults after the first touch, only the
+//! dma-buf sync bracket where it applies.
 
 use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -9,9 +11,9 @@ use std::ptr::NonNull;
 
 use super::Storage;
 use crate::sys::dmabuf::{self, SYNC_END, SYNC_READ, SYNC_START, SYNC_WRITE};
-use crate::sys::fd::{inspect, FdInfo, FdKind};
+use crate::sys::fd::{classify, FdInfo, Policy};
 use crate::sys::mmap::{raw, Mapping};
-use crate::{Access, Error, FdIdentity, Result, TensorMemory};
+use crate::{Access, Error, FdIdentity, FdKind, Result, TensorMemory};
 
 #[derive(Debug)]
 pub(crate) struct FdStorage {
@@ -23,14 +25,23 @@ pub(crate) struct FdStorage {
 }
 
 impl FdStorage {
-    /// Takes `fd`, checks it, and maps it whole. A dma-buf becomes `Dma` memory,
-    /// anything else `Shm`.
+    /// Takes `fd`, checks that its file cannot shrink (a dma-buf, or a memfd
+    /// sealed with `F_SEAL_SHRINK`, sealing a sealable one), and maps it whole.
+    /// A dma-buf becomes `Dma` memory, a memfd `Shm`. Every import of an fd in
+    /// the crate goes through here or [`import_unchecked`](Self::import_unchecked).
     pub fn import(fd: OwnedFd) -> Result<FdStorage> {
-        let info = inspect(fd.as_fd()).map_err(|(op, errno)| Error::BadFd {
-            fd: raw(fd.as_fd()),
-            op,
-            errno,
-        })?;
+        let info = classify(fd.as_fd(), Policy::CannotShrink)?;
+        Self::map(fd, info)
+    }
+
+    /// Takes any mappable `fd` (regular and shared-memory files too), leaving
+    /// the file as it is, and maps it whole.
+    ///
+    /// # Safety
+    /// Nobody truncates the file while the storage lives (a later access would
+    /// die of `SIGBUS`).
+    pub unsafe fn import_unchecked(fd: OwnedFd) -> Result<FdStorage> {
+        let info = classify(fd.as_fd(), Policy::AnyMappable)?;
         Self::map(fd, info)
     }
 
@@ -38,12 +49,9 @@ impl FdStorage {
     fn map(fd: OwnedFd, info: FdInfo) -> Result<FdStorage> {
         let not_mappable = |errno| Error::NotMappable {
             fd: raw(fd.as_fd()),
-            kind: info.kind.name(),
+            kind: info.kind,
             errno,
         };
-        if let FdKind::Other(_) = info.kind {
-            return Err(not_mappable(nix::errno::Errno::ENODEV));
-        }
         let len = NonZeroUsize::new(info.size).ok_or(Error::BufferTooSmall {
             needed: 1,
             available: 0,

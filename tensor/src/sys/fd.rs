@@ -1,36 +1,28 @@
-//! File-descriptor facts: identity, size, kind; memfd creation; dup.
+//! File-descriptor facts: what a file is, its identity and size, checked in an
+//! order that leaves no race; memfd creation; dup.
 
 use std::ffi::CStr;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::sys::memfd::{memfd_create, MFdFlags};
-use nix::sys::stat::{fstat, SFlag};
+use nix::sys::stat::{fstat, FileStat, SFlag};
 use nix::unistd::{ftruncate, lseek, Whence};
 
-use crate::FdIdentity;
+use crate::{Error, FdIdentity, FdKind};
 
-/// What an fd is, as far as mapping it goes.
+/// Which files an import accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FdKind {
-    DmaBuf,
-    /// A regular file: memfd, POSIX shm, tmpfs or disk file.
-    File,
-    Other(&'static str),
+pub(crate) enum Policy {
+    /// Only files that cannot shrink: dma-bufs and memfds sealed with
+    /// `F_SEAL_SHRINK` (a sealable memfd is sealed first).
+    CannotShrink,
+    /// Any mappable file, left as it is: the caller vouches for its size.
+    AnyMappable,
 }
 
-impl FdKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            FdKind::DmaBuf => "dma-buf",
-            FdKind::File => "regular file",
-            FdKind::Other(n) => n,
-        }
-    }
-}
-
-/// The facts `from_fd` checks before mapping.
+/// The facts an import checks before mapping.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FdInfo {
     pub identity: FdIdentity,
@@ -38,37 +30,130 @@ pub(crate) struct FdInfo {
     pub kind: FdKind,
 }
 
-/// Inspects `fd`: `(st_dev, st_ino)`, size and kind.
-pub(crate) fn inspect(fd: BorrowedFd<'_>) -> Result<FdInfo, (&'static str, Errno)> {
-    let st = fstat(fd).map_err(|e| ("fstat", e))?;
-    let identity = FdIdentity {
-        dev: st.st_dev,
-        ino: st.st_ino,
-    }; // as FdIdentity::of, from the one fstat that also gives size and mode
-    let kind = if super::dmabuf::is_dmabuf(fd).map_err(|e| ("fstatfs", e))? {
-        FdKind::DmaBuf
+/// What `F_GET_SEALS` (or the dma-buf filesystem) says about a file's size.
+enum Seals {
+    DmaBuf,
+    /// Has `F_SEAL_SHRINK`.
+    Shrink,
+    /// A memfd without `F_SEAL_SHRINK` that still allows sealing.
+    Sealable,
+    /// A shmem/hugetlbfs file with `F_SEAL_SEAL` and no `F_SEAL_SHRINK`.
+    Unsealable,
+    /// Not a shmem file (`EINVAL`): look at its mode.
+    None,
+}
+
+/// Classifies `fd` under `policy` and returns its identity, kind and size.
+///
+/// The order leaves no window for a peer: the dma-buf filesystem first; then
+/// the seals, adding `F_SEAL_SHRINK` to a sealable memfd under
+/// [`Policy::CannotShrink`]; only then `fstat` for the size, which from then on
+/// cannot shrink.
+///
+/// # Errors
+/// [`Error::BadFd`] when a call fails (a closed or `O_PATH` fd);
+/// [`Error::CannotSeal`] for a sealable memfd without write access;
+/// [`Error::NotMappable`] (`ENODEV`) for a pipe, socket, device or directory;
+/// [`Error::ShrinkableFile`] under [`Policy::CannotShrink`] for any other kind
+/// that can shrink.
+pub(crate) fn classify(fd: BorrowedFd<'_>, policy: Policy) -> Result<FdInfo, Error> {
+    let raw = fd.as_raw_fd();
+    let bad = |op: &'static str| move |errno| Error::BadFd { fd: raw, op, errno };
+    let seals = if super::dmabuf::is_dmabuf(fd).map_err(bad("fstatfs"))? {
+        Seals::DmaBuf
     } else {
-        match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
-            SFlag::S_IFREG => FdKind::File,
-            SFlag::S_IFCHR => FdKind::Other("character device"),
-            SFlag::S_IFIFO => FdKind::Other("pipe"),
-            SFlag::S_IFSOCK => FdKind::Other("socket"),
-            SFlag::S_IFDIR => FdKind::Other("directory"),
-            _ => FdKind::Other("special file"),
+        match fcntl(fd, FcntlArg::F_GET_SEALS) {
+            Ok(bits) => {
+                let seals = SealFlag::from_bits_truncate(bits);
+                if seals.contains(SealFlag::F_SEAL_SHRINK) {
+                    Seals::Shrink
+                } else if seals.contains(SealFlag::F_SEAL_SEAL) {
+                    Seals::Unsealable
+                } else if policy == Policy::CannotShrink {
+                    // Only SHRINK: growing stays the owner's to allow or seal.
+                    fcntl(fd, FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK)).map_err(|errno| {
+                        match errno {
+                            Errno::EPERM => Error::CannotSeal { fd: raw, errno },
+                            _ => Error::BadFd {
+                                fd: raw,
+                                op: "fcntl(F_ADD_SEALS)",
+                                errno,
+                            },
+                        }
+                    })?;
+                    Seals::Shrink
+                } else {
+                    Seals::Sealable
+                }
+            }
+            Err(Errno::EINVAL) => Seals::None,
+            Err(errno) => return Err(bad("fcntl(F_GET_SEALS)")(errno)),
         }
     };
-    let mut size = usize::try_from(st.st_size).unwrap_or(0);
-    if size == 0 && kind == FdKind::DmaBuf {
-        // Kernels before 5.x left i_size at 0 for dma-bufs; lseek reports the size.
-        let end = lseek(fd, 0, Whence::SeekEnd).map_err(|e| ("lseek", e))?;
-        size = usize::try_from(end).unwrap_or(0);
-        lseek(fd, 0, Whence::SeekSet).map_err(|e| ("lseek", e))?;
+    // After the seal: from here on the size can only grow.
+    let st = fstat(fd).map_err(bad("fstat"))?;
+    let kind = match seals {
+        Seals::DmaBuf => FdKind::DmaBuf,
+        Seals::Shrink => FdKind::SealedMemfd,
+        Seals::Sealable => FdKind::UnsealedMemfd,
+        Seals::Unsealable => unsealable_kind(raw),
+        Seals::None => kind_of_mode(&st),
+    };
+    if !kind.is_mappable() {
+        return Err(Error::NotMappable {
+            fd: raw,
+            kind,
+            errno: Errno::ENODEV,
+        });
+    }
+    if policy == Policy::CannotShrink && kind.can_shrink() {
+        return Err(Error::ShrinkableFile { fd: raw, kind });
     }
     Ok(FdInfo {
-        identity,
-        size,
+        identity: FdIdentity {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        size: size(fd, &st, kind).map_err(bad("lseek"))?,
         kind,
     })
+}
+
+/// The size of a mappable file: `st_size`, or for a dma-buf with none (kernels
+/// before 5.x left its `i_size` at 0) the end `lseek` reports.
+fn size(fd: BorrowedFd<'_>, st: &FileStat, kind: FdKind) -> Result<usize, Errno> {
+    let size = usize::try_from(st.st_size).unwrap_or(0);
+    if size != 0 || kind != FdKind::DmaBuf {
+        return Ok(size);
+    }
+    let end = lseek(fd, 0, Whence::SeekEnd)?;
+    lseek(fd, 0, Whence::SeekSet)?;
+    Ok(usize::try_from(end).unwrap_or(0))
+}
+
+/// A shmem file that cannot be sealed: a memfd (its `/proc/self/fd` link reads
+/// `/memfd:NAME (deleted)`) or a tmpfs/hugetlbfs file. Only on that path, so
+/// an accepted import pays no `readlink`; without `/proc`, a shm file.
+fn unsealable_kind(raw: i32) -> FdKind {
+    match std::fs::read_link(format!("/proc/self/fd/{raw}")) {
+        Ok(path) if path.as_os_str().as_encoded_bytes().starts_with(b"/memfd:") => {
+            FdKind::UnsealableMemfd
+        }
+        _ => FdKind::ShmFile,
+    }
+}
+
+/// The kind of a file that is not shmem, from its `st_mode`.
+fn kind_of_mode(st: &FileStat) -> FdKind {
+    match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
+        SFlag::S_IFREG => FdKind::RegularFile,
+        SFlag::S_IFCHR => FdKind::CharDevice,
+        SFlag::S_IFBLK => FdKind::BlockDevice,
+        SFlag::S_IFIFO => FdKind::Pipe,
+        SFlag::S_IFSOCK => FdKind::Socket,
+        SFlag::S_IFDIR => FdKind::Directory,
+        _ => FdKind::Other,
+    }
 }
 
 /// A close-on-exec memfd of `len` bytes, sealed against shrinking and growing.
@@ -86,11 +171,10 @@ pub(crate) fn memfd(name: &CStr, len: usize) -> Result<OwnedFd, (&'static str, E
     Ok(fd)
 }
 
-/// A close-on-exec duplicate of `fd`.
+/// A close-on-exec duplicate of `fd` (`fcntl(F_DUPFD_CLOEXEC)`), with the
+/// kernel's errno when it fails.
 pub(crate) fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
-    fd.as_fd().try_clone_to_owned().map_err(|e| {
-        e.raw_os_error()
-            .map(Errno::from_raw)
-            .unwrap_or(Errno::UnknownErrno)
-    })
+    let new = fcntl(fd, FcntlArg::F_DUPFD_CLOEXEC(0))?;
+    // SAFETY: fcntl just returned `new`, a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }

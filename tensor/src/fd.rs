@@ -1,0 +1,124 @@
+//! File descriptors as `from_fd` sees them: [`FdKind`], what a file is and
+//! whether its size can shrink under a mapping, and [`dup_fd`].
+
+use std::fmt;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use crate::{Error, Result};
+
+/// What the file behind an fd is, as far as importing it goes.
+///
+/// [`Tensor::from_fd`](crate::Tensor::from_fd) maps the whole file once and
+/// keeps it mapped. If the file then shrinks, touching a page past its new end
+/// kills the process with `SIGBUS`, so `from_fd` accepts only the kinds whose
+/// size cannot shrink ([`can_shrink`](FdKind::can_shrink) is false):
+/// [`DmaBuf`](FdKind::DmaBuf) and [`SealedMemfd`](FdKind::SealedMemfd). A memfd
+/// that still allows sealing is sealed with `F_SEAL_SHRINK` on import and becomes
+/// a `SealedMemfd`. Every other kind is refused with
+/// [`Error::ShrinkableFile`] (regular and shared-memory files) or
+/// [`Error::NotMappable`] (pipes, sockets, devices, directories).
+///
+/// ```
+/// use zerocam_tensor::FdKind;
+/// assert!(!FdKind::DmaBuf.can_shrink());
+/// assert!(FdKind::RegularFile.can_shrink());
+/// assert_eq!(FdKind::Pipe.to_string(), "a pipe");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FdKind {
+    /// A dma-buf (its inode is on the dma-buf filesystem): its size is fixed
+    /// by its exporter.
+    DmaBuf,
+    /// A memfd sealed with `F_SEAL_SHRINK`: it can grow, never shrink.
+    SealedMemfd,
+    /// A memfd made with `MFD_ALLOW_SEALING` but not (yet) sealed against
+    /// shrinking. `from_fd` seals it; only the unchecked import sees it as is.
+    UnsealedMemfd,
+    /// A memfd that can no longer be sealed against shrinking: made without
+    /// `MFD_ALLOW_SEALING`, or its owner set `F_SEAL_SEAL` without
+    /// `F_SEAL_SHRINK`.
+    UnsealableMemfd,
+    /// A file on tmpfs or hugetlbfs, e.g. POSIX shared memory
+    /// (`shm_open`, `/dev/shm`): anyone who can open it can truncate it.
+    ShmFile,
+    /// A regular file on a filesystem without seals (a disk, a network share).
+    RegularFile,
+    /// A pipe or FIFO.
+    Pipe,
+    /// A socket.
+    Socket,
+    /// A character device node (`/dev/null`, a tty, a V4L2 node).
+    CharDevice,
+    /// A block device node.
+    BlockDevice,
+    /// A directory.
+    Directory,
+    /// Anything else: an anonymous inode (eventfd, timerfd…), an `O_PATH` fd
+    /// of a symlink.
+    Other,
+}
+
+impl FdKind {
+    /// Whether the file's size can shrink while it is mapped: the kinds safe
+    /// [`Tensor::from_fd`](crate::Tensor::from_fd) refuses.
+    pub const fn can_shrink(self) -> bool {
+        !matches!(self, FdKind::DmaBuf | FdKind::SealedMemfd)
+    }
+
+    /// Whether the file has bytes an `mmap` can map: dma-bufs, memfds, shared
+    /// memory and regular files, not pipes, sockets, devices or directories.
+    pub const fn is_mappable(self) -> bool {
+        matches!(
+            self,
+            FdKind::DmaBuf
+                | FdKind::SealedMemfd
+                | FdKind::UnsealedMemfd
+                | FdKind::UnsealableMemfd
+                | FdKind::ShmFile
+                | FdKind::RegularFile
+        )
+    }
+}
+
+impl fmt::Display for FdKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FdKind::DmaBuf => "a dma-buf",
+            FdKind::SealedMemfd => "a memfd sealed with F_SEAL_SHRINK",
+            FdKind::UnsealedMemfd => "a memfd without F_SEAL_SHRINK",
+            FdKind::UnsealableMemfd => {
+                "a memfd that cannot be sealed (made without MFD_ALLOW_SEALING, or F_SEAL_SEAL set without F_SEAL_SHRINK)"
+            }
+            FdKind::ShmFile => "a tmpfs or POSIX shared-memory (/dev/shm) file",
+            FdKind::RegularFile => "a regular file",
+            FdKind::Pipe => "a pipe",
+            FdKind::Socket => "a socket",
+            FdKind::CharDevice => "a character device",
+            FdKind::BlockDevice => "a block device",
+            FdKind::Directory => "a directory",
+            FdKind::Other => "a special file",
+        })
+    }
+}
+
+/// A close-on-exec duplicate of `fd` (`fcntl(F_DUPFD_CLOEXEC)`); the caller
+/// keeps its own.
+///
+/// ```
+/// use std::os::fd::AsFd;
+/// use zerocam_tensor::{dup_fd, FdIdentity, Tensor, TensorMemory};
+/// let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+/// let fd = dup_fd(t.fd().expect("shm has an fd"))?;
+/// assert_eq!(FdIdentity::of(fd.as_fd()).ok(), t.fd_identity());
+/// # Ok::<(), zerocam_tensor::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::DupFailed`] with the kernel's errno (`EMFILE` when out of fds).
+pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
+    crate::sys::fd::dup(fd).map_err(|errno| Error::DupFailed {
+        fd: fd.as_raw_fd(),
+        errno,
+    })
+}
