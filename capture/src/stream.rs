@@ -161,6 +161,7 @@ impl Stream {
     /// [`MAX_BUFFERS`](crate::MAX_BUFFERS)); [`CaptureError::UnsupportedMode`]
     /// when the driver or the machine cannot do the buffer mode (no DMA heap
     /// for `DmaBuf`); ioctl failures.
+    #[allow(clippy::result_large_err)] // the Device comes back by value; once per stream
     pub fn new(device: Device, config: StreamConfig) -> Result<Stream, NewStreamError> {
         let Buffers {
             format,
