@@ -110,13 +110,10 @@ fn a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers() {
     assert_eq!(seen.len(), s.stats().buffers, "every buffer came round");
     let st = s.stats();
     println!("after a fatal error and a restart: {st:?}");
-    assert!(
-        imports <= st.cache.misses && st.cache.misses <= st.buffers as u64,
-        "{st:?}"
-    );
     assert_eq!(
-        st.cache.invalidated, 0,
-        "the restart imported nothing again"
+        (imports, st.cache.misses, st.cache.invalidated),
+        (1, st.buffers as u64, 0),
+        "one import before the error, each buffer imported once, none again by the restart"
     );
 }
 
