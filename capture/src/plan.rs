@@ -83,8 +83,7 @@ impl fmt::Display for DriverMinimum {
 /// // A driver that needs 3 buffers queued, a caller holding 2 frames at once.
 /// let plan = BufferPlan::new(4, 2, DriverMinimum::Reported(3))?;
 /// assert_eq!((plan.needed(), plan.requested), (5, 5));
-/// let plan = plan.granted(6)?; // REQBUFS may grant more…
-/// assert_eq!(plan.granted, 6);
+/// assert_eq!(plan.granted(6).map(|p| p.granted), Ok(6)); // REQBUFS may grant more…
 /// assert!(plan.granted(4).is_err()); // …or fewer, here too few
 /// // No such control: 1 assumed, the configured count wins.
 /// let plan = BufferPlan::new(4, 1, DriverMinimum::Absent)?;
@@ -228,6 +227,47 @@ mod tests {
             BufferPlan::new(4, 0, DriverMinimum::Absent),
             Err(ArgumentError::ZeroHold)
         );
+    }
+
+    fn driver_minimum() -> impl proptest::strategy::Strategy<Value = DriverMinimum> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<i32>().prop_map(DriverMinimum::Reported),
+            (-2i32..80).prop_map(DriverMinimum::Reported),
+            Just(DriverMinimum::Absent),
+            Just(DriverMinimum::Unreadable(Errno::EIO)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any configuration, driver minimum and grant: the request is within
+        /// 2..=MAX_BUFFERS, covers what is needed unless capped, and a grant
+        /// is taken exactly when it holds the minimum plus the hold.
+        #[test]
+        fn any_plan_and_grant_is_in_bounds(
+            configured in 0u32..100,
+            hold in 0u32..100,
+            driver in driver_minimum(),
+            granted in proptest::prop_oneof![0u32..100, proptest::prelude::any::<u32>()],
+        ) {
+            let Ok(plan) = BufferPlan::new(configured, hold, driver) else {
+                proptest::prop_assert!(configured < 2 || hold == 0);
+                return Ok(());
+            };
+            proptest::prop_assert!((2..=MAX_BUFFERS).contains(&plan.requested));
+            proptest::prop_assert!(plan.requested >= configured.min(MAX_BUFFERS));
+            proptest::prop_assert!(plan.requested >= plan.needed().min(MAX_BUFFERS));
+            proptest::prop_assert_eq!(plan.needed(), driver.buffers() + hold);
+            let taken = plan.granted(granted);
+            proptest::prop_assert_eq!(
+                taken.is_ok(),
+                granted >= plan.needed() && granted <= MAX_BUFFERS
+            );
+            let got = taken.unwrap_or_else(|p| p);
+            proptest::prop_assert_eq!(got.granted, granted);
+            let shown = format!("granted {}", granted);
+            proptest::prop_assert!(got.to_string().contains(&shown));
+        }
     }
 
     #[test]
