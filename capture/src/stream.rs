@@ -135,8 +135,9 @@ pub struct IntoDeviceError {
 #[derive(Debug, thiserror::Error)]
 #[error("{error}")]
 pub struct NewStreamError {
-    /// The device, as it was given (with whatever format was set on it).
-    pub device: Device,
+    /// The device, as it was given (with whatever format was set on it);
+    /// boxed to keep the error small.
+    pub device: Box<Device>,
     /// What went wrong.
     #[source]
     pub error: CaptureError,
@@ -161,7 +162,6 @@ impl Stream {
     /// [`MAX_BUFFERS`](crate::MAX_BUFFERS)); [`CaptureError::UnsupportedMode`]
     /// when the driver or the machine cannot do the buffer mode (no DMA heap
     /// for `DmaBuf`); ioctl failures.
-    #[allow(clippy::result_large_err)] // the Device comes back by value; once per stream
     pub fn new(device: Device, config: StreamConfig) -> Result<Stream, NewStreamError> {
         let Buffers {
             format,
@@ -169,7 +169,12 @@ impl Stream {
             slots,
         } = match set_up(&device, &config) {
             Ok(b) => b,
-            Err(error) => return Err(NewStreamError { device, error }),
+            Err(error) => {
+                return Err(NewStreamError {
+                    device: Box::new(device),
+                    error,
+                })
+            }
         };
         let capacity = config
             .cache_capacity
@@ -199,7 +204,7 @@ impl Stream {
             }),
             // A failed start cancelled what it queued: free the buffers.
             Err(error) => Err(NewStreamError {
-                device: free_buffers(shared).0,
+                device: Box::new(free_buffers(shared).0),
                 error,
             }),
         }

@@ -307,7 +307,7 @@ fn lab_capture_buffer_count_from_the_hold_and_the_driver_minimum() {
         "{e}"
     );
     // The device came back: it streams.
-    let mut s = Stream::new(e.device, StreamConfig::default()).unwrap();
+    let mut s = Stream::new(*e.device, StreamConfig::default()).unwrap();
     s.next_frame(WAIT).unwrap();
 }
 
@@ -338,7 +338,7 @@ fn lab_capture_a_failed_stream_gives_the_device_back() {
     assert!(e.to_string().contains("no-such-heap"), "{e}");
     // MMAP on the device that came back, after a DMABUF REQBUFS: the pool
     // buffers allocated before the failure are gone, the driver's freed.
-    let mut s = Stream::new(e.device, StreamConfig::default()).unwrap();
+    let mut s = Stream::new(*e.device, StreamConfig::default()).unwrap();
     for _ in 0..8 {
         check_red(&s.next_frame(WAIT).unwrap(), "MMAP after a failed DMABUF");
     }
@@ -428,7 +428,7 @@ fn lab_capture_bad_input_is_typed() {
         "{e}"
     );
 
-    let mut d = e.device; // the device comes back with the error
+    let mut d = *e.device; // the device comes back with the error
     d.set_format("GREY".parse().unwrap(), 320, 180).unwrap();
     d.set_frame_rate(1.0).unwrap();
     let mut s = Stream::new(d, StreamConfig::default()).unwrap();

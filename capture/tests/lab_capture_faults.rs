@@ -139,7 +139,7 @@ fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
         mode: BufferMode::DmaBuf,
         ..Default::default()
     };
-    let mut s = Stream::new(e.device, config).unwrap();
+    let mut s = Stream::new(*e.device, config).unwrap();
     s.next_frame(WAIT).unwrap();
     // The same stream: a failed start cancels what it queued, so a retry works.
     s.stop().unwrap();

@@ -140,7 +140,7 @@ pub fn open_or_fall_back(
             }),
             Some(mode),
         ) => {
-            let stream = Stream::new(device, config(mode))?;
+            let stream = Stream::new(*device, config(mode))?;
             description += &format!("{} buffers ({error}; falling back)", mode.name());
             stream
         }
