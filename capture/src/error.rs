@@ -104,14 +104,17 @@ pub enum CaptureError {
     },
 
     /// The driver stopped the queue on a fatal error (vb2's
-    /// `vb2_queue_error`: `VIDIOC_DQBUF` answers `EIO` until `STREAMOFF`). The
-    /// stream has stopped itself; [`Stream::start`](crate::Stream::start)
-    /// tries again.
-    #[error("{path}: the driver reported a fatal streaming error (VIDIOC_DQBUF: {errno}); the stream is stopped, start it again to recover")]
+    /// `vb2_queue_error`: `VIDIOC_DQBUF` and `VIDIOC_QBUF` answer `EIO` until
+    /// `STREAMOFF`). The stream has stopped itself;
+    /// [`Stream::start`](crate::Stream::start) tries again.
+    #[error("{path}: the driver reported a fatal streaming error ({ioctl}: {errno}); the stream is stopped, start it again to recover")]
     StreamFailed {
         /// The device.
         path: PathBuf,
-        /// The errno of `VIDIOC_DQBUF` (`EIO`).
+        /// The ioctl that said so (`VIDIOC_DQBUF`, or `VIDIOC_QBUF` when a
+        /// frame's buffer went back).
+        ioctl: &'static str,
+        /// Its errno (`EIO`).
         errno: Errno,
     },
 

@@ -96,7 +96,7 @@ impl Shared {
         }
         if let Err(errno) = ioctl::qbuf(self.device.fd(), &mut b, &mut planes) {
             slot.borrows.release();
-            return Err(self.device.ioctl_error("VIDIOC_QBUF")(errno));
+            return Err(self.queue_failed(st, "VIDIOC_QBUF", errno));
         }
         slot.pending = false;
         st.queued += 1;
@@ -185,20 +185,22 @@ impl Shared {
         }
     }
 
-    /// `VIDIOC_DQBUF` failed with `errno`: the error to report. `ENODEV`
-    /// releases every buffer (`Disconnected`); `EIO` is vb2's fatal queue
-    /// error, which only `STREAMOFF` clears, so the stream stops itself and
-    /// reports `StreamFailed` (a `start` then recovers).
-    fn dequeue_failed(&self, st: &mut State, errno: Errno) -> CaptureError {
+    /// `VIDIOC_QBUF` or `VIDIOC_DQBUF` failed with `errno`: the error to
+    /// report. `ENODEV` releases every buffer (`Disconnected`); `EIO` is vb2's
+    /// fatal queue error (`vb2_queue_error`: both ioctls answer `EIO` until
+    /// `STREAMOFF`), so the stream stops itself and reports `StreamFailed` (a
+    /// `start` then recovers).
+    fn queue_failed(&self, st: &mut State, ioctl: &'static str, errno: Errno) -> CaptureError {
         let e = match errno {
             Errno::EIO => match self.stop(st) {
                 Err(e @ CaptureError::Disconnected { .. }) => e,
                 _ => CaptureError::StreamFailed {
                     path: self.path().to_path_buf(),
+                    ioctl,
                     errno,
                 },
             },
-            errno => self.device.ioctl_error("VIDIOC_DQBUF")(errno),
+            errno => self.device.ioctl_error(ioctl)(errno),
         };
         if matches!(e, CaptureError::Disconnected { .. }) {
             self.release_all(st);
@@ -219,7 +221,7 @@ impl Shared {
         ) {
             Ok(b) => b,
             Err(Errno::EAGAIN) => return Ok(None),
-            Err(errno) => return Err(self.dequeue_failed(&mut st, errno)),
+            Err(errno) => return Err(self.queue_failed(&mut st, "VIDIOC_DQBUF", errno)),
         };
         st.queued = st.queued.saturating_sub(1);
         let index = b.index as usize;

@@ -84,6 +84,7 @@ fn a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers() {
         matches!(
             e,
             CaptureError::StreamFailed {
+                ioctl: "VIDIOC_DQBUF",
                 errno: Errno::EIO,
                 ..
             }
@@ -115,6 +116,36 @@ fn a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers() {
         (1, st.buffers as u64, 0),
         "one import before the error, each buffer imported once, none again by the restart"
     );
+}
+
+/// A frame dropped after the fatal error: its `QBUF` meets the error first,
+/// and the stream stops just the same.
+fn a_fatal_error_met_by_a_requeue_stops_the_stream_too() {
+    let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
+    let held = s.next_frame(WAIT).unwrap();
+    press(&s, "Inject Fatal Streaming Error");
+    drop(held); // VIDIOC_QBUF: EIO, reported by the next call
+    let e = s.next_frame(WAIT).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::StreamFailed {
+                ioctl: "VIDIOC_QBUF",
+                errno: Errno::EIO,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(matches!(
+        s.next_frame(WAIT),
+        Err(CaptureError::NotStreaming { .. })
+    ));
+    s.start().unwrap();
+    for _ in 0..5 {
+        s.next_frame(WAIT).unwrap();
+    }
+    assert_eq!(s.stats().cache.misses, s.stats().buffers as u64);
 }
 
 /// A `STREAMON` error fails `Stream::new`, which gives the device back with
@@ -206,6 +237,7 @@ fn lab_capture_faults_injected_by_vivid() {
     dropped_buffers_are_counted();
     a_buffer_error_flag_is_typed_and_capture_goes_on();
     a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers();
+    a_fatal_error_met_by_a_requeue_stops_the_stream_too();
     a_streamon_error_gives_the_device_back_and_start_can_be_retried();
     a_disconnect_mid_stream_is_typed_and_releases_every_buffer();
     reload_vivid();
