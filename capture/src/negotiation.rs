@@ -61,8 +61,9 @@ pub struct FormatReply {
 pub enum FormatProblem {
     /// Frames would not be whole progressive images: separate fields
     /// (`V4L2_FIELD_TOP`, `BOTTOM`, `ALTERNATE`) or fields one after the other
-    /// (`SEQ_TB`, `SEQ_BT`). Progressive and interleaved frames are taken.
-    #[error("field {field} is not a whole frame (taken: 1 none, 4 interlaced, 8 interlaced-tb, 9 interlaced-bt)")]
+    /// (`SEQ_TB`, `SEQ_BT`). Progressive and interleaved frames are taken
+    /// (and 0, `ANY`, which no driver should answer, as progressive).
+    #[error("field {field} is not a whole frame (taken: 0 any, 1 none, 4 interlaced, 8 interlaced-tb, 9 interlaced-bt)")]
     Field {
         /// The driver's `field`.
         field: u32,
@@ -118,8 +119,9 @@ pub enum FormatProblem {
 }
 
 /// `enum v4l2_field` values whose buffers hold one whole frame: none
-/// (progressive) and the interleaved ones.
-const WHOLE_FRAME_FIELDS: [u32; 4] = [raw::FIELD_NONE, 4, 8, 9];
+/// (progressive), the interleaved ones, and `ANY` (0: a driver that did not
+/// say; the layout checks apply all the same).
+const WHOLE_FRAME_FIELDS: [u32; 5] = [0, raw::FIELD_NONE, 4, 8, 9];
 
 impl FormatReply {
     /// The reply of a `VIDIOC_S_FMT`/`G_FMT` call, `None` for a buffer type

@@ -95,8 +95,8 @@ fn image_planes(
 }
 
 /// Whether a reply is usable for the model: known format, a whole-frame
-/// field, the format's plane count, a non-empty size the subsampling divides,
-/// and every memory plane's rows (a 0 `bytesperline` meaning packed rows,
+/// field (any, none, interlaced), the format's plane count, a non-empty size
+/// the subsampling divides, and every memory plane's rows (a 0 `bytesperline` meaning packed rows,
 /// which must fit `bytesperline`'s 32 bits) inside `sizeimage`.
 fn usable(r: &FormatReply) -> bool {
     let Some(f) = CaptureFormat::from_fourcc(r.fourcc) else {
@@ -105,7 +105,7 @@ fn usable(r: &FormatReply) -> bool {
     let m = model(f);
     let (w, h) = (u128::from(r.width), u128::from(r.height));
     let planes = usize::from(r.num_planes);
-    [1, 4, 8, 9].contains(&r.field)
+    [0, 1, 4, 8, 9].contains(&r.field)
         && planes == f.memory_planes
         && planes <= r.planes.len()
         && w > 0
