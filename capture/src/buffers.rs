@@ -1,14 +1,92 @@
-//! Setting up a stream's buffers: exporting the driver's (MMAP + EXPBUF) or
-//! allocating zerocam's pool (DMABUF).
+//! Setting up a stream's buffers: the count ([`BufferPlan`]), `VIDIOC_REQBUFS`,
+//! then exporting the driver's buffers (MMAP + EXPBUF) or allocating zerocam's
+//! pool (DMABUF).
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
+use nix::errno::Errno;
 use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 
+use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
 use crate::planes::{PlaneMemory, PlaneSource};
+use crate::queue::Slot;
 use crate::v4l2::{ioctl, raw};
-use crate::{BufferMode, CaptureError, Device, Result, StreamConfig, StreamFormat};
+use crate::{
+    BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,
+};
+
+/// A stream's buffers, set up and not queued yet.
+pub(crate) struct Buffers {
+    pub format: StreamFormat,
+    pub plan: BufferPlan,
+    pub slots: Vec<Slot>,
+}
+
+/// Reads the device's format and minimum buffer count, requests the buffers
+/// and exports or allocates each. On a failure after `VIDIOC_REQBUFS` the
+/// buffers are freed again (`REQBUFS` 0), so the device can be used again.
+pub(crate) fn set_up(device: &Device, config: &StreamConfig) -> Result<Buffers> {
+    let driver =
+        DriverMinimum::from_g_ctrl(ioctl::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE));
+    let plan = BufferPlan::new(config.buffers, config.hold, driver)?;
+    let format = device.format()?;
+    let buf_type = device.info().api.buf_type();
+    let memory = config.mode.memory();
+    let req =
+        ioctl::reqbufs(device.fd(), buf_type, memory, plan.requested).map_err(|errno| {
+            match (config.mode, errno) {
+                (BufferMode::DmaBuf, Errno::EINVAL) => CaptureError::UnsupportedMode {
+                    path: device.path().to_path_buf(),
+                    mode: config.mode.name(),
+                    reason: "the driver refuses V4L2_MEMORY_DMABUF".into(),
+                },
+                _ => device.ioctl_error("VIDIOC_REQBUFS")(errno),
+            }
+        })?;
+    let made = make_slots(device, &format, config, plan, req.count);
+    match made {
+        Ok((plan, slots)) => Ok(Buffers {
+            format,
+            plan,
+            slots,
+        }),
+        Err(e) => {
+            // The slots made so far (their exported fds) are gone: the driver
+            // frees the buffers. Nothing to add if even that fails: the next
+            // REQBUFS on the device reports it.
+            let _ = ioctl::reqbufs(device.fd(), buf_type, memory, 0);
+            Err(e)
+        }
+    }
+}
+
+/// The slots of `granted` buffers, if the plan can run with that many.
+fn make_slots(
+    device: &Device,
+    format: &StreamFormat,
+    config: &StreamConfig,
+    plan: BufferPlan,
+    granted: u32,
+) -> Result<(BufferPlan, Vec<Slot>)> {
+    let plan = plan
+        .granted(granted)
+        .map_err(|plan| CaptureError::BufferGrant {
+            path: device.path().to_path_buf(),
+            plan,
+        })?;
+    let buf_type = device.info().api.buf_type();
+    let slots = (0..granted)
+        .map(|index| {
+            let planes = match config.mode {
+                BufferMode::Mmap => export_planes(device, format, buf_type, index)?,
+                BufferMode::DmaBuf => allocate_planes(device, format, config, index)?,
+            };
+            Ok(Slot::new(planes))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((plan, slots))
+}
 
 /// `(st_dev, st_ino)` of an exported buffer, read once at set-up.
 fn fd_identity(path: &Path, fd: BorrowedFd<'_>) -> Result<FdIdentity> {
@@ -29,25 +107,41 @@ pub(crate) fn export_planes(
     let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
     let b = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index, &mut planes)
         .map_err(device.ioctl_error("VIDIOC_QUERYBUF"))?;
-    let lengths: Vec<usize> = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-        planes[..format.planes.len()]
+    let lengths: Vec<u32> = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+        planes
             .iter()
-            .map(|p| p.length as usize)
+            .take(format.planes.len())
+            .map(|p| p.length)
             .collect()
     } else {
-        vec![b.length as usize]
+        vec![b.length]
     };
     lengths
         .into_iter()
+        .zip(&format.planes)
         .enumerate()
-        .map(|(p, length)| {
+        .map(|(p, (length, layout))| {
+            if length < layout.size {
+                return Err(CaptureError::BadFormat {
+                    path: device.path().to_path_buf(),
+                    fourcc: format.format.fourcc,
+                    width: format.width,
+                    height: format.height,
+                    problem: FormatProblem::BufferTooSmall {
+                        index,
+                        plane: p,
+                        length,
+                        size: layout.size,
+                    },
+                });
+            }
             let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32)
                 .map_err(device.ioctl_error("VIDIOC_EXPBUF"))?;
             let file = fd_identity(device.path(), fd.as_fd())?;
             Ok(PlaneMemory {
                 source: PlaneSource::Exported(fd),
                 file,
-                length,
+                length: length as usize,
             })
         })
         .collect()

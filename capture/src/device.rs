@@ -10,7 +10,7 @@ use nix::fcntl::{open, OFlag};
 use nix::sys::stat::Mode;
 
 use crate::v4l2::{c_str, ioctl, raw};
-use crate::{CaptureError, CaptureFormat, FourCc, Result};
+use crate::{CaptureError, CaptureFormat, FormatReply, FourCc, Result, StreamFormat};
 
 /// Which buffer API the device speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,28 +138,6 @@ impl Interval {
             f64::from(self.denominator) / f64::from(self.numerator)
         }
     }
-}
-
-/// One memory plane of a negotiated format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PlaneLayout {
-    /// Bytes per row (`bytesperline`), padding included.
-    pub bytes_per_line: u32,
-    /// Bytes of the plane's buffer (`sizeimage`).
-    pub size: u32,
-}
-
-/// The format a stream runs with, as the driver set it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamFormat {
-    /// The capture format.
-    pub format: CaptureFormat,
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-    /// One entry per memory plane.
-    pub planes: Vec<PlaneLayout>,
 }
 
 /// The `/dev/video*` nodes that open as streaming capture devices, in node
@@ -347,18 +325,21 @@ impl Device {
         Ok(out)
     }
 
-    /// The current format, if zerocam can capture it.
+    /// The current format (`VIDIOC_G_FMT`), if zerocam can capture it and
+    /// its planes fit their buffers ([`FormatReply::stream_format`]).
     pub fn format(&self) -> Result<StreamFormat> {
         let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
             .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
-        self.describe(&f)
+        self.reply(&f)?.stream_format(&self.path)
     }
 
     /// Sets `format` at `width`x`height`, honouring the driver's strides and sizes.
     ///
     /// # Errors
     /// [`CaptureError::UnsupportedFormat`] when the device does not offer the
-    /// format; [`CaptureError::UnsupportedSize`] when the driver picks another size.
+    /// format; [`CaptureError::UnsupportedSize`] when the driver picks another size;
+    /// [`CaptureError::BadFormat`] when its reply does not describe whole frames
+    /// fitting their buffers (see [`FormatReply::stream_format_for`]).
     pub fn set_format(
         &mut self,
         format: CaptureFormat,
@@ -400,79 +381,16 @@ impl Device {
             }
         }
         let set = ioctl::s_fmt(self.fd(), f, false).map_err(self.ioctl_error("VIDIOC_S_FMT"))?;
-        let got = self.describe(&set)?;
-        if got.format.fourcc != format.fourcc {
-            return Err(CaptureError::UnsupportedFormat {
-                path: self.path.clone(),
-                fourcc: format.fourcc,
-                offered: format!("the driver chose {} instead", got.format.fourcc),
-            });
-        }
-        if (got.width, got.height) != (width, height) {
-            return Err(CaptureError::UnsupportedSize {
-                path: self.path.clone(),
-                fourcc: format.fourcc,
-                width,
-                height,
-                got_width: got.width,
-                got_height: got.height,
-            });
-        }
-        Ok(got)
+        self.reply(&set)?
+            .stream_format_for(&self.path, format, width, height)
     }
 
-    fn describe(&self, f: &raw::Format) -> Result<StreamFormat> {
-        let (fourcc, width, height, planes) = match (f.pix(), f.pix_mp()) {
-            (Some(p), _) => {
-                let plane = PlaneLayout {
-                    bytes_per_line: p.bytesperline,
-                    size: p.sizeimage,
-                };
-                (p.pixelformat, p.width, p.height, vec![plane])
-            }
-            (None, Some(p)) => {
-                let n = usize::from(p.num_planes).min(raw::MAX_PLANES);
-                let planes = p.plane_fmt[..n]
-                    .iter()
-                    .map(|pf| PlaneLayout {
-                        bytes_per_line: pf.bytesperline,
-                        size: pf.sizeimage,
-                    })
-                    .collect();
-                (p.pixelformat, p.width, p.height, planes)
-            }
-            (None, None) => {
-                return Err(CaptureError::Ioctl {
-                    path: self.path.clone(),
-                    ioctl: "VIDIOC_G_FMT (not a capture buffer type)",
-                    errno: Errno::EINVAL,
-                })
-            }
-        };
-        let fourcc = FourCc::from_u32(fourcc);
-        let format =
-            CaptureFormat::from_fourcc(fourcc).ok_or_else(|| CaptureError::UnsupportedFormat {
-                path: self.path.clone(),
-                fourcc,
-                offered: format!("zerocam captures {}", CaptureFormat::names()),
-            })?;
-        if planes.len() != format.memory_planes {
-            return Err(CaptureError::UnsupportedFormat {
-                path: self.path.clone(),
-                fourcc,
-                offered: format!(
-                    "the driver describes {} memory plane(s), {} has {}",
-                    planes.len(),
-                    format.name,
-                    format.memory_planes
-                ),
-            });
-        }
-        Ok(StreamFormat {
-            format,
-            width,
-            height,
-            planes,
+    /// The reply of `VIDIOC_S_FMT`/`G_FMT` as plain values.
+    fn reply(&self, f: &raw::Format) -> Result<FormatReply> {
+        FormatReply::from_raw(f).ok_or_else(|| CaptureError::Ioctl {
+            path: self.path.clone(),
+            ioctl: "VIDIOC_G_FMT (not a capture buffer type)",
+            errno: Errno::EINVAL,
         })
     }
 

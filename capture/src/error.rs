@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 
-use crate::FourCc;
+use crate::{BufferPlan, FormatProblem, FourCc};
 
 /// What went wrong opening, configuring or streaming from a camera. Every
 /// variant names the device and the values involved.
@@ -74,6 +74,48 @@ pub enum CaptureError {
         got_width: u32,
         /// Height the driver chose instead.
         got_height: u32,
+    },
+
+    /// The driver's format reply does not describe whole frames that fit
+    /// their buffers (see [`FormatReply::stream_format`](crate::FormatReply::stream_format)).
+    #[error("{path}: the driver's format {fourcc} {width}x{height} cannot be used: {problem}")]
+    BadFormat {
+        /// The device.
+        path: PathBuf,
+        /// The driver's `pixelformat`.
+        fourcc: FourCc,
+        /// The driver's width.
+        width: u32,
+        /// The driver's height.
+        height: u32,
+        /// What is wrong, with the values.
+        problem: FormatProblem,
+    },
+
+    /// The driver granted a buffer count (`VIDIOC_REQBUFS`) outside what the
+    /// stream needs: fewer than its minimum plus the frames the caller holds,
+    /// or more than [`MAX_BUFFERS`](crate::MAX_BUFFERS).
+    #[error("{path}: the driver granted {} buffers, outside {}..={}: {plan}", .plan.granted, .plan.needed(), crate::MAX_BUFFERS)]
+    BufferGrant {
+        /// The device.
+        path: PathBuf,
+        /// What was asked for and why, and what was granted.
+        plan: BufferPlan,
+    },
+
+    /// The driver stopped the queue on a fatal error (vb2's
+    /// `vb2_queue_error`: `VIDIOC_DQBUF` and `VIDIOC_QBUF` answer `EIO` until
+    /// `STREAMOFF`). The stream has stopped itself;
+    /// [`Stream::start`](crate::Stream::start) tries again.
+    #[error("{path}: the driver reported a fatal streaming error ({ioctl}: {errno}); the stream is stopped, start it again to recover")]
+    StreamFailed {
+        /// The device.
+        path: PathBuf,
+        /// The ioctl that said so (`VIDIOC_DQBUF`, or `VIDIOC_QBUF` when a
+        /// frame's buffer went back).
+        ioctl: &'static str,
+        /// Its errno (`EIO`).
+        errno: Errno,
     },
 
     /// Zero buffers asked for, or fewer granted than a stream needs.
@@ -268,6 +310,9 @@ pub enum ArgumentError {
     /// Zero buffers.
     #[error("buffer count {0} is too small: at least 2 are needed")]
     TooFewBuffers(u32),
+    /// A hold count of zero ([`StreamConfig::hold`](crate::StreamConfig::hold)).
+    #[error("hold count 0: a frame is held from next_frame until it drops, so at least 1")]
+    ZeroHold,
     /// A source this build of zerocam does not include.
     #[error("{what} needs zerocam built with the cargo feature `{feature}`")]
     FeatureMissing {
@@ -296,6 +341,7 @@ impl CaptureError {
         match self {
             CaptureError::Open { errno, .. }
             | CaptureError::Disconnected { errno, .. }
+            | CaptureError::StreamFailed { errno, .. }
             | CaptureError::Ioctl { errno, .. }
             | CaptureError::Libcamera { errno, .. } => Some(*errno),
             CaptureError::NoDevice { .. } => Some(Errno::ENOENT),

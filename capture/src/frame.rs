@@ -136,20 +136,27 @@ impl fmt::Debug for Frame {
     }
 }
 
-/// A source's counters.
+/// A source's counters, over its whole life (restarts included).
+///
+/// Between a start and the next stop, every sequence number the driver used
+/// is counted once: in `frames` (handed out), `dropped` (a gap before a later
+/// one) or `buffer_errors` (came back flagged). Frames still queued when the
+/// stream stops are not counted, and each start begins a new sequence count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StreamStats {
     /// Frames handed out.
     pub frames: u64,
     /// Frames the driver lost, counted from gaps in sequence numbers.
     pub dropped: u64,
-    /// Buffers that came back flagged with an error.
+    /// Buffers that came back flagged with an error (`V4L2_BUF_FLAG_ERROR`).
     pub buffer_errors: u64,
     /// Buffers of the stream.
     pub buffers: usize,
     /// Memory planes per buffer.
     pub planes: usize,
-    /// The import cache's counters (misses = imports).
+    /// The import cache's counters: `misses` are imports (buffers × planes
+    /// once every buffer came round; a V4L2 stream's stop/start adds none),
+    /// `invalidated` counts entries dropped when the buffers went away.
     pub cache: CacheStats,
 }
 

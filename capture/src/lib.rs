@@ -31,7 +31,9 @@ mod format;
 mod frame;
 #[cfg(any(feature = "libcamera", test))]
 mod libcamera_source;
+mod negotiation;
 mod pattern;
+mod plan;
 mod planes;
 mod queue;
 mod stream;
@@ -39,8 +41,7 @@ mod v4l2;
 
 pub use controls::ControlInfo;
 pub use device::{
-    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval, PlaneLayout,
-    StreamFormat,
+    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval,
 };
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
@@ -49,8 +50,10 @@ pub use frame::{Frame, FrameSource, StreamStats, Synthesized};
 pub use libcamera_source::{
     libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,
 };
+pub use negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
 pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
-pub use stream::{BufferMode, IntoDeviceError, Stream, StreamConfig};
+pub use plan::{BufferPlan, DriverMinimum, MAX_BUFFERS};
+pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
 

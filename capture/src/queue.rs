@@ -11,7 +11,7 @@ use zerocam_cache::ImportCache;
 use crate::frame::{Requeue, SequenceTracker};
 use crate::planes::{frame_tensor, Composed, DeviceBorrows, PlaneMemory};
 use crate::v4l2::{ioctl, raw};
-use crate::{BufferMode, CaptureError, Device, Frame, Result, StreamFormat};
+use crate::{BufferMode, BufferPlan, CaptureError, Device, Frame, Result, StreamFormat};
 
 /// One buffer of the stream.
 #[derive(Debug)]
@@ -56,6 +56,8 @@ pub(crate) struct State {
 pub(crate) struct Shared {
     pub device: Device,
     pub format: StreamFormat,
+    /// The buffer count asked for, why, and what was granted.
+    pub plan: BufferPlan,
     pub buf_type: u32,
     pub mode: BufferMode,
     pub state: Mutex<State>,
@@ -94,7 +96,7 @@ impl Shared {
         }
         if let Err(errno) = ioctl::qbuf(self.device.fd(), &mut b, &mut planes) {
             slot.borrows.release();
-            return Err(self.device.ioctl_error("VIDIOC_QBUF")(errno));
+            return Err(self.queue_failed(st, "VIDIOC_QBUF", errno));
         }
         slot.pending = false;
         st.queued += 1;
@@ -112,7 +114,9 @@ impl Shared {
     }
 
     /// `VIDIOC_STREAMOFF` (also after a failed start, to cancel what was
-    /// queued): the driver gives every buffer back; the cache is invalidated.
+    /// queued): the driver gives every buffer back. The buffers stay allocated,
+    /// so the cache keeps its imports (same tensors and identities after a
+    /// restart).
     pub fn stop(&self, st: &mut State) -> Result<()> {
         let result = if st.streaming || st.queued > 0 {
             ioctl::stream(self.device.fd(), self.buf_type, false)
@@ -125,17 +129,14 @@ impl Shared {
     }
 
     /// Nothing is queued any more (stopped, or the device vanished): the
-    /// driver's borrows end, the cache is invalidated, the sequence count
-    /// starts over.
+    /// driver's borrows end, the sequence count starts over.
     fn unqueued(st: &mut State) {
         st.streaming = false;
         st.queued = 0;
-        st.cache.invalidate();
         st.sequence.reset();
         for s in &mut st.slots {
             s.borrows.release();
             s.pending = false;
-            s.composed = Composed::default();
         }
     }
 
@@ -171,14 +172,40 @@ impl Shared {
         Ok(())
     }
 
-    /// After the device vanished: nothing is queued, and every buffer the
-    /// stream holds is released (frames still held keep their own).
+    /// After the device vanished: nothing is queued, the cache is
+    /// invalidated and every buffer the stream holds is released (frames
+    /// still held keep their own).
     pub fn release_all(&self, st: &mut State) {
         Self::unqueued(st);
+        st.cache.invalidate();
         for s in &mut st.slots {
             s.borrows = DeviceBorrows::default();
             s.planes.clear();
+            s.composed = Composed::default();
         }
+    }
+
+    /// `VIDIOC_QBUF` or `VIDIOC_DQBUF` failed with `errno`: the error to
+    /// report. `ENODEV` releases every buffer (`Disconnected`); `EIO` is vb2's
+    /// fatal queue error (`vb2_queue_error`: both ioctls answer `EIO` until
+    /// `STREAMOFF`), so the stream stops itself and reports `StreamFailed` (a
+    /// `start` then recovers).
+    fn queue_failed(&self, st: &mut State, ioctl: &'static str, errno: Errno) -> CaptureError {
+        let e = match errno {
+            Errno::EIO => match self.stop(st) {
+                Err(e @ CaptureError::Disconnected { .. }) => e,
+                _ => CaptureError::StreamFailed {
+                    path: self.path().to_path_buf(),
+                    ioctl,
+                    errno,
+                },
+            },
+            errno => self.device.ioctl_error(ioctl)(errno),
+        };
+        if matches!(e, CaptureError::Disconnected { .. }) {
+            self.release_all(st);
+        }
+        e
     }
 
     /// `VIDIOC_DQBUF` and the frame's tensor from the cache; `None` when the
@@ -194,13 +221,7 @@ impl Shared {
         ) {
             Ok(b) => b,
             Err(Errno::EAGAIN) => return Ok(None),
-            Err(errno) => {
-                let e = self.device.ioctl_error("VIDIOC_DQBUF")(errno);
-                if matches!(e, CaptureError::Disconnected { .. }) {
-                    self.release_all(&mut st);
-                }
-                return Err(e);
-            }
+            Err(errno) => return Err(self.queue_failed(&mut st, "VIDIOC_DQBUF", errno)),
         };
         st.queued = st.queued.saturating_sub(1);
         let index = b.index as usize;

@@ -9,12 +9,12 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use zerocam_cache::ImportCache;
 
-use crate::buffers::{allocate_planes, export_planes};
+use crate::buffers::{set_up, Buffers};
 use crate::frame::{cache_capacity, SequenceTracker};
-use crate::queue::{Shared, Slot, State};
+use crate::queue::{Shared, State};
 use crate::v4l2::{ioctl, raw};
 use crate::{
-    ArgumentError, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
+    BufferPlan, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
 };
 
 /// Where a stream's buffers come from.
@@ -47,10 +47,21 @@ impl BufferMode {
 }
 
 /// How to set up a stream.
+///
+/// The buffer count is derived ([`BufferPlan`]): the stream asks
+/// `VIDIOC_REQBUFS` for `max(buffers, driver minimum + hold)` buffers, where
+/// the driver minimum is `V4L2_CID_MIN_BUFFERS_FOR_CAPTURE` (1 when the driver
+/// has no such control), and runs with any grant of at least
+/// `driver minimum + hold`. [`Stream::buffer_plan`] says what was chosen and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamConfig {
-    /// Buffers to request (at least 2; the driver may grant more).
+    /// Buffers to ask for at least (2 or more; more are asked when the
+    /// driver's minimum plus `hold` is larger, at most [`MAX_BUFFERS`](crate::MAX_BUFFERS)).
     pub buffers: u32,
+    /// Frames the caller holds at once (at least 1): a frame is held from
+    /// `next_frame` until it drops. Holding more than this may leave the
+    /// driver with fewer buffers queued than it needs (a stall or drops).
+    pub hold: u32,
     /// The buffer mode.
     pub mode: BufferMode,
     /// Import cache entries; default: enough for every buffer plane twice.
@@ -60,9 +71,11 @@ pub struct StreamConfig {
 }
 
 impl Default for StreamConfig {
+    /// 4 buffers at least, 1 frame held, MMAP.
     fn default() -> StreamConfig {
         StreamConfig {
             buffers: 4,
+            hold: 1,
             mode: BufferMode::Mmap,
             cache_capacity: None,
             dma_heap: None,
@@ -72,6 +85,33 @@ impl Default for StreamConfig {
 
 /// A V4L2 capture stream. Made by [`Stream::new`], running until stopped or
 /// dropped; frames come from [`FrameSource::next_frame`].
+///
+/// Its life, and what each step costs:
+///
+/// - [`Stream::new`] takes a [`Device`] whose format is set, asks for the
+///   buffers ([`buffer_plan`](Stream::buffer_plan) says how many and why) and
+///   starts. On failure the device comes back ([`NewStreamError`]).
+/// - [`next_frame`](FrameSource::next_frame) hands out [`Frame`]s; each buffer
+///   plane is imported once, on its first frame, and every later frame of it
+///   is a cache hit with the same tensor and `BufferIdentity`.
+/// - [`stop`](Stream::stop) / [`start`](Stream::start) keep the buffers and
+///   the imports: a restart imports nothing (`stats().cache.misses` stays at
+///   buffers × planes).
+/// - Errors of one frame leave the stream running:
+///   [`BufferError`](CaptureError::BufferError) (a flagged buffer, re-queued),
+///   [`Timeout`](CaptureError::Timeout),
+///   [`NoFreeBuffer`](CaptureError::NoFreeBuffer). Two stop it:
+///   [`StreamFailed`](CaptureError::StreamFailed) (the driver's fatal error;
+///   `start` recovers) and [`Disconnected`](CaptureError::Disconnected) (every
+///   buffer released; nothing recovers).
+/// - [`into_device`](Stream::into_device) frees the buffers (the next stream
+///   on the device imports anew); dropping the stream stops it, and the last
+///   frame out closes everything.
+///
+/// [`stats`](FrameSource::stats) counts frames handed out, frames the driver
+/// dropped (sequence gaps), flagged buffers, the buffers and planes, and the
+/// import cache's hits and misses (misses = imports) over the stream's life,
+/// restarts included.
 #[derive(Debug)]
 pub struct Stream {
     shared: Arc<Shared>,
@@ -87,54 +127,62 @@ pub struct IntoDeviceError {
     pub error: CaptureError,
 }
 
+/// [`Stream::new`] failed: the device comes back with the error, its buffers
+/// freed (`VIDIOC_REQBUFS` 0), so the caller can try another buffer mode,
+/// format or count on it without reopening.
+///
+/// `?` turns it into its [`CaptureError`] (the device is then closed).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct NewStreamError {
+    /// The device, as it was given (with whatever format was set on it);
+    /// boxed to keep the error small.
+    pub device: Box<Device>,
+    /// What went wrong.
+    #[source]
+    pub error: CaptureError,
+}
+
+impl From<NewStreamError> for CaptureError {
+    fn from(e: NewStreamError) -> CaptureError {
+        e.error
+    }
+}
+
 impl Stream {
-    /// Requests `config.buffers` buffers in `config.mode` for the device's
-    /// current format and starts streaming.
+    /// Sets up buffers for the device's current format in `config.mode`
+    /// (their count: see [`StreamConfig`]) and starts streaming.
     ///
     /// # Errors
-    /// [`CaptureError::InvalidArgument`] for fewer than 2 buffers,
-    /// [`CaptureError::TooFewBuffers`] when the driver grants fewer,
-    /// [`CaptureError::UnsupportedMode`] when the driver or the machine cannot
-    /// do the buffer mode (no DMA heap for `DmaBuf`), ioctl failures.
-    pub fn new(device: Device, config: StreamConfig) -> Result<Stream> {
-        if config.buffers < 2 {
-            return Err(ArgumentError::TooFewBuffers(config.buffers).into());
-        }
-        let format = device.format()?;
-        let buf_type = device.info().api.buf_type();
-        let memory = config.mode.memory();
-        let path = device.path().to_path_buf();
-        let req = ioctl::reqbufs(device.fd(), buf_type, memory, config.buffers).map_err(
-            |errno| match (config.mode, errno) {
-                (BufferMode::DmaBuf, Errno::EINVAL) => CaptureError::UnsupportedMode {
-                    path: path.clone(),
-                    mode: config.mode.name(),
-                    reason: "the driver refuses V4L2_MEMORY_DMABUF".into(),
-                },
-                _ => device.ioctl_error("VIDIOC_REQBUFS")(errno),
-            },
-        )?;
-        if req.count < 2 {
-            return Err(CaptureError::TooFewBuffers {
-                path,
-                requested: config.buffers,
-                granted: req.count,
-            });
-        }
-        let mut slots = Vec::with_capacity(req.count as usize);
-        for index in 0..req.count {
-            let planes = match config.mode {
-                BufferMode::Mmap => export_planes(&device, &format, buf_type, index)?,
-                BufferMode::DmaBuf => allocate_planes(&device, &format, &config, index)?,
-            };
-            slots.push(Slot::new(planes));
-        }
+    /// The device comes back in every error ([`NewStreamError`]), with one of:
+    /// [`CaptureError::InvalidArgument`] for fewer than 2 buffers or a hold of
+    /// 0; [`CaptureError::BadFormat`] when the device's format or its buffers
+    /// do not fit; [`CaptureError::BufferGrant`] when the driver grants fewer
+    /// buffers than its minimum plus the hold (or more than
+    /// [`MAX_BUFFERS`](crate::MAX_BUFFERS)); [`CaptureError::UnsupportedMode`]
+    /// when the driver or the machine cannot do the buffer mode (no DMA heap
+    /// for `DmaBuf`); ioctl failures.
+    pub fn new(device: Device, config: StreamConfig) -> Result<Stream, NewStreamError> {
+        let Buffers {
+            format,
+            plan,
+            slots,
+        } = match set_up(&device, &config) {
+            Ok(b) => b,
+            Err(error) => {
+                return Err(NewStreamError {
+                    device: Box::new(device),
+                    error,
+                })
+            }
+        };
         let capacity = config
             .cache_capacity
             .unwrap_or_else(|| cache_capacity(slots.len(), format.planes.len()));
-        let shared = Arc::new(Shared {
+        let shared = Shared {
             format,
-            buf_type,
+            plan,
+            buf_type: device.info().api.buf_type(),
             mode: config.mode,
             state: Mutex::new(State {
                 slots,
@@ -148,10 +196,23 @@ impl Stream {
                 requeue_error: None,
             }),
             device,
-        });
-        let stream = Stream { shared };
-        stream.start()?;
-        Ok(stream)
+        };
+        let started = shared.start(&mut shared.lock());
+        match started {
+            Ok(()) => Ok(Stream {
+                shared: Arc::new(shared),
+            }),
+            // A failed start cancelled what it queued: free the buffers.
+            Err(error) => Err(NewStreamError {
+                device: Box::new(free_buffers(shared).0),
+                error,
+            }),
+        }
+    }
+
+    /// How many buffers the stream asked for, why, and what the driver granted.
+    pub fn buffer_plan(&self) -> BufferPlan {
+        self.shared.plan
     }
 
     /// Queues every buffer the caller does not hold and starts streaming (no-op
@@ -162,9 +223,12 @@ impl Stream {
         self.shared.start(&mut st)
     }
 
-    /// Stops streaming (`VIDIOC_STREAMOFF`): the driver gives back every buffer,
-    /// and the import cache is invalidated. Frames held stay valid; dropped after
-    /// the next [`start`](Stream::start), their buffers are queued again.
+    /// Stops streaming (`VIDIOC_STREAMOFF`): the driver gives back every buffer.
+    /// The buffers stay allocated and the import cache keeps them: after
+    /// [`start`](Stream::start) each buffer's frames have the same tensor, fds
+    /// and `BufferIdentity` as before, so no buffer is imported again (here or
+    /// in a GPU cache downstream). Frames held stay valid; dropped after the
+    /// next `start`, their buffers are queued again.
     pub fn stop(&self) -> Result<()> {
         let mut st = self.shared.lock();
         self.shared.stop(&mut st)
@@ -222,22 +286,32 @@ impl Stream {
                 });
             }
         };
-        let Shared {
-            device,
-            mode,
-            buf_type,
-            state,
-            ..
-        } = shared;
-        drop(state); // exported fds, pool and cache go before the buffers are freed
-        ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0).map_err(|errno| {
-            IntoDeviceError {
+        match free_buffers(shared) {
+            (device, Ok(())) => Ok(device),
+            (_, Err(error)) => Err(IntoDeviceError {
                 stream: None,
-                error: device.ioctl_error("VIDIOC_REQBUFS")(errno),
-            }
-        })?;
-        Ok(device)
+                error,
+            }),
+        }
     }
+}
+
+/// Frees a stream's buffers (`VIDIOC_REQBUFS` 0) once no frame refers to them:
+/// the exported fds, the pool and the cache go first (a buffer still exported
+/// is in use, and the driver would refuse). The device comes back either way.
+fn free_buffers(shared: Shared) -> (Device, Result<()>) {
+    let Shared {
+        device,
+        mode,
+        buf_type,
+        state,
+        ..
+    } = shared;
+    drop(state);
+    let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
+        .map(drop)
+        .map_err(device.ioctl_error("VIDIOC_REQBUFS"));
+    (device, freed)
 }
 
 impl FrameSource for Stream {

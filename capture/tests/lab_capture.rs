@@ -3,14 +3,15 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use zerocam_capture::{
-    ArgumentError, BufferMode, CaptureError, CaptureFormat, Device, Frame, FrameSource, Stream,
-    StreamConfig, CAPTURE_FORMATS,
+    ArgumentError, BufferMode, CaptureError, CaptureFormat, Device, DriverMinimum, Frame,
+    FrameSource, Stream, StreamConfig, CAPTURE_FORMATS,
 };
-use zerocam_tensor::{PixelFormat, TensorMemory};
+use zerocam_tensor::{FdIdentity, PixelFormat, TensorMemory};
 
 const SINGLE: &str = "/dev/video0";
 const MULTI: &str = "/dev/video1";
@@ -178,28 +179,46 @@ fn lab_capture_hold_n_minus_one_frames_and_all_n() {
     }
 }
 
+/// Frames of `n` buffers' worth: (buffer index → (identity, file)) seen.
+fn identities(s: &mut Stream, frames: usize) -> BTreeMap<usize, (u64, FdIdentity)> {
+    (0..frames)
+        .map(|_| {
+            let f = s.next_frame(WAIT).unwrap();
+            let t = f.tensor();
+            (
+                f.buffer_index(),
+                (t.buffer_identity().id(), t.fd_identity().unwrap()),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn lab_capture_stop_start_and_format_change_reimport() {
+fn lab_capture_stop_start_keeps_imports_and_a_format_change_reimports() {
     let _g = lock(SINGLE);
     let d = open_red(SINGLE, "NV12".parse().unwrap(), 320, 180);
     let mut s = Stream::new(d, StreamConfig::default()).unwrap();
-    for _ in 0..12 {
-        s.next_frame(WAIT).unwrap();
-    }
+    let before = identities(&mut s, 12);
     let b = s.stats().buffers as u64;
+    assert_eq!(before.len() as u64, b, "every buffer came round");
     assert_eq!(s.stats().cache.misses, b);
-    s.stop().unwrap();
-    assert_eq!(s.stats().cache.live, 0, "stop invalidates the cache");
-    assert!(matches!(
-        s.next_frame(WAIT),
-        Err(CaptureError::NotStreaming { .. })
-    ));
-    s.start().unwrap();
-    for _ in 0..12 {
-        s.next_frame(WAIT).unwrap();
+    for round in 0..2 {
+        s.stop().unwrap();
+        assert_eq!(s.stats().cache.live as u64, b, "stop keeps the imports");
+        assert!(matches!(
+            s.next_frame(WAIT),
+            Err(CaptureError::NotStreaming { .. })
+        ));
+        s.start().unwrap();
+        let after = identities(&mut s, 12);
+        assert_eq!(after, before, "round {round}: same tensors, same files");
+        let st = s.stats();
+        assert_eq!(
+            (st.cache.misses, st.cache.invalidated),
+            (b, 0),
+            "round {round}: no new import"
+        );
     }
-    let st = s.stats();
-    assert_eq!((st.cache.misses, st.cache.invalidated), (2 * b, b));
 
     let mut d = s.into_device().unwrap();
     d.set_format("YUYV".parse().unwrap(), 640, 480).unwrap();
@@ -230,18 +249,101 @@ fn lab_capture_dmabuf_pool_survives_stop_start() {
         },
     )
     .unwrap();
-    let files: std::collections::HashSet<_> = (0..8)
-        .map(|_| s.next_frame(WAIT).unwrap().tensor().fd_identity().unwrap())
-        .collect();
+    let before = identities(&mut s, 8);
+    let imports = s.stats().cache.misses;
+    assert_eq!(imports, 2 * s.stats().buffers as u64, "NV12M: two planes");
     s.stop().unwrap();
     s.start().unwrap();
-    for _ in 0..8 {
-        let f = s.next_frame(WAIT).unwrap();
-        assert!(
-            files.contains(&f.tensor().fd_identity().unwrap()),
-            "the same pool buffers"
-        );
+    assert_eq!(identities(&mut s, 8), before, "the same pool buffers");
+    assert_eq!(s.stats().cache.misses, imports, "no new import");
+}
+
+/// vivid has no `V4L2_CID_MIN_BUFFERS_FOR_CAPTURE`: 1 is assumed and the
+/// count is `max(buffers, 1 + hold)`; the caller then holds `hold` frames
+/// while capture goes on.
+#[test]
+fn lab_capture_buffer_count_from_the_hold_and_the_driver_minimum() {
+    let _g = lock(MULTI);
+    for (buffers, hold) in [(2, 1), (4, 1), (2, 5)] {
+        let d = open_red(MULTI, "NV12".parse().unwrap(), 320, 180);
+        let mut s = Stream::new(
+            d,
+            StreamConfig {
+                buffers,
+                hold,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let plan = s.buffer_plan();
+        println!("buffers {buffers} hold {hold}: {plan}");
+        assert_eq!(plan.driver, DriverMinimum::Absent, "{plan}");
+        assert_eq!(plan.requested, buffers.max(1 + hold), "{plan}");
+        assert!(plan.granted >= plan.needed(), "{plan}");
+        assert_eq!(s.stats().buffers, plan.granted as usize, "{plan}");
+        assert!(plan
+            .to_string()
+            .contains("no V4L2_CID_MIN_BUFFERS_FOR_CAPTURE"));
+        let held: Vec<_> = (0..hold).map(|_| s.next_frame(WAIT).unwrap()).collect();
+        for _ in 0..6 {
+            s.next_frame(WAIT).unwrap(); // capture goes on while `hold` are held
+        }
+        drop(held);
     }
+    let d = Device::open(MULTI).unwrap();
+    let e = Stream::new(
+        d,
+        StreamConfig {
+            hold: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e.error,
+            CaptureError::InvalidArgument(ArgumentError::ZeroHold)
+        ),
+        "{e}"
+    );
+    // The device came back: it streams.
+    let mut s = Stream::new(*e.device, StreamConfig::default()).unwrap();
+    s.next_frame(WAIT).unwrap();
+}
+
+/// A failed `Stream::new` gives the device back with its buffers freed: the
+/// caller retries in another buffer mode on the same open device.
+#[test]
+fn lab_capture_a_failed_stream_gives_the_device_back() {
+    let _g = lock(SINGLE); // no other test's fds come or go meanwhile
+    let _g2 = lock(MULTI);
+    let before = open_fds();
+    let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
+    let e = Stream::new(
+        d,
+        StreamConfig {
+            mode: BufferMode::DmaBuf,
+            dma_heap: Some("no-such-heap".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e.error,
+            CaptureError::UnsupportedMode { mode: "dmabuf", .. }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("no-such-heap"), "{e}");
+    // MMAP on the device that came back, after a DMABUF REQBUFS: the pool
+    // buffers allocated before the failure are gone, the driver's freed.
+    let mut s = Stream::new(*e.device, StreamConfig::default()).unwrap();
+    for _ in 0..8 {
+        check_red(&s.next_frame(WAIT).unwrap(), "MMAP after a failed DMABUF");
+    }
+    drop(s);
+    assert_eq!(open_fds(), before, "nothing of the failed stream is left");
 }
 
 fn open_fds() -> usize {
@@ -320,13 +422,14 @@ fn lab_capture_bad_input_is_typed() {
     .unwrap_err();
     assert!(
         matches!(
-            e,
+            e.error,
             CaptureError::InvalidArgument(ArgumentError::TooFewBuffers(0))
         ),
         "{e}"
     );
 
-    let mut d = open_red(SINGLE, "GREY".parse().unwrap(), 320, 180);
+    let mut d = *e.device; // the device comes back with the error
+    d.set_format("GREY".parse().unwrap(), 320, 180).unwrap();
     d.set_frame_rate(1.0).unwrap();
     let mut s = Stream::new(d, StreamConfig::default()).unwrap();
     drop(s.next_frame(WAIT).unwrap()); // vivid delivers the first frame at once

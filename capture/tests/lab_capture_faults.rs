@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use zerocam_capture::{CaptureError, Device, FrameSource, Stream, StreamConfig};
+use zerocam_capture::{BufferMode, CaptureError, Device, FrameSource, Stream, StreamConfig};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -65,9 +65,17 @@ fn a_buffer_error_flag_is_typed_and_capture_goes_on() {
     assert_eq!(s.stats().buffer_errors, 1);
 }
 
-fn a_fatal_streaming_error_is_typed_and_a_restart_recovers() {
+/// vivid's fatal error is vb2's `vb2_queue_error`: every `DQBUF` answers
+/// `EIO` until `STREAMOFF`. The stream reports `StreamFailed`, stops itself
+/// (the driver gives every buffer back), and a `start` recovers with the same
+/// imports.
+fn a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers() {
     let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
-    s.next_frame(WAIT).unwrap();
+    let f = s.next_frame(WAIT).unwrap();
+    let queued = f.tensor().clone();
+    drop(f); // queued again: the driver owns it
+    assert!(queued.map_read().is_err(), "a queued buffer is not mapped");
+    let imports = s.stats().cache.misses;
     press(&s, "Inject Fatal Streaming Error");
     let e = (0..10)
         .find_map(|_| s.next_frame(WAIT).err())
@@ -75,7 +83,7 @@ fn a_fatal_streaming_error_is_typed_and_a_restart_recovers() {
     assert!(
         matches!(
             e,
-            CaptureError::Ioctl {
+            CaptureError::StreamFailed {
                 ioctl: "VIDIOC_DQBUF",
                 errno: Errno::EIO,
                 ..
@@ -83,21 +91,74 @@ fn a_fatal_streaming_error_is_typed_and_a_restart_recovers() {
         ),
         "{e}"
     );
-    s.stop().unwrap();
+    assert_eq!(e.errno(), Some(Errno::EIO));
+    assert!(
+        e.to_string()
+            .starts_with("/dev/video1: the driver reported a fatal streaming error"),
+        "{e}"
+    );
+    assert!(
+        matches!(s.next_frame(WAIT), Err(CaptureError::NotStreaming { .. })),
+        "the stream stopped itself"
+    );
+    drop(queued.map_read().expect("STREAMOFF gave every buffer back"));
+    s.stop().unwrap(); // a no-op now
+    s.start().unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..8 {
+        seen.insert(s.next_frame(WAIT).unwrap().buffer_index());
+    }
+    assert_eq!(seen.len(), s.stats().buffers, "every buffer came round");
+    let st = s.stats();
+    println!("after a fatal error and a restart: {st:?}");
+    assert_eq!(
+        (imports, st.cache.misses, st.cache.invalidated),
+        (1, st.buffers as u64, 0),
+        "one import before the error, each buffer imported once, none again by the restart"
+    );
+}
+
+/// A frame dropped after the fatal error: its `QBUF` meets the error first,
+/// and the stream stops just the same.
+fn a_fatal_error_met_by_a_requeue_stops_the_stream_too() {
+    let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
+    let held = s.next_frame(WAIT).unwrap();
+    press(&s, "Inject Fatal Streaming Error");
+    drop(held); // VIDIOC_QBUF: EIO, reported by the next call
+    let e = s.next_frame(WAIT).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::StreamFailed {
+                ioctl: "VIDIOC_QBUF",
+                errno: Errno::EIO,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(matches!(
+        s.next_frame(WAIT),
+        Err(CaptureError::NotStreaming { .. })
+    ));
     s.start().unwrap();
     for _ in 0..5 {
         s.next_frame(WAIT).unwrap();
     }
+    assert_eq!(s.stats().cache.misses, s.stats().buffers as u64);
 }
 
-fn a_streamon_error_is_typed_and_start_can_be_retried() {
+/// A `STREAMON` error fails `Stream::new`, which gives the device back with
+/// its buffers freed: a stream in the other buffer mode runs on it (the
+/// driver would refuse another memory type while MMAP buffers were exported).
+fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
     let d = device("/dev/video1");
     let c = d.control("Inject VIDIOC_STREAMON Error").unwrap();
     d.set_control(c.id, 1).unwrap();
     let e = Stream::new(d, StreamConfig::default()).unwrap_err();
     assert!(
         matches!(
-            e,
+            e.error,
             CaptureError::Ioctl {
                 ioctl: "VIDIOC_STREAMON",
                 ..
@@ -105,9 +166,13 @@ fn a_streamon_error_is_typed_and_start_can_be_retried() {
         ),
         "{e}"
     );
-    // The same stream: a failed start cancels what it queued, so a retry works.
-    let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
+    let config = StreamConfig {
+        mode: BufferMode::DmaBuf,
+        ..Default::default()
+    };
+    let mut s = Stream::new(*e.device, config).unwrap();
     s.next_frame(WAIT).unwrap();
+    // The same stream: a failed start cancels what it queued, so a retry works.
     s.stop().unwrap();
     press(&s, "Inject VIDIOC_STREAMON Error");
     let e = s.start().unwrap_err();
@@ -171,8 +236,9 @@ fn reload_vivid() {
 fn lab_capture_faults_injected_by_vivid() {
     dropped_buffers_are_counted();
     a_buffer_error_flag_is_typed_and_capture_goes_on();
-    a_fatal_streaming_error_is_typed_and_a_restart_recovers();
-    a_streamon_error_is_typed_and_start_can_be_retried();
+    a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers();
+    a_fatal_error_met_by_a_requeue_stops_the_stream_too();
+    a_streamon_error_gives_the_device_back_and_start_can_be_retried();
     a_disconnect_mid_stream_is_typed_and_releases_every_buffer();
     reload_vivid();
 }

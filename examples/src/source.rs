@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use zerocam_capture::{
-    BufferMode, CaptureError, CaptureFormat, Device, FrameSource, PatternConfig, PatternSource,
-    Stream, StreamConfig,
+    BufferMode, CaptureError, CaptureFormat, Device, FrameSource, NewStreamError, PatternConfig,
+    PatternSource, Stream, StreamConfig,
 };
 
 /// What to open.
@@ -45,6 +45,20 @@ pub use zerocam_capture::capture_devices;
 /// # Errors
 /// The device's errors (missing, not a camera, unsupported format or size).
 pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    open_or_fall_back(spec, None)
+}
+
+/// Opens `spec`; when a V4L2 device cannot do `spec.mode`
+/// (`UnsupportedMode`: no DMA heap, a driver without DMABUF), streams in
+/// `fallback` on the same open device (the device comes back with the error)
+/// and says so in the description.
+///
+/// # Errors
+/// As [`open`].
+pub fn open_or_fall_back(
+    spec: &SourceSpec,
+    fallback: Option<BufferMode>,
+) -> Result<Opened, CaptureError> {
     #[cfg(feature = "libcamera")]
     crate::cli::libcamera::quiet_log();
     if let Some(id) = spec
@@ -102,22 +116,36 @@ pub fn open(spec: &SourceSpec) -> Result<Opened, CaptureError> {
     if let Some(fps) = spec.fps {
         d.set_frame_rate(fps)?;
     }
-    let description = format!(
-        "{} ({}, {} API): {} {w}x{h}, {} buffers",
+    let mut description = format!(
+        "{} ({}, {} API): {} {w}x{h}, ",
         path.display(),
         d.info().driver,
         d.info().api,
         format.name,
-        spec.mode.name()
     );
-    let stream = Stream::new(
-        d,
-        StreamConfig {
-            buffers: spec.buffers,
-            mode: spec.mode,
-            ..Default::default()
-        },
-    )?;
+    let config = |mode| StreamConfig {
+        buffers: spec.buffers,
+        mode,
+        ..Default::default()
+    };
+    let stream = match (Stream::new(d, config(spec.mode)), fallback) {
+        (Ok(stream), _) => {
+            description += &format!("{} buffers", spec.mode.name());
+            stream
+        }
+        (
+            Err(NewStreamError {
+                device,
+                error: error @ CaptureError::UnsupportedMode { .. },
+            }),
+            Some(mode),
+        ) => {
+            let stream = Stream::new(*device, config(mode))?;
+            description += &format!("{} buffers ({error}; falling back)", mode.name());
+            stream
+        }
+        (Err(e), _) => return Err(e.error),
+    };
     Ok(Opened {
         source: Box::new(stream),
         description,

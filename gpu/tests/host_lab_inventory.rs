@@ -5,13 +5,14 @@
 //! test names them and checks they are still there and still wired to the lab.
 #![allow(clippy::unwrap_used)]
 
-const LAB_ONLY: [&str; 6] = [
+const LAB_ONLY: [&str; 7] = [
     "a_grey_dma_buf_source_comes_out_grey",
     "the_lab_renderer_is_zink_with_dma_buf_import",
     "vivid_frames_are_imported_once_per_buffer_and_converted",
     "a_view_of_a_frame_resolves_to_the_frame_image",
     "a_dma_buf_destination_is_rendered_in_place",
     "bad_dma_buf_inputs_are_typed_errors",
+    "restarts_keep_every_egl_image",
 ];
 
 const LAB_PANIC: [&str; 2] = [

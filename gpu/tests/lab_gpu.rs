@@ -163,6 +163,45 @@ fn vivid_frames_are_imported_once_per_buffer_and_converted() {
     }
 }
 
+/// A stop/start keeps every buffer's identity (MMAP: the same exported
+/// dma-bufs and imports; DMABUF: the same pool), so the GPU image cache keeps
+/// hitting: over two restarts, EGLImages created == buffers.
+#[test]
+fn restarts_keep_every_egl_image() {
+    let _g = lock();
+    for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+        let what = format!("{SINGLE} NV12 {}", mode.name());
+        let gpu = gpu();
+        let dst = Tensor::<u8>::image(64, 64, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
+        let mut s = red_stream(SINGLE, "NV12", mode);
+        let buffers = s.stats().buffers as u64;
+        let mut ids = std::collections::HashSet::new();
+        let mut converted = 0;
+        for round in 0..3 {
+            if round > 0 {
+                s.stop().unwrap();
+                s.start().unwrap();
+            }
+            for _ in 0..2 * buffers {
+                let f = s.next_frame(WAIT).unwrap();
+                gpu.convert(f.tensor(), &dst, &REQUIRE).unwrap();
+                ids.insert(f.tensor().buffer_identity().id());
+                converted += 1;
+            }
+            assert_red(&dst, &format!("{what} round {round}"));
+        }
+        let st = gpu.stats().unwrap();
+        assert_eq!(
+            st.images.imports, buffers,
+            "{what}: one EGLImage per buffer over two restarts"
+        );
+        assert_eq!(st.images.hits, converted - buffers, "{what}");
+        assert_eq!(st.live_images, buffers, "{what}");
+        assert_eq!(ids.len() as u64, buffers, "{what}: one identity per buffer");
+        assert_eq!(s.stats().cache.misses, buffers, "{what}: no re-import");
+    }
+}
+
 /// A crop of a frame view uses the frame's own image (no second import).
 #[test]
 fn a_view_of_a_frame_resolves_to_the_frame_image() {

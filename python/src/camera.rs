@@ -191,7 +191,7 @@ impl Camera {
         };
         let stream = py
             .detach(|| Stream::new(dev, config))
-            .map_err(capture_err)?;
+            .map_err(|e| capture_err(e.error))?;
         Ok(Camera {
             source: Mutex::new(Some(Source::Stream(stream))),
             timeout,

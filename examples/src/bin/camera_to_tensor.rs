@@ -13,8 +13,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use zerocam_capture::{BufferMode, CaptureError, Frame};
-use zerocam_examples::source::{open, SourceSpec};
+use zerocam_capture::{BufferMode, Frame};
+use zerocam_examples::source::{open_or_fall_back, SourceSpec};
 use zerocam_tensor::{Region, TensorMapTrait};
 
 /// Mean of the centre half of the luma plane and of the chroma plane.
@@ -48,16 +48,9 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         buffers: 4,
         mode: BufferMode::DmaBuf,
     };
-    let mut opened = match open(&spec) {
-        Err(CaptureError::UnsupportedMode { .. }) => {
-            println!("no DMA heap here: falling back to MMAP + EXPBUF buffers");
-            open(&SourceSpec {
-                mode: BufferMode::Mmap,
-                ..spec
-            })?
-        }
-        opened => opened?,
-    };
+    // No DMA heap (or a driver without DMABUF): MMAP + EXPBUF buffers on the
+    // same open device, which `Stream::new` hands back with the error.
+    let mut opened = open_or_fall_back(&spec, Some(BufferMode::Mmap))?;
     println!("{}", opened.description);
     let mut last: Option<Duration> = None;
     let start = Instant::now();
