@@ -206,6 +206,8 @@ fn open(phase: &Phase) -> Stream {
     set_drops(&d, 0);
     let config = StreamConfig {
         mode: phase.mode,
+        // The frames held, and the one being looked at.
+        hold: HELD as u32 + 1,
         ..StreamConfig::default()
     };
     Stream::new(d, config).unwrap()
@@ -255,16 +257,14 @@ fn run_phase(phase: &Phase, frames: u64) -> Report {
                 report.errored += 1;
                 continue;
             }
-            Err(CaptureError::Ioctl {
-                ioctl: "VIDIOC_DQBUF",
-                errno: Errno::EIO,
-                ..
+            Err(CaptureError::StreamFailed {
+                errno: Errno::EIO, ..
             }) if fatal_pending => {
-                // The injected fatal error: the queue is dead until a restart.
+                // The injected fatal error: the stream stopped itself; a start
+                // recovers with the same buffers.
                 fatal_pending = false;
                 report.fatal_errors += 1;
                 session.check(&stream.stats(), &name);
-                stream.stop().unwrap();
                 stream.start().unwrap();
                 report.restarts += 1;
                 report.repeats += session.repeats;
