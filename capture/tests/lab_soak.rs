@@ -340,6 +340,10 @@ fn lab_soak_vivid_with_faults() {
         .map(|v| v.parse().expect("ZEROCAM_SOAK_FRAMES is a number"))
         .unwrap_or(2_000);
     let per_phase = (total / PHASES.len() as u64).max(PERIOD);
+    // zerocam-tensor opens a DMA heap once per process and keeps it: open it
+    // before the first phase counts fds, so the count measures the streams.
+    zerocam_tensor::Tensor::<u8>::new(&[4096], Some(zerocam_tensor::TensorMemory::Dma), None)
+        .unwrap();
     let mut faults = 0;
     for phase in &PHASES {
         let r = run_phase(phase, per_phase);
