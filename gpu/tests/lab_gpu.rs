@@ -5,88 +5,19 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
-use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
-use zerocam_capture::{
-    BufferMode, CaptureFormat, Device, FrameSource, Stream, StreamConfig, CAPTURE_FORMATS,
-};
-use zerocam_gpu::{ConvertOptions, Gpu, GpuError, ImportPolicy};
+use zerocam_capture::{BufferMode, FrameSource};
+use zerocam_gpu::{ConvertOptions, Gpu, GpuError};
 use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMemory};
 
 const SINGLE: &str = "/dev/video0";
 const MULTI: &str = "/dev/video1";
 const WAIT: Duration = Duration::from_secs(10);
 const FRAMES: usize = 12;
-const REQUIRE: ConvertOptions = ConvertOptions {
-    crop: None,
-    color: zerocam_gpu::ColorSpec::new(zerocam_gpu::Matrix::Bt601, zerocam_gpu::Range::Limited),
-    import: ImportPolicy::Require,
-};
+mod lab_common;
 
-/// The environment `tests/lab/run --egl` sets, set here so the test binary
-/// needs no runner flag: zink on lavapipe, surfaceless.
-fn gpu() -> Gpu {
-    static ENV: Once = Once::new();
-    ENV.call_once(|| {
-        std::env::set_var("LIBGL_ALWAYS_SOFTWARE", "1");
-        std::env::set_var("GALLIUM_DRIVER", "zink");
-        std::env::set_var("EGL_PLATFORM", "surfaceless");
-    });
-    Gpu::new().unwrap()
-}
-
-/// One test at a time: vivid's nodes and the (slow, emulated) GPU.
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// What the open fds are (for failure messages).
-fn fd_list() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .map(|p| p.display().to_string())
-        .collect();
-    v.sort();
-    v
-}
-
-fn format(name: &str) -> CaptureFormat {
-    CAPTURE_FORMATS
-        .into_iter()
-        .find(|f| f.name == name)
-        .unwrap()
-}
-
-fn red_stream(path: &str, name: &str, mode: BufferMode) -> Stream {
-    let mut d = Device::open(path).unwrap();
-    d.set_menu("Test Pattern", "100% Red").unwrap();
-    d.set_menu("OSD Text Mode", "None").unwrap();
-    d.set_format(format(name), 320, 180).unwrap();
-    d.set_frame_rate(60.0).unwrap();
-    let config = StreamConfig {
-        mode,
-        ..Default::default()
-    };
-    Stream::new(d, config).unwrap()
-}
-
-/// Every pixel of an RGB(A) image is vivid's red (BT.601 limited 81,90,239 →
-/// 254,0,0 or so), within 3 steps.
-fn assert_red(t: &Tensor<u8>, what: &str) {
-    let bpp = t.format().unwrap().samples_per_pixel();
-    let m = t.map_read().unwrap();
-    for (i, px) in m.chunks(bpp).enumerate() {
-        let ok = px[0] >= 250 && px[1] <= 3 && px[2] <= 3;
-        assert!(ok, "{what}: pixel {i} is {:?}, not red", &px[..3]);
-    }
-}
+use lab_common::{assert_red, fd_count, fd_list, gpu, lock, red_stream, REQUIRE};
 
 #[test]
 fn the_lab_renderer_is_zink_with_dma_buf_import() {

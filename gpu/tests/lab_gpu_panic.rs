@@ -7,48 +7,17 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
-use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
-use zerocam_capture::{BufferMode, Device, FrameSource, Stream, StreamConfig, CAPTURE_FORMATS};
-use zerocam_gpu::{ConvertOptions, Gpu, GpuError, GpuStats, ImportPolicy};
+use zerocam_capture::{BufferMode, FrameSource};
+use zerocam_gpu::{Gpu, GpuError, GpuStats};
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
+mod lab_common;
+
+use lab_common::{assert_red, fd_list, gpu, lock, red_stream, REQUIRE};
+
 const MESSAGE: &str = "injected: a bug mid-conversion";
-const REQUIRE: ConvertOptions = ConvertOptions {
-    crop: None,
-    color: zerocam_gpu::ColorSpec::new(zerocam_gpu::Matrix::Bt601, zerocam_gpu::Range::Limited),
-    import: ImportPolicy::Require,
-};
-
-/// zink on lavapipe, surfaceless (what `tests/lab/run --egl` sets).
-fn gpu() -> Gpu {
-    static ENV: Once = Once::new();
-    ENV.call_once(|| {
-        std::env::set_var("LIBGL_ALWAYS_SOFTWARE", "1");
-        std::env::set_var("GALLIUM_DRIVER", "zink");
-        std::env::set_var("EGL_PLATFORM", "surfaceless");
-    });
-    Gpu::new().unwrap()
-}
-
-/// One test at a time: fd counts are per process.
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The open fds, by what they are (for a readable failure).
-fn fd_list() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .map(|p| p.display().to_string())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Runs `round` twice: the second leaves exactly the fds the first left (the
 /// first context and the first imports open the driver's own files for the
 /// process; a leak on the panic path shows as growth in every round).
@@ -110,23 +79,6 @@ fn dma_buf_images_then_a_panic() {
     assert_poisoned(&gpu.convert(&sources[1], &dst, &REQUIRE).unwrap_err());
 }
 
-fn red_nv12m_stream() -> Stream {
-    let mut d = Device::open("/dev/video1").unwrap();
-    d.set_menu("Test Pattern", "100% Red").unwrap();
-    d.set_menu("OSD Text Mode", "None").unwrap();
-    let nv12m = CAPTURE_FORMATS
-        .into_iter()
-        .find(|f| f.name == "NV12M")
-        .unwrap();
-    d.set_format(nv12m, 320, 180).unwrap();
-    d.set_frame_rate(60.0).unwrap();
-    let config = StreamConfig {
-        mode: BufferMode::Mmap,
-        ..Default::default()
-    };
-    Stream::new(d, config).unwrap()
-}
-
 /// Capture keeps running after a panic mid-conversion of one of its frames:
 /// every buffer comes back, and a new `Gpu` imports each buffer once again.
 #[test]
@@ -138,7 +90,7 @@ fn capture_carries_on_after_a_panic_and_a_new_gpu_imports_again() {
 fn capture_then_a_panic() {
     let wait = Duration::from_secs(10);
     let dst = Tensor::<u8>::image(32, 32, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
-    let mut stream = red_nv12m_stream();
+    let mut stream = red_stream("/dev/video1", "NV12M", BufferMode::Mmap);
     let gpu = gpu();
     let buffers = stream.stats().buffers as u64;
     for _ in 0..2 * buffers {
@@ -159,10 +111,7 @@ fn capture_then_a_panic() {
         let f = stream.next_frame(wait).unwrap();
         fresh.convert(f.tensor(), &dst, &REQUIRE).unwrap();
     }
-    let m = dst.map_read().unwrap();
-    let not_red = m.chunks(3).position(|p| p[0] < 250 || p[1] > 3 || p[2] > 3);
-    assert_eq!(not_red, None, "converted by the new Gpu: {:?}", &m[..6]);
-    drop(m);
+    assert_red(&dst, "converted by the new Gpu");
     let s = fresh.stats().unwrap();
     assert_eq!(
         (s.images.imports, s.live_images),
