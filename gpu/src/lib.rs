@@ -44,6 +44,7 @@
 mod color;
 mod error;
 mod import;
+mod model;
 mod plan;
 
 #[cfg(feature = "gl")]
@@ -72,6 +73,10 @@ mod worker;
 pub use color::{ColorSpec, Matrix, Range};
 pub use error::{GpuError, Result};
 pub use import::drm_fourcc;
+pub use model::{
+    ChannelOrder, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout, Quantization,
+    SourceRect, MODEL_DTYPES,
+};
 pub use plan::{ConvertOptions, ImportPolicy};
 
 #[cfg(feature = "gl")]
