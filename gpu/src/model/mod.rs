@@ -2,10 +2,12 @@
 //! how a frame is fitted into it ([`Fit`], [`FitPlacement`]), shared by the
 //! GPU and CPU paths that make it.
 
+mod cpu;
 mod error;
 mod fit;
 mod input;
 
+pub use cpu::{convert_cpu, CpuConvertError, CpuPreprocessor};
 pub use error::ModelInputError;
 pub use fit::{Fit, FitPlacement, SourceRect};
 pub use input::{ChannelOrder, ModelInput, ModelLayout, Quantization, MODEL_DTYPES};

@@ -1,0 +1,86 @@
+//! [`CpuConvertError`]: why a CPU model-input conversion could not run, with
+//! the values that say why.
+
+use zerocam_tensor::{DType, PixelFormat, Region};
+
+use crate::model::ModelInputError;
+
+/// A CPU conversion ([`CpuPreprocessor::convert`](crate::CpuPreprocessor::convert))
+/// that cannot run. Nothing is written when one is returned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CpuConvertError {
+    /// The fit cannot place the source (an empty crop, a letterbox below one
+    /// pixel).
+    #[error(transparent)]
+    Model(#[from] ModelInputError),
+    /// The tensor layer refused a view or a map (a misaligned crop on
+    /// subsampled chroma, a map conflict, a failed dma-buf sync).
+    #[error(transparent)]
+    Tensor(#[from] zerocam_tensor::Error),
+    /// The source is not an image in a format the CPU path reads (an array
+    /// tensor has no format: `None`).
+    #[error(
+        "the CPU path reads NV12, NV16, YUYV, UYVY, RGB, BGR, RGBA, BGRA and GREY \
+         images, not {format:?}"
+    )]
+    UnsupportedSource {
+        /// The source's pixel format, `None` for an array tensor.
+        format: Option<PixelFormat>,
+    },
+    /// A whole batch of images as the source: pick one with `batch(n)`.
+    #[error("the source holds {frames} images: convert one of them (`batch(n)`)")]
+    BatchedSource {
+        /// Images in the source.
+        frames: usize,
+    },
+    /// A crop that does not lie inside the source.
+    #[error("crop {crop:?} does not lie inside the {width}x{height} source")]
+    CropOutOfBounds {
+        /// The crop.
+        crop: Region,
+        /// Source width.
+        width: usize,
+        /// Source height.
+        height: usize,
+    },
+    /// A destination whose shape is not the model input's.
+    #[error("destination shape {actual:?} is not the model input's {expected:?}")]
+    DestinationShape {
+        /// The model input's shape.
+        expected: [usize; 4],
+        /// The destination's shape.
+        actual: Vec<usize>,
+    },
+    /// A destination whose element type is not the model input's.
+    #[error("destination is {actual:?}, the model input is {expected:?}")]
+    DestinationDType {
+        /// The model input's element type.
+        expected: DType,
+        /// The destination's.
+        actual: DType,
+    },
+    /// A batch element past the destination's batch.
+    #[error("batch element {index} of a batch of {batch}")]
+    BatchIndex {
+        /// The element asked for.
+        index: usize,
+        /// The batch size.
+        batch: usize,
+    },
+    /// A destination whose elements are not packed (a strided view).
+    #[error("destination strides {strides:?} (bytes) are not packed")]
+    DestinationNotPacked {
+        /// The destination element's byte strides.
+        strides: Vec<usize>,
+    },
+    /// A SIMD library refused its arguments (a bug in this crate: the sizes
+    /// are checked before): its message.
+    #[error("{stage} failed: {message}")]
+    Library {
+        /// `yuv` or `resize`.
+        stage: &'static str,
+        /// The library's message.
+        message: String,
+    },
+}

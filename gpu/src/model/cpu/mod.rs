@@ -1,0 +1,306 @@
+//! The CPU path from a frame to a model input: [`CpuPreprocessor`].
+//!
+//! Three stages, each over the fewest pixels it can:
+//! 1. the source pixels the fit samples (its bounding box, clamped to the
+//!    crop) to packed 8-bit RGB (`yuvutils-rs`, SIMD);
+//! 2. bilinear resampling with half-pixel centres of the fit's (fractional)
+//!    source rectangle to the fit's target size (`fast_image_resize`'s
+//!    fixed-kernel `Interpolation(Bilinear)`, SIMD; edges clamp to the crop),
+//!    on 16-bit samples (`p * 257`): its separable passes round after each
+//!    pass, which on 8-bit samples adds up to 1.5 steps and breaks the 0.02
+//!    bound of normalized outputs; on 16-bit it is 1/257 of a step;
+//! 3. normalization, quantization, channel order and layout in one pass over
+//!    those pixels, written straight into the mapped destination.
+//!
+//! Chroma of 4:2:x sources is the nearest sample (each Cb/Cr pair covers its
+//! two or four pixels); every pixel is converted to RGB before resampling.
+
+mod error;
+mod rgb;
+mod write;
+
+pub use error::CpuConvertError;
+
+use fast_image_resize::images::{TypedImage, TypedImageRef};
+use fast_image_resize::pixels::U16x3;
+use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
+use zerocam_tensor::{Element, Region, Tensor, TensorDyn};
+
+use super::{Fit, FitPlacement, ModelInput};
+use crate::ColorSpec;
+use write::{OutElem, Tables};
+
+/// Converts frames to model inputs on the CPU, keeping its scratch buffers
+/// between calls: after the first frame of a size, a conversion allocates no
+/// pixel buffers.
+///
+/// ```
+/// use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput};
+/// use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
+/// let input = ModelInput::new(64, 64)?
+///     .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
+///     .fit(Fit::Crop);
+/// let frame = Tensor::<u8>::image(128, 72, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
+/// let dst = TensorDyn::new(&input.shape(), DType::F32, Some(TensorMemory::Mem), None)?;
+/// let mut pre = CpuPreprocessor::new();
+/// let placed = pre.convert(&frame, None, ColorSpec::default(), &input, &dst, 0)?;
+/// assert_eq!(placed.source.x, 28.0); // the centre 72x72 of the frame
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CpuPreprocessor {
+    rgb: Vec<u8>,
+    tail: Vec<u8>,
+    wide: Vec<U16x3>,
+    resized: Vec<U16x3>,
+    resizer: Resizer,
+}
+
+impl Default for CpuPreprocessor {
+    fn default() -> Self {
+        CpuPreprocessor::new()
+    }
+}
+
+impl std::fmt::Debug for CpuPreprocessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuPreprocessor")
+            .field("rgb_capacity", &self.rgb.capacity())
+            .field("resized_capacity", &self.resized.capacity())
+            .finish()
+    }
+}
+
+/// The source pixels bilinear sampling of `p` reads: its rectangle grown by
+/// one pixel, clamped to `crop` and aligned outwards to the chroma
+/// subsampling `(hs, vs)` (`crop` itself is aligned).
+fn bounding_box(p: &FitPlacement, crop: Region, (hs, vs): (usize, usize)) -> Region {
+    let s = &p.source;
+    let span = |start: f64, len: f64, lo: usize, n: usize, sub: usize| {
+        let a = ((start.floor() - 1.0).max(lo as f64) as usize).max(lo);
+        let b = ((start + len).ceil() + 1.0).min((lo + n) as f64) as usize;
+        let a = lo + (a - lo) / sub * sub;
+        let b = (lo + (b - lo).div_ceil(sub) * sub).min(lo + n);
+        (a, b - a)
+    };
+    let (x, w) = span(s.x, s.width, crop.x, crop.width, hs);
+    let (y, h) = span(s.y, s.height, crop.y, crop.height, vs);
+    Region::new(x, y, w, h)
+}
+
+impl CpuPreprocessor {
+    /// A preprocessor with empty scratch buffers.
+    pub fn new() -> CpuPreprocessor {
+        CpuPreprocessor {
+            rgb: Vec::new(),
+            tail: Vec::new(),
+            wide: Vec::new(),
+            resized: Vec::new(),
+            resizer: Resizer::new(),
+        }
+    }
+
+    /// Converts `crop` of `src` (all of it for `None`; a rectangle of `src`,
+    /// in its pixels) into batch element `batch_index` of `dst` as `input`
+    /// describes, reading YUV with `color`. Letterbox bars get the pad
+    /// colour. Returns where the source landed (in `src`'s pixels), to map
+    /// model-space boxes back.
+    ///
+    /// `src` is an image tensor of NV12, NV16, YUYV, UYVY, RGB, BGR, RGBA,
+    /// BGRA or GREY, any row stride and memory, a view or a batch element
+    /// (split NV12M planes too); `dst` has `input.shape()` and
+    /// `input.element_type()`, packed, any memory.
+    ///
+    /// # Errors
+    /// [`CpuConvertError::DestinationDType`], [`DestinationShape`](CpuConvertError::DestinationShape),
+    /// [`BatchIndex`](CpuConvertError::BatchIndex), [`DestinationNotPacked`](CpuConvertError::DestinationNotPacked)
+    /// for a destination that is not the model input's;
+    /// [`UnsupportedSource`](CpuConvertError::UnsupportedSource) (an array
+    /// tensor, planar RGB), [`BatchedSource`](CpuConvertError::BatchedSource),
+    /// [`CropOutOfBounds`](CpuConvertError::CropOutOfBounds) for the source;
+    /// [`Model`](CpuConvertError::Model) for an empty crop or a letterbox
+    /// below one pixel; [`Tensor`](CpuConvertError::Tensor) for a crop
+    /// misaligned on subsampled chroma, or a map the tensor layer refuses.
+    pub fn convert(
+        &mut self,
+        src: &Tensor<u8>,
+        crop: Option<Region>,
+        color: ColorSpec,
+        input: &ModelInput,
+        dst: &TensorDyn,
+        batch_index: usize,
+    ) -> Result<FitPlacement, CpuConvertError> {
+        check_destination(input, dst, batch_index)?;
+        let placement = src
+            .placement()
+            .ok_or(CpuConvertError::UnsupportedSource { format: None })?;
+        let format = placement.root.format;
+        if !rgb::reads(format) {
+            return Err(CpuConvertError::UnsupportedSource {
+                format: Some(format),
+            });
+        }
+        if placement.frames > 1 {
+            return Err(CpuConvertError::BatchedSource {
+                frames: placement.frames,
+            });
+        }
+        let (width, height) = (placement.region.width, placement.region.height);
+        let crop = crop.unwrap_or(Region::new(0, 0, width, height));
+        if !crop.fits(width, height) {
+            return Err(CpuConvertError::CropOutOfBounds {
+                crop,
+                width,
+                height,
+            });
+        }
+        let placed = input.place(crop)?;
+        let (hs, vs) = format.subsampling();
+        if crop.x % hs != 0 || crop.width % hs != 0 || crop.y % vs != 0 || crop.height % vs != 0 {
+            // The tensor layer's typed error names the misaligned crop.
+            src.view(crop)?;
+        }
+        let bbox = bounding_box(&placed, crop, (hs, vs));
+        let viewed;
+        let bbox_src = if bbox == Region::new(0, 0, width, height) {
+            src
+        } else {
+            viewed = src.view(bbox)?;
+            &viewed
+        };
+        rgb::to_rgb(
+            bbox_src,
+            (bbox.width, bbox.height),
+            format,
+            color,
+            &mut self.rgb,
+            &mut self.tail,
+        )?;
+        self.resample(&placed, bbox)?;
+        let pad = match input.fit_mode() {
+            Fit::Letterbox { pad } => pad,
+            _ => [0; 3],
+        };
+        match dst {
+            TensorDyn::U8(t) => self.store(t, input, &placed, pad, batch_index),
+            TensorDyn::I8(t) => self.store(t, input, &placed, pad, batch_index),
+            TensorDyn::F16(t) => self.store(t, input, &placed, pad, batch_index),
+            TensorDyn::F32(t) => self.store(t, input, &placed, pad, batch_index),
+            _ => Err(CpuConvertError::DestinationDType {
+                expected: input.element_type(),
+                actual: dst.dtype(),
+            }),
+        }?;
+        Ok(placed)
+    }
+
+    /// Stage 2: the fit's source rectangle of `self.rgb` (which holds `bbox`)
+    /// widened to 16 bits and resampled to the fit's target size into
+    /// `self.resized`.
+    fn resample(&mut self, placed: &FitPlacement, bbox: Region) -> Result<(), CpuConvertError> {
+        let lib = |e: &dyn std::fmt::Display| CpuConvertError::Library {
+            stage: "resize",
+            message: e.to_string(),
+        };
+        let size = |v: usize| u32::try_from(v).map_err(|e| lib(&e));
+        self.wide.clear();
+        self.wide.extend(
+            self.rgb
+                .chunks_exact(3)
+                .map(|p| U16x3::new([p[0], p[1], p[2]].map(|c| u16::from(c) * 257))),
+        );
+        let (tw, th) = (placed.target.width, placed.target.height);
+        self.resized.resize(tw * th, U16x3::new([0; 3]));
+        let from = TypedImageRef::new(size(bbox.width)?, size(bbox.height)?, &self.wide)
+            .map_err(|e| lib(&e))?;
+        let mut to = TypedImage::from_pixels_slice(size(tw)?, size(th)?, &mut self.resized)
+            .map_err(|e| lib(&e))?;
+        let s = &placed.source;
+        let options = ResizeOptions::new()
+            .resize_alg(ResizeAlg::Interpolation(FilterType::Bilinear))
+            .crop(s.x - bbox.x as f64, s.y - bbox.y as f64, s.width, s.height);
+        self.resizer
+            .resize_typed(&from, &mut to, &options)
+            .map_err(|e| lib(&e))
+    }
+
+    /// Stage 3 into batch element `batch_index` of `dst`.
+    fn store<T: Element + OutElem>(
+        &self,
+        dst: &Tensor<T>,
+        input: &ModelInput,
+        placed: &FitPlacement,
+        pad: [u8; 3],
+        batch_index: usize,
+    ) -> Result<(), CpuConvertError> {
+        let element = dst.batch(batch_index)?;
+        let mut map = element.map_write()?;
+        let (w, h) = (input.width(), input.height());
+        let e = std::mem::size_of::<T>();
+        let packed = match input.layout() {
+            super::ModelLayout::Nchw => [h * w * e, w * e, e],
+            super::ModelLayout::Nhwc => [w * 3 * e, 3 * e, e],
+        };
+        match map.strides_bytes() {
+            Some(s) if s == packed => {}
+            other => {
+                return Err(CpuConvertError::DestinationNotPacked {
+                    strides: other.map(<[usize]>::to_vec).unwrap_or_default(),
+                })
+            }
+        }
+        let tables = Tables::<T>::new(input, pad);
+        write::write(
+            &mut map[..3 * w * h],
+            input.layout(),
+            (w, h),
+            placed.target,
+            &self.resized,
+            &tables,
+        );
+        map.finish()?;
+        Ok(())
+    }
+}
+
+/// `dst` must be the model input's tensor and `batch_index` one of its images.
+fn check_destination(
+    input: &ModelInput,
+    dst: &TensorDyn,
+    batch_index: usize,
+) -> Result<(), CpuConvertError> {
+    if dst.dtype() != input.element_type() {
+        return Err(CpuConvertError::DestinationDType {
+            expected: input.element_type(),
+            actual: dst.dtype(),
+        });
+    }
+    if dst.shape() != input.shape() {
+        return Err(CpuConvertError::DestinationShape {
+            expected: input.shape(),
+            actual: dst.shape().to_vec(),
+        });
+    }
+    if batch_index >= input.batch_size() {
+        return Err(CpuConvertError::BatchIndex {
+            index: batch_index,
+            batch: input.batch_size(),
+        });
+    }
+    Ok(())
+}
+
+/// One conversion with a fresh [`CpuPreprocessor`] (its buffers are dropped
+/// after the call; keep a `CpuPreprocessor` for a stream of frames).
+///
+/// # Errors
+/// As [`CpuPreprocessor::convert`].
+pub fn convert_cpu(
+    src: &Tensor<u8>,
+    crop: Option<Region>,
+    color: ColorSpec,
+    input: &ModelInput,
+    dst: &TensorDyn,
+    batch_index: usize,
+) -> Result<FitPlacement, CpuConvertError> {
+    CpuPreprocessor::new().convert(src, crop, color, input, dst, batch_index)
+}

@@ -1,0 +1,455 @@
+//! The CPU model-input path (`CpuPreprocessor`) against the plain f64
+//! reference in `common/model_ref.rs`: every source format, both layouts,
+//! every dtype, each fit, odd sizes, padded strides, views, split planes,
+//! batch elements, BGR, quantization; its typed errors; and its allocations
+//! per frame in steady state.
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/model_ref.rs"]
+mod model_ref;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use model_ref::{read_element, reference_model_input};
+use zerocam_gpu::{
+    convert_cpu, ChannelOrder, ColorSpec, CpuConvertError, CpuPreprocessor, Fit, Matrix,
+    ModelInput, ModelInputError, ModelLayout, Range,
+};
+use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
+
+/// Counts this thread's allocations (tests run on their own threads).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The CPU path's formats.
+const FORMATS: [PixelFormat; 9] = [
+    PixelFormat::Nv12,
+    PixelFormat::Nv16,
+    PixelFormat::Yuyv,
+    PixelFormat::Uyvy,
+    PixelFormat::Rgb,
+    PixelFormat::Bgr,
+    PixelFormat::Rgba,
+    PixelFormat::Bgra,
+    PixelFormat::Grey,
+];
+
+/// A busy deterministic sample (edges everywhere): the full 0..=255 range for
+/// RGB and grey, the legal limited range 16..=235 for YUV (yuvutils-rs reads
+/// luma below 16 as 16 in limited range: see `model::cpu`).
+fn sample(format: PixelFormat, plane: usize, row: usize, col: usize) -> u8 {
+    let raw = (col * 37 + row * 91 + col * row * 3 + plane * 50) % 256;
+    let yuv = matches!(
+        format,
+        PixelFormat::Nv12 | PixelFormat::Nv16 | PixelFormat::Yuyv | PixelFormat::Uyvy
+    );
+    (if yuv { 16 + raw * 219 / 255 } else { raw }) as u8
+}
+
+/// A `w`x`h` picture of `format` whose rows are `pad` bytes longer than needed.
+fn picture(format: PixelFormat, w: usize, h: usize, pad: usize) -> Tensor<u8> {
+    let stride = w * format.samples_per_pixel() + pad;
+    let layout = ImageLayout::new(w, h, format).with_row_stride(stride);
+    let t = Tensor::<u8>::builder_image(layout)
+        .memory(TensorMemory::Mem)
+        .build()
+        .unwrap();
+    fill(&t);
+    t
+}
+
+fn fill(t: &Tensor<u8>) {
+    let format = t.format().unwrap();
+    for i in 0..format.plane_count() {
+        let p = t.plane(i).unwrap();
+        let mut m = p.map().unwrap();
+        let mut v = m.view_mut().unwrap();
+        let n = v.ndim();
+        for (idx, s) in v.indexed_iter_mut() {
+            *s = sample(format, i, idx[n - 2], idx[n - 1]);
+        }
+    }
+}
+
+/// A source size with even sides where the format subsamples.
+fn size_for(format: PixelFormat, w: usize, h: usize) -> (usize, usize) {
+    let (hs, vs) = format.subsampling();
+    (w / hs * hs, h / vs * vs)
+}
+
+fn integer(input: &ModelInput) -> bool {
+    matches!(input.element_type(), DType::U8 | DType::I8)
+}
+
+/// Converts with a fresh destination and compares batch element `n` with
+/// the reference; returns the destination.
+fn check(
+    src: &Tensor<u8>,
+    crop: Option<Region>,
+    color: ColorSpec,
+    input: &ModelInput,
+    n: usize,
+) -> TensorDyn {
+    let dst = TensorDyn::new(
+        &input.shape(),
+        input.element_type(),
+        Some(TensorMemory::Mem),
+        None,
+    )
+    .unwrap();
+    let placed = convert_cpu(src, crop, color, input, &dst, n).unwrap();
+    let full = Region::new(0, 0, src.width().unwrap(), src.height().unwrap());
+    let (want_placed, want) = reference_model_input(src, input, crop.unwrap_or(full), color);
+    assert_eq!(placed, want_placed);
+    let got = read_element(&dst, n);
+    let tolerance = if integer(input) { 1.0 } else { 0.02 };
+    let (worst, at) = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).abs())
+        .enumerate()
+        .fold(
+            (0.0f64, 0),
+            |(m, i), (j, d)| if d > m { (d, j) } else { (m, i) },
+        );
+    assert!(
+        worst <= tolerance,
+        "{:?} {src:?}: element {at}: got {} want {} (off by {worst}) for {input:?}",
+        src.format(),
+        got[at],
+        want[at],
+    );
+    dst
+}
+
+/// The model inputs every format is checked with: each dtype (floats with
+/// ImageNet mean/std, integers plain) in both layouts and each fit.
+fn inputs(w: usize, h: usize) -> Vec<ModelInput> {
+    let fits = [
+        Fit::Stretch,
+        Fit::Crop,
+        Fit::Letterbox {
+            pad: [114, 20, 240],
+        },
+    ];
+    let mut out = Vec::new();
+    for dtype in [DType::U8, DType::I8, DType::F16, DType::F32] {
+        for layout in [ModelLayout::Nchw, ModelLayout::Nhwc] {
+            for fit in fits {
+                let mut i = ModelInput::new(w, h)
+                    .unwrap()
+                    .dtype(dtype)
+                    .unwrap()
+                    .with_layout(layout)
+                    .fit(fit);
+                if !matches!(dtype, DType::U8 | DType::I8) {
+                    i = i
+                        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+                        .unwrap();
+                }
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_format_dtype_layout_and_fit_matches_the_reference() {
+    for format in FORMATS {
+        let (w, h) = size_for(format, 37, 23);
+        let src = picture(format, w, h, 6);
+        // Odd model sizes, down (19x13) and up (45x31) from the source.
+        for input in inputs(19, 13).iter().chain(&inputs(45, 31)) {
+            check(&src, None, ColorSpec::default(), input, 0);
+        }
+    }
+}
+
+#[test]
+fn every_color_spec_matches_the_reference() {
+    let input = ModelInput::new(21, 17).unwrap();
+    for format in [
+        PixelFormat::Nv12,
+        PixelFormat::Nv16,
+        PixelFormat::Yuyv,
+        PixelFormat::Uyvy,
+    ] {
+        let src = picture(format, 40, 30, 0);
+        for matrix in [Matrix::Bt601, Matrix::Bt709] {
+            for range in [Range::Limited, Range::Full] {
+                check(&src, None, ColorSpec::new(matrix, range), &input, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn crops_views_split_planes_and_batch_elements_match_the_reference() {
+    let input = ModelInput::new(16, 12)
+        .unwrap()
+        .dtype(DType::U8)
+        .unwrap()
+        .fit(Fit::Crop);
+    let color = ColorSpec::new(Matrix::Bt709, Range::Limited);
+    for format in FORMATS {
+        let frame = picture(format, 64, 48, 10);
+        // A crop argument, a view as the source, and a crop of a view.
+        check(&frame, Some(Region::new(6, 4, 30, 20)), color, &input, 0);
+        let view = frame.view(Region::new(8, 6, 40, 32)).unwrap();
+        check(&view, None, color, &input, 0);
+        check(&view, Some(Region::new(2, 2, 20, 26)), color, &input, 0);
+        // Element 1 of a batch of frames.
+        let layout = ImageLayout::new(30, 20, format).with_batch(2);
+        let batch = Tensor::<u8>::builder_image(layout)
+            .memory(TensorMemory::Mem)
+            .build()
+            .unwrap();
+        fill(&batch);
+        check(&batch.batch(1).unwrap(), None, color, &input, 0);
+    }
+    // NV12M: luma and chroma in two buffers, each with its own padded stride.
+    let (w, h) = (36, 22);
+    let y = Tensor::<u8>::new(&[h, w + 12], Some(TensorMemory::Mem), None).unwrap();
+    let uv = Tensor::<u8>::new(&[h / 2, w + 4], Some(TensorMemory::Mem), None).unwrap();
+    let (y, uv) = (
+        y.view(Region::new(0, 0, w, h)).unwrap(),
+        uv.view(Region::new(0, 0, w, h / 2)).unwrap(),
+    );
+    let nv12m = Tensor::from_planes(y, uv, PixelFormat::Nv12).unwrap();
+    assert_eq!(nv12m.plane_count(), 2);
+    fill(&nv12m);
+    check(&nv12m, None, color, &input, 0);
+    check(&nv12m, Some(Region::new(4, 2, 20, 16)), color, &input, 0);
+}
+
+#[test]
+fn a_batch_element_leaves_the_others_alone() {
+    let input = ModelInput::new(9, 7)
+        .unwrap()
+        .batch(3)
+        .unwrap()
+        .with_layout(ModelLayout::Nhwc);
+    let src = picture(PixelFormat::Nv12, 20, 14, 2);
+    let dst = check(&src, None, ColorSpec::default(), &input, 2);
+    for n in 0..2 {
+        assert!(
+            read_element(&dst, n).iter().all(|v| *v == 0.0),
+            "element {n}"
+        );
+    }
+}
+
+#[test]
+fn bgr_quantization_and_letterbox_bars() {
+    let pad = [114, 20, 240];
+    let mobilenet = ModelInput::new(24, 24)
+        .unwrap()
+        .dtype(DType::U8)
+        .unwrap()
+        .mean_std([0.5; 3], [0.5; 3])
+        .unwrap()
+        .quantization(1.0 / 128.0, 128)
+        .unwrap();
+    let int8 = ModelInput::new(24, 24)
+        .unwrap()
+        .dtype(DType::I8)
+        .unwrap()
+        .quantization(1.0 / 255.0, -128)
+        .unwrap();
+    let src = picture(PixelFormat::Yuyv, 50, 20, 4);
+    for base in [mobilenet, int8] {
+        for layout in [ModelLayout::Nchw, ModelLayout::Nhwc] {
+            for channels in [ChannelOrder::Rgb, ChannelOrder::Bgr] {
+                let input = base
+                    .clone()
+                    .with_layout(layout)
+                    .with_channels(channels)
+                    .fit(Fit::Letterbox { pad });
+                let dst = check(&src, None, ColorSpec::default(), &input, 0);
+                // Row 0 is a bar (50x20 into 24x24 leaves 7 rows above).
+                let want = input.pad_values(pad).map(f64::from);
+                let got = read_element(&dst, 0);
+                let first = match layout {
+                    ModelLayout::Nchw => [got[0], got[24 * 24], got[2 * 24 * 24]],
+                    ModelLayout::Nhwc => [got[0], got[1], got[2]],
+                };
+                assert_eq!(first, want, "{input:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_destinations_are_typed_errors() {
+    let input = ModelInput::new(8, 8).unwrap().batch(2).unwrap();
+    let src = picture(PixelFormat::Nv12, 16, 16, 0);
+    let mem = Some(TensorMemory::Mem);
+    let color = ColorSpec::default();
+    let wrong_dtype = TensorDyn::new(&input.shape(), DType::U8, mem, None).unwrap();
+    assert!(matches!(
+        convert_cpu(&src, None, color, &input, &wrong_dtype, 0),
+        Err(CpuConvertError::DestinationDType {
+            expected: DType::F32,
+            actual: DType::U8
+        })
+    ));
+    let wrong_shape = TensorDyn::new(&[2, 8, 8, 3], DType::F32, mem, None).unwrap();
+    match convert_cpu(&src, None, color, &input, &wrong_shape, 0) {
+        Err(CpuConvertError::DestinationShape { expected, actual }) => {
+            assert_eq!((expected, actual), ([2, 3, 8, 8], vec![2, 8, 8, 3]));
+        }
+        other => panic!("{other:?}"),
+    }
+    let dst = TensorDyn::new(&input.shape(), DType::F32, mem, None).unwrap();
+    assert!(matches!(
+        convert_cpu(&src, None, color, &input, &dst, 2),
+        Err(CpuConvertError::BatchIndex { index: 2, batch: 2 })
+    ));
+    let f64_dst = TensorDyn::new(&input.shape(), DType::F64, mem, None).unwrap();
+    assert!(convert_cpu(&src, None, color, &input, &f64_dst, 0).is_err());
+}
+
+#[test]
+fn bad_sources_and_crops_are_typed_errors() {
+    let input = ModelInput::new(8, 8).unwrap();
+    let mem = Some(TensorMemory::Mem);
+    let color = ColorSpec::default();
+    let dst = TensorDyn::new(&input.shape(), DType::F32, mem, None).unwrap();
+    let array = Tensor::<u8>::new(&[16, 16], mem, None).unwrap();
+    assert!(matches!(
+        convert_cpu(&array, None, color, &input, &dst, 0),
+        Err(CpuConvertError::UnsupportedSource { format: None })
+    ));
+    let planar = Tensor::<u8>::image(16, 16, PixelFormat::PlanarRgb, mem).unwrap();
+    assert!(matches!(
+        convert_cpu(&planar, None, color, &input, &dst, 0),
+        Err(CpuConvertError::UnsupportedSource {
+            format: Some(PixelFormat::PlanarRgb)
+        })
+    ));
+    let layout = ImageLayout::new(16, 16, PixelFormat::Rgb).with_batch(2);
+    let batch = Tensor::<u8>::builder_image(layout)
+        .memory(TensorMemory::Mem)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        convert_cpu(&batch, None, color, &input, &dst, 0),
+        Err(CpuConvertError::BatchedSource { frames: 2 })
+    ));
+    let nv12 = picture(PixelFormat::Nv12, 16, 16, 0);
+    assert!(matches!(
+        convert_cpu(&nv12, Some(Region::new(0, 0, 0, 8)), color, &input, &dst, 0),
+        Err(CpuConvertError::Model(ModelInputError::ZeroSize {
+            width: 0,
+            height: 8
+        }))
+    ));
+    assert!(matches!(
+        convert_cpu(
+            &nv12,
+            Some(Region::new(10, 0, 8, 8)),
+            color,
+            &input,
+            &dst,
+            0
+        ),
+        Err(CpuConvertError::CropOutOfBounds {
+            width: 16,
+            height: 16,
+            ..
+        })
+    ));
+    assert!(matches!(
+        convert_cpu(&nv12, Some(Region::new(1, 0, 8, 8)), color, &input, &dst, 0),
+        Err(CpuConvertError::Tensor(
+            zerocam_tensor::Error::RegionNotAligned { .. }
+        ))
+    ));
+    let thin = ModelInput::new(8, 8)
+        .unwrap()
+        .fit(Fit::Letterbox { pad: [0; 3] });
+    let wide = picture(PixelFormat::Rgb, 400, 2, 0);
+    assert!(matches!(
+        convert_cpu(&wide, None, color, &thin, &dst, 0),
+        Err(CpuConvertError::Model(
+            ModelInputError::LetterboxTooSmall { .. }
+        ))
+    ));
+}
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+/// Allocations of one steady-state conversion of a `w`x`h` frame of `format`
+/// to a 64x48 f32 input (after two warm-up frames), twice.
+fn steady_allocations(format: PixelFormat, w: usize, h: usize) -> [usize; 2] {
+    let input = ModelInput::new(64, 48)
+        .unwrap()
+        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+        .unwrap()
+        .fit(Fit::Crop);
+    let src = picture(format, w, h, 8);
+    let dst = TensorDyn::new(&input.shape(), DType::F32, Some(TensorMemory::Mem), None).unwrap();
+    let mut pre = CpuPreprocessor::new();
+    let color = ColorSpec::default();
+    let mut frame = || {
+        let before = allocations();
+        pre.convert(&src, None, color, &input, &dst, 0).unwrap();
+        allocations() - before
+    };
+    frame();
+    frame();
+    [frame(), frame()]
+}
+
+/// zerocam's own code allocates nothing per frame in steady state: the
+/// scratch buffers grow once and tensor views, plane maps and the
+/// destination map allocate nothing. What remains is `fast_image_resize`
+/// 6.1, which rebuilds its coefficient tables on every call: one `Vec` per
+/// output column and per output row plus a handful (64 + 48 + 7 here),
+/// whatever the source's format or size.
+#[test]
+fn steady_state_allocations_per_frame() {
+    let library = 64 + 48 + 8;
+    for format in FORMATS {
+        let small = steady_allocations(format, 128, 72);
+        let large = steady_allocations(format, 320, 240);
+        println!("{format:?}: {small:?} per frame at 128x72, {large:?} at 320x240");
+        assert_eq!(small[0], small[1], "{format:?}: allocations grow");
+        assert_eq!(
+            small, large,
+            "{format:?}: allocations depend on the source size"
+        );
+        assert!(
+            small[0] <= library,
+            "{format:?}: {small:?} allocations per frame"
+        );
+    }
+}
