@@ -17,10 +17,9 @@
 //!   camera buffers make B imports however many frames flow; a destination view
 //!   (a batch element, a tile) is a viewport of its parent's one render target.
 //! - [`CpuPreprocessor`] (and [`convert_cpu`]) makes a [`ModelInput`] on the
-//!   CPU, without EGL: YUV → RGB with `yuvutils-rs`, bilinear resampling with
-//!   half-pixel centres with `fast_image_resize` (both SIMD, NEON on aarch64),
-//!   then normalization, quantization and layout in one pass into the mapped
-//!   destination.
+//!   CPU, without EGL: YUV → RGB with `yuvutils-rs` (SIMD, NEON on aarch64),
+//!   then bilinear resampling with half-pixel centres, normalization,
+//!   quantization and layout row by row into the mapped destination.
 //! - A job that panics on the GL thread poisons the [`Gpu`]: its caller and
 //!   every later call that would use the GL context get
 //!   [`GpuError::Poisoned`] naming the job and the panic's message (never a

@@ -4,30 +4,26 @@
 //! 1. the source pixels the fit samples (its bounding box, clamped to the
 //!    crop) to packed 8-bit RGB (`yuvutils-rs`, SIMD);
 //! 2. bilinear resampling with half-pixel centres of the fit's (fractional)
-//!    source rectangle to the fit's target size (`fast_image_resize`'s
-//!    fixed-kernel `Interpolation(Bilinear)`, SIMD; edges clamp to the crop),
-//!    on 16-bit samples (`p * 257`): its separable passes round after each
-//!    pass, which on 8-bit samples adds up to 1.5 steps and breaks the 0.02
-//!    bound of normalized outputs; on 16-bit it is 1/257 of a step;
-//! 3. normalization, quantization, channel order and layout in one pass over
-//!    those pixels, written straight into the mapped destination.
+//!    source rectangle, one output row at a time in f32, edges clamped to
+//!    the crop (`bilinear`: why not `fast_image_resize` is there);
+//! 3. normalization, quantization, channel order and layout of each row as
+//!    it is made, written straight into the mapped destination.
 //!
 //! Chroma of 4:2:x sources is the nearest sample (each Cb/Cr pair covers its
 //! two or four pixels); every pixel is converted to RGB before resampling.
 
+mod bilinear;
 mod error;
 mod rgb;
 mod write;
 
 pub use error::CpuConvertError;
 
-use fast_image_resize::images::{TypedImage, TypedImageRef};
-use fast_image_resize::pixels::U16x3;
-use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use zerocam_tensor::{Element, Region, Tensor, TensorDyn};
 
 use super::{Fit, FitPlacement, ModelInput};
 use crate::ColorSpec;
+use bilinear::Resampler;
 use write::{OutElem, Tables};
 
 /// Converts frames to model inputs on the CPU, keeping its scratch buffers
@@ -50,9 +46,7 @@ use write::{OutElem, Tables};
 pub struct CpuPreprocessor {
     rgb: Vec<u8>,
     tail: Vec<u8>,
-    wide: Vec<U16x3>,
-    resized: Vec<U16x3>,
-    resizer: Resizer,
+    resampler: Resampler,
 }
 
 impl Default for CpuPreprocessor {
@@ -65,7 +59,7 @@ impl std::fmt::Debug for CpuPreprocessor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CpuPreprocessor")
             .field("rgb_capacity", &self.rgb.capacity())
-            .field("resized_capacity", &self.resized.capacity())
+            .field("resampler", &self.resampler)
             .finish()
     }
 }
@@ -93,9 +87,7 @@ impl CpuPreprocessor {
         CpuPreprocessor {
             rgb: Vec::new(),
             tail: Vec::new(),
-            wide: Vec::new(),
-            resized: Vec::new(),
-            resizer: Resizer::new(),
+            resampler: Resampler::default(),
         }
     }
 
@@ -175,7 +167,7 @@ impl CpuPreprocessor {
             &mut self.rgb,
             &mut self.tail,
         )?;
-        self.resample(&placed, bbox)?;
+        self.resampler.prepare(&placed, bbox);
         let pad = match input.fit_mode() {
             Fit::Letterbox { pad } => pad,
             _ => [0; 3],
@@ -193,39 +185,9 @@ impl CpuPreprocessor {
         Ok(placed)
     }
 
-    /// Stage 2: the fit's source rectangle of `self.rgb` (which holds `bbox`)
-    /// widened to 16 bits and resampled to the fit's target size into
-    /// `self.resized`.
-    fn resample(&mut self, placed: &FitPlacement, bbox: Region) -> Result<(), CpuConvertError> {
-        let lib = |e: &dyn std::fmt::Display| CpuConvertError::Library {
-            stage: "resize",
-            message: e.to_string(),
-        };
-        let size = |v: usize| u32::try_from(v).map_err(|e| lib(&e));
-        self.wide.clear();
-        self.wide.extend(
-            self.rgb
-                .chunks_exact(3)
-                .map(|p| U16x3::new([p[0], p[1], p[2]].map(|c| u16::from(c) * 257))),
-        );
-        let (tw, th) = (placed.target.width, placed.target.height);
-        self.resized.resize(tw * th, U16x3::new([0; 3]));
-        let from = TypedImageRef::new(size(bbox.width)?, size(bbox.height)?, &self.wide)
-            .map_err(|e| lib(&e))?;
-        let mut to = TypedImage::from_pixels_slice(size(tw)?, size(th)?, &mut self.resized)
-            .map_err(|e| lib(&e))?;
-        let s = &placed.source;
-        let options = ResizeOptions::new()
-            .resize_alg(ResizeAlg::Interpolation(FilterType::Bilinear))
-            .crop(s.x - bbox.x as f64, s.y - bbox.y as f64, s.width, s.height);
-        self.resizer
-            .resize_typed(&from, &mut to, &options)
-            .map_err(|e| lib(&e))
-    }
-
     /// Stage 3 into batch element `batch_index` of `dst`.
     fn store<T: Element + OutElem>(
-        &self,
+        &mut self,
         dst: &Tensor<T>,
         input: &ModelInput,
         placed: &FitPlacement,
@@ -254,7 +216,7 @@ impl CpuPreprocessor {
             input.layout(),
             (w, h),
             placed.target,
-            &self.resized,
+            (&mut self.resampler, &self.rgb),
             &tables,
         );
         map.finish()?;

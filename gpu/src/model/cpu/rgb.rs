@@ -22,7 +22,7 @@ pub(super) fn reads(format: PixelFormat) -> bool {
 fn plane(t: &Tensor<u8>, i: usize) -> Result<(TensorMap<u8, ReadOnly>, usize), CpuConvertError> {
     let map = t.plane(i)?.map_read()?;
     let stride = map.strides_bytes().and_then(|s| s.first().copied());
-    let stride = stride.ok_or(CpuConvertError::Library {
+    let stride = stride.ok_or_else(|| CpuConvertError::Library {
         stage: "plane map",
         message: format!("plane {i} has no row stride"),
     })?;

@@ -1,12 +1,13 @@
 //! Stage 3 of the CPU path: normalization, quantization, channel order and
-//! layout in one pass over the resized RGB pixels (16-bit, `p * 257`),
-//! straight into the mapped destination: per element the multiply-add of
-//! [`ModelInput::affine`], then for integer types the rounding (half away
-//! from zero) and clamping of [`ModelInput::pad_values`]. No float image
-//! exists in between.
+//! layout in one pass over the resampled RGB pixels, one row at a time as
+//! stage 2 makes them, straight into the mapped destination: per element the
+//! multiply-add of [`ModelInput::affine`], then for integer types the
+//! rounding (half away from zero) and clamping of
+//! [`ModelInput::pad_values`]. No float image exists in between.
 
-use fast_image_resize::pixels::U16x3;
 use zerocam_tensor::{f16, Region};
+
+use super::bilinear::Resampler;
 
 use crate::model::{ChannelOrder, ModelInput, ModelLayout};
 
@@ -50,8 +51,7 @@ impl OutElem for f32 {
     }
 }
 
-/// Each output channel's multiply-add on 16-bit samples, the RGB channel it
-/// reads, and the pad.
+/// Each output channel's multiply-add, the RGB channel it reads, and the pad.
 pub(super) struct Tables<T> {
     gain: [f32; 3],
     bias: [f32; 3],
@@ -63,7 +63,7 @@ impl<T: OutElem> Tables<T> {
     pub(super) fn new(input: &ModelInput, pad_rgb: [u8; 3]) -> Tables<T> {
         let affine = input.affine();
         Tables {
-            gain: affine.map(|(g, _)| g / 257.0),
+            gain: affine.map(|(g, _)| g),
             bias: affine.map(|(_, b)| b),
             source_channel: match input.channels() {
                 ChannelOrder::Rgb => [0, 1, 2],
@@ -74,37 +74,41 @@ impl<T: OutElem> Tables<T> {
     }
 
     #[inline]
-    fn value(&self, k: usize, px: &U16x3) -> T {
-        T::from_value(f32::from(px.0[self.source_channel[k]]) * self.gain[k] + self.bias[k])
+    fn value(&self, k: usize, px: &[f32]) -> T {
+        T::from_value(px[self.source_channel[k]] * self.gain[k] + self.bias[k])
     }
 }
 
 /// Writes one model image (`3 * width * height` elements of `dst`) in
-/// `layout`: `rgb` (`target.width`x`target.height` pixels) fills `target`,
-/// the pad fills the rest.
+/// `layout`: the rows `resampler` makes from `rgb` fill `target`, the pad
+/// fills the rest.
 pub(super) fn write<T: OutElem>(
     dst: &mut [T],
     layout: ModelLayout,
     (width, height): (usize, usize),
     target: Region,
-    rgb: &[U16x3],
+    (resampler, rgb): (&mut Resampler, &[u8]),
     t: &Tables<T>,
 ) {
     let rows = target.y..target.y + target.height;
     let cols = target.x..target.x + target.width;
-    let src_row = |row: usize| &rgb[(row - target.y) * target.width..][..target.width];
     match layout {
         ModelLayout::Nchw => {
-            for (k, plane) in dst.chunks_exact_mut(width * height).take(3).enumerate() {
-                let pad = t.pad[k];
-                for (row, line) in plane.chunks_exact_mut(width).enumerate() {
-                    if !rows.contains(&row) {
-                        line.fill(pad);
-                        continue;
+            let plane = width * height;
+            for row in 0..height {
+                let line = |k: usize| k * plane + row * width..k * plane + (row + 1) * width;
+                if !rows.contains(&row) {
+                    for k in 0..3 {
+                        dst[line(k)].fill(t.pad[k]);
                     }
-                    line[..cols.start].fill(pad);
-                    line[cols.end..].fill(pad);
-                    for (o, px) in line[cols.clone()].iter_mut().zip(src_row(row)) {
+                    continue;
+                }
+                let pixels = resampler.row(rgb, row - target.y);
+                for k in 0..3 {
+                    let out = &mut dst[line(k)];
+                    out[..cols.start].fill(t.pad[k]);
+                    out[cols.end..].fill(t.pad[k]);
+                    for (o, px) in out[cols.clone()].iter_mut().zip(pixels.chunks_exact(3)) {
                         *o = t.value(k, px);
                     }
                 }
@@ -123,9 +127,10 @@ pub(super) fn write<T: OutElem>(
                 }
                 pad_px(&mut line[..cols.start * 3]);
                 pad_px(&mut line[cols.end * 3..]);
+                let pixels = resampler.row(rgb, row - target.y);
                 for (o, px) in line[cols.start * 3..cols.end * 3]
                     .chunks_exact_mut(3)
-                    .zip(src_row(row))
+                    .zip(pixels.chunks_exact(3))
                 {
                     o[0] = t.value(0, px);
                     o[1] = t.value(1, px);
