@@ -11,6 +11,14 @@
 //!
 //! Chroma of 4:2:x sources is the nearest sample (each Cb/Cr pair covers its
 //! two or four pixels); every pixel is converted to RGB before resampling.
+//! (The GPU path resamples the planes, then converts: on smooth chroma the
+//! two agree within the tests' bounds; on chroma edges they may not.)
+//!
+//! One known difference from [`ColorSpec`]'s equations: in limited range,
+//! `yuvutils-rs` 0.8 reads luma below 16 ("footroom", below black) as 16,
+//! so such pixels come out up to ~20 steps brighter in a channel that the
+//! chroma lifts above 0. Luma in 16..=255 and every chroma value follow the
+//! equations within one step.
 
 mod bilinear;
 mod error;
