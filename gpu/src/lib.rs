@@ -45,8 +45,11 @@ mod color;
 mod error;
 mod import;
 mod model;
+mod model_plan;
 mod plan;
 
+#[cfg(feature = "gl")]
+mod convert_model;
 #[cfg(feature = "gl")]
 mod egl;
 #[cfg(feature = "fault-injection")]
