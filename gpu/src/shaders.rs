@@ -20,6 +20,9 @@ void main() {
 /// How the source is sampled when the GPU sees its planes as textures
 /// (memory, shared memory and PBO sources, uploaded each frame).
 const SAMPLE_PLANES: &str = "
+// highp: samplers default to lowp, which drivers may run in 16-bit floats
+// (Mesa does: 11 bits of mantissa, a tenth of an 8-bit step at 255).
+precision highp sampler2D;
 uniform sampler2D u_tex0;
 uniform sampler2D u_tex1;
 // KIND: 0 RGB(A) texture, 1 grey, 2 NV12/NV16 (Y = tex0.r, CbCr = tex1.rg),
@@ -68,7 +71,7 @@ vec3 sample_rgb(vec2 uv) {
 /// How an imported dma-buf is sampled: the driver converts YUV to RGB
 /// (colour space and range from the import's hints).
 const SAMPLE_EXTERNAL: &str = "
-uniform samplerExternalOES u_tex0;
+uniform highp samplerExternalOES u_tex0;
 
 vec3 sample_rgb(vec2 uv) {
 #if KIND == 1

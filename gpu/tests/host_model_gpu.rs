@@ -148,6 +148,31 @@ fn every_element_type_and_layout_matches_the_reference() {
 }
 
 #[test]
+fn a_one_to_one_copy_rounds_to_nearest_exactly() {
+    // Same size, no resampling: every sample is a source byte, so integer
+    // outputs must equal the rounded f64 values exactly (rounding down
+    // instead would be off by up to one step, inside the general tolerance).
+    let gpu = Gpu::new().unwrap();
+    let src = frame(PixelFormat::Rgb, 32, 16, None);
+    let opts = ConvertOptions::default();
+    let u8q = input(32, 16, DType::U8, ModelLayout::Nhwc)
+        .mean_std([0.5; 3], [0.5; 3])
+        .unwrap()
+        .quantization(1.0 / 128.0, 128)
+        .unwrap();
+    let i8q = input(32, 16, DType::I8, ModelLayout::Nchw)
+        .quantization(1.0 / 200.0, -100)
+        .unwrap();
+    for i in [u8q, i8q] {
+        let got = convert(&gpu, &src, &i, &opts);
+        let source = Source::new(&src, Matrix::Bt601, Range::Limited);
+        let want = expected(&i, &source, Region::new(0, 0, 32, 16), [0; 3]);
+        let (err, at) = max_error(&i, &got, &want);
+        assert_eq!(err, 0.0, "{i:?}: off at {at:?}");
+    }
+}
+
+#[test]
 fn stretch_crop_and_letterbox_in_rgb_and_bgr() {
     let gpu = Gpu::new().unwrap();
     let opts = ConvertOptions::default();
