@@ -251,6 +251,38 @@ fn crops_colour_specs_and_padded_strides() {
 }
 
 #[test]
+fn every_source_format_and_a_view_of_a_frame() {
+    let gpu = Gpu::new().unwrap();
+    let opts = ConvertOptions::default();
+    let i = input(20, 14, DType::F32, ModelLayout::Nhwc)
+        .mean_std(MEAN, STD)
+        .unwrap()
+        .fit(Fit::Letterbox { pad: [114; 3] });
+    for f in [
+        PixelFormat::Nv12,
+        PixelFormat::Nv16,
+        PixelFormat::Yuyv,
+        PixelFormat::Uyvy,
+        PixelFormat::Rgb,
+        PixelFormat::Bgr,
+        PixelFormat::Rgba,
+        PixelFormat::Bgra,
+        PixelFormat::Grey,
+    ] {
+        check(&gpu, &frame(f, 46, 30, None), &i, &opts);
+    }
+    // A view is a frame of its own: the reference reads the view's pixels,
+    // and the placement is in the view's pixels.
+    let whole = frame(PixelFormat::Nv12, 96, 64, None);
+    let view = whole.view(Region::new(20, 10, 50, 40)).unwrap();
+    let crop = input(16, 16, DType::U8, ModelLayout::Nchw).fit(Fit::Crop);
+    check(&gpu, &view, &crop, &opts);
+    let t = Tensor::<u8>::new(&crop.shape(), Some(TensorMemory::Mem), None).unwrap();
+    let placed = gpu.convert_model(&view, &t, &crop, &opts, 0).unwrap();
+    assert_eq!((placed.source.x, placed.source.width), (5.0, 40.0));
+}
+
+#[test]
 fn a_batch_element_is_written_alone_into_one_render_target() {
     let gpu = Gpu::new().unwrap();
     let i = input(32, 16, DType::F16, ModelLayout::Nchw)
