@@ -315,7 +315,7 @@ fn a_batch_element_is_written_alone_into_one_render_target() {
 }
 
 #[test]
-fn a_pbo_and_a_tensor_dyn_destination() {
+fn pbo_shared_memory_and_tensor_dyn_destinations() {
     let gpu = Gpu::new().unwrap();
     let src = frame(PixelFormat::Nv12, 64, 48, None);
     let i = input(16, 16, DType::F32, ModelLayout::Nchw).fit(Fit::Crop);
@@ -327,6 +327,10 @@ fn a_pbo_and_a_tensor_dyn_destination() {
     gpu.convert_model_dyn(&src, &dyn_mem, &i, &ConvertOptions::default(), 0)
         .unwrap();
     assert_eq!(values(&pbo, 0), values(&mem, 0));
+    let shm = Tensor::<f32>::new(&i.shape(), Some(TensorMemory::Shm), None).unwrap();
+    gpu.convert_model(&src, &shm, &i, &ConvertOptions::default(), 0)
+        .unwrap();
+    assert_eq!(values(&shm, 0), values(&mem, 0));
     let source = Source::new(&src, Matrix::Bt601, Range::Limited);
     let want = expected(&i, &source, Region::new(0, 0, 64, 48), [0; 3]);
     let (err, at) = max_error(&i, &values(&pbo, 0), &want);
