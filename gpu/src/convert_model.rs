@@ -92,3 +92,45 @@ impl Gpu {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::model::ModelLayout;
+    use zerocam_tensor::DType;
+
+    /// Every model writer compiles with every sampler, the external (dma-buf)
+    /// one included where the host's GL has it: the host never imports, so
+    /// only this test would see a shader that zink or a board would refuse.
+    #[test]
+    fn every_model_program_compiles() {
+        let gpu = Gpu::new().unwrap();
+        let external = gpu.info().image_external;
+        let compiled = gpu
+            .link()
+            .call("compile", move |st| -> Result<usize> {
+                let mut n = 0;
+                for dtype in crate::MODEL_DTYPES {
+                    for layout in [ModelLayout::Nchw, ModelLayout::Nhwc] {
+                        let code = crate::model_plan::pack_code(dtype, layout).unwrap();
+                        for kind in 0..5 {
+                            st.program(false, kind, code)?;
+                            n += 1;
+                        }
+                        if external {
+                            for kind in 0..2 {
+                                st.program(true, kind, code)?;
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+                Ok(n)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(compiled, if external { 56 } else { 40 });
+        assert!(crate::model_plan::pack_code(DType::U16, ModelLayout::Nchw).is_none());
+    }
+}
