@@ -10,6 +10,7 @@
 //! ```sh
 //! cargo build --release -p zerocam-gpu --example convert_bench
 //! tests/lab/run --egl -- target/release/examples/convert_bench 60
+//! tests/lab/run --egl -- target/release/examples/convert_bench 5 model  # model rows only
 //! ```
 //!
 //! Where there is no DMA heap or no dma-buf import (the host), only `upload`
@@ -155,6 +156,13 @@ fn main() {
     }
     let mem_dst = Tensor::<u8>::image(640, 640, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
     let mem_frames = ring(TensorMemory::Mem).unwrap();
+    if std::env::args().nth(2).as_deref() == Some("model") {
+        if let Some(frames) = &dma {
+            model_rows(&gpu, frames, ImportPolicy::Require, "cached", n);
+        }
+        model_rows(&gpu, &mem_frames, ImportPolicy::Never, "upload", n);
+        return;
+    }
     // Warm up: compile the programs, allocate the targets.
     run(&gpu, &mem_frames, &mem_dst, 3, ImportPolicy::Never, false);
     if let Some(frames) = &dma {
