@@ -16,6 +16,11 @@
 //!   [`BufferIdentity`](zerocam_tensor::BufferIdentity) and geometry, so B
 //!   camera buffers make B imports however many frames flow; a destination view
 //!   (a batch element, a tile) is a viewport of its parent's one render target.
+//! - [`Gpu::convert_model`] turns the same sources into a model's input
+//!   tensor as a [`ModelInput`] describes it: `u8`, `i8`, `f16` or `f32`,
+//!   NCHW or NHWC, mean/std or quantization, stretch, centre crop or
+//!   letterbox, RGB or BGR, one batch element at a time; the elements' bytes
+//!   are rendered as RGBA8 texels, so it runs on any GLES 3.0 driver.
 //! - A job that panics on the GL thread poisons the [`Gpu`]: its caller and
 //!   every later call that would use the GL context get
 //!   [`GpuError::Poisoned`] naming the job and the panic's message (never a
