@@ -10,15 +10,21 @@
 //! ```sh
 //! cargo build --release -p zerocam-gpu --example convert_bench
 //! tests/lab/run --egl -- target/release/examples/convert_bench 60
+//! tests/lab/run --egl -- target/release/examples/convert_bench 5 model  # model rows only
 //! ```
 //!
 //! Where there is no DMA heap or no dma-buf import (the host), only `upload`
 //! runs, and the first line says so.
+//!
+//! Then the model-input rows: the same frames to a 1x3x640x640 `f32` tensor,
+//! ImageNet mean/std, centre crop ([`Gpu::convert_model`]), into memory (read
+//! back) and into a PBO (timed with a CPU map of it, which waits for the
+//! GPU), uploaded or (with dma-bufs) imported.
 #![allow(clippy::unwrap_used)] // a benchmark: failing loudly is the point
 
 use std::time::{Duration, Instant};
 
-use zerocam_gpu::{ConvertOptions, Gpu, GpuStats, ImportPolicy};
+use zerocam_gpu::{ConvertOptions, Fit, Gpu, GpuStats, ImportPolicy, ModelInput};
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 const BUFFERS: usize = 4;
@@ -70,12 +76,63 @@ fn run(
     (times, delta)
 }
 
+/// Like [`run`], into a model input.
+fn run_model(
+    gpu: &Gpu,
+    frames: &[Tensor<u8>],
+    dst: &Tensor<f32>,
+    input: &ModelInput,
+    n: usize,
+    import: ImportPolicy,
+) -> (Vec<Duration>, GpuStats) {
+    let before = gpu.stats().unwrap();
+    let options = ConvertOptions {
+        import,
+        ..Default::default()
+    };
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let t0 = Instant::now();
+        gpu.convert_model(&frames[i % frames.len()], dst, input, &options, 0)
+            .unwrap();
+        if dst.memory() == TensorMemory::Pbo {
+            // A readback into a PBO may still be in flight: a consumer's map
+            // waits for it, so the row counts it.
+            drop(dst.map_read().unwrap());
+        }
+        times.push(t0.elapsed());
+    }
+    let after = gpu.stats().unwrap();
+    let mut delta = after;
+    delta.images.imports -= before.images.imports;
+    delta.images.hits -= before.images.hits;
+    delta.uploads -= before.uploads;
+    delta.readbacks -= before.readbacks;
+    times.sort();
+    (times, delta)
+}
+
+/// The model-input rows: f32 NCHW, ImageNet mean/std, centre crop.
+fn model_rows(gpu: &Gpu, frames: &[Tensor<u8>], import: ImportPolicy, name: &str, n: usize) {
+    let input = ModelInput::new(640, 640)
+        .unwrap()
+        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+        .unwrap()
+        .fit(Fit::Crop);
+    let mem = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+    let pbo = gpu.pbo_tensor::<f32>(&input.shape()).unwrap();
+    for (dst, label) in [(&mem, "f32 mem"), (&pbo, "f32 pbo+map")] {
+        run_model(gpu, frames, dst, &input, 3, import); // warm up
+        report(name, label, &run_model(gpu, frames, dst, &input, n, import));
+    }
+}
+
 fn report(name: &str, dst: &str, (times, s): &(Vec<Duration>, GpuStats)) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let median = times[times.len() / 2];
     let p90 = times[times.len() * 9 / 10];
     println!(
-        "{name:<9} -> {dst:<5}: median {:8.3} ms  p90 {:8.3} ms  ({} frames: {} imports, {} cache hits, {} uploads, {} readbacks)",
+        "{name:<9} -> {dst:<11}: median {:8.3} ms  p90 {:8.3} ms  ({} frames: {} imports, {} cache hits, {} uploads, {} readbacks)",
         ms(median),
         ms(p90),
         times.len(),
@@ -104,6 +161,13 @@ fn main() {
     }
     let mem_dst = Tensor::<u8>::image(640, 640, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
     let mem_frames = ring(TensorMemory::Mem).unwrap();
+    if std::env::args().nth(2).as_deref() == Some("model") {
+        if let Some(frames) = &dma {
+            model_rows(&gpu, frames, ImportPolicy::Require, "cached", n);
+        }
+        model_rows(&gpu, &mem_frames, ImportPolicy::Never, "upload", n);
+        return;
+    }
     // Warm up: compile the programs, allocate the targets.
     run(&gpu, &mem_frames, &mem_dst, 3, ImportPolicy::Never, false);
     if let Some(frames) = &dma {
@@ -130,11 +194,14 @@ fn main() {
             "mem",
             &run(&gpu, frames, &mem_dst, n, ImportPolicy::Never, false),
         );
+        model_rows(&gpu, frames, ImportPolicy::Require, "cached", n);
+        model_rows(&gpu, frames, ImportPolicy::Never, "upload", n);
     } else {
         report(
             "upload",
             "mem",
             &run(&gpu, &mem_frames, &mem_dst, n, ImportPolicy::Never, false),
         );
+        model_rows(&gpu, &mem_frames, ImportPolicy::Never, "upload", n);
     }
 }

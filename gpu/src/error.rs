@@ -1,6 +1,8 @@
 //! [`GpuError`]: what the GPU path reports, with the values that explain it.
 
-use zerocam_tensor::{PixelFormat, Region, TensorMemory};
+use zerocam_tensor::{DType, PixelFormat, Region, TensorMemory};
+
+use crate::ModelInputError;
 
 /// A GPU path failure.
 #[derive(Debug, thiserror::Error)]
@@ -193,6 +195,48 @@ pub enum GpuError {
         /// Why not.
         reason: &'static str,
     },
+
+    /// A model-input destination whose element type is not the model input's.
+    #[error("the destination holds {found:?} elements; the model input is {expected:?}")]
+    ModelDType {
+        /// The model input's element type.
+        expected: DType,
+        /// The destination's.
+        found: DType,
+    },
+
+    /// A model-input destination whose shape is not the model input's.
+    #[error("the destination's shape {found:?} is not the model input's {expected:?}")]
+    ModelShape {
+        /// The model input's shape.
+        expected: Vec<usize>,
+        /// The destination's.
+        found: Vec<usize>,
+    },
+
+    /// A batch element past the end of the model input's batch.
+    #[error("batch index {index} is outside the model input's batch of {batch}")]
+    BatchIndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// Images in the batch.
+        batch: usize,
+    },
+
+    /// A model-input destination the GPU cannot lay out as RGBA8 texels.
+    #[error("model-input destination {shape:?} {dtype:?}: {reason}")]
+    ModelDestination {
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Its element type.
+        dtype: DType,
+        /// What it must be.
+        reason: &'static str,
+    },
+
+    /// A model input that cannot take this source (a letterbox below one pixel).
+    #[error(transparent)]
+    ModelInput(#[from] ModelInputError),
 
     /// An error from a tensor (map, view, fd).
     #[error(transparent)]

@@ -20,6 +20,11 @@
 //!   CPU, without EGL: YUV → RGB with `yuvutils-rs` (SIMD, NEON on aarch64),
 //!   then bilinear resampling with half-pixel centres, normalization,
 //!   quantization and layout row by row into the mapped destination.
+//! - [`Gpu::convert_model`] turns the same sources into a model's input
+//!   tensor as a [`ModelInput`] describes it: `u8`, `i8`, `f16` or `f32`,
+//!   NCHW or NHWC, mean/std or quantization, stretch, centre crop or
+//!   letterbox, RGB or BGR, one batch element at a time; the elements' bytes
+//!   are rendered as RGBA8 texels, so it runs on any GLES 3.0 driver.
 //! - A job that panics on the GL thread poisons the [`Gpu`]: its caller and
 //!   every later call that would use the GL context get
 //!   [`GpuError::Poisoned`] naming the job and the panic's message (never a
@@ -49,8 +54,11 @@ mod color;
 mod error;
 mod import;
 mod model;
+mod model_plan;
 mod plan;
 
+#[cfg(feature = "gl")]
+mod convert_model;
 #[cfg(feature = "gl")]
 mod egl;
 #[cfg(feature = "fault-injection")]

@@ -43,6 +43,8 @@ pub(crate) enum Pack {
     Rgb,
     /// Channel `c` of four consecutive pixels (one plane of planar RGB).
     Channel(u32),
+    /// Model-input elements (`crate::model_plan::ModelPack::code`).
+    Model(i32),
 }
 
 impl Pack {
@@ -52,6 +54,7 @@ impl Pack {
             Pack::Rgba => 0,
             Pack::Rgb => 1,
             Pack::Channel(_) => 2,
+            Pack::Model(code) => code,
         }
     }
 }
@@ -67,8 +70,9 @@ pub(crate) struct Rect {
 }
 
 /// The destination as a grid of RGBA8 texels: `stride / 4` wide, `rows` high,
-/// starting at byte `start` of buffer 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// starting at byte `start` of buffer 0. It alone decides the render target
+/// (its size, and where an imported dma-buf starts), so it keys their cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct TargetGrid {
     pub start: usize,
     pub stride: usize,
@@ -92,11 +96,15 @@ pub(crate) struct Plan {
     pub source: ImagePlacement,
     /// The source rectangle in pixels of the source's root frame.
     pub crop: Region,
-    pub target_root: RootLayout,
+    /// The destination's format and size, as its errors name them (a model
+    /// input's texel grid reads as RGBA).
+    pub target_label: (PixelFormat, usize, usize),
     pub grid: TargetGrid,
     pub rects: Vec<Rect>,
     /// Output size in pixels.
     pub out: (usize, usize),
+    /// What a model-input conversion writes (`None` for an image destination).
+    pub model: Option<crate::model_plan::ModelDraw>,
 }
 
 fn image(t: &Tensor<u8>, role: &'static str) -> Result<ImagePlacement> {
@@ -244,10 +252,11 @@ pub(crate) fn plan(src: &Tensor<u8>, dst: &Tensor<u8>, options: &ConvertOptions)
     Ok(Plan {
         source,
         crop,
-        target_root,
+        target_label: (target_root.format, target_root.width, target_root.height),
         grid,
         rects,
         out,
+        model: None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The draw: one full-viewport triangle per destination rectangle.
 
 use crate::glutil::{self, uniform, TEXTURE_EXTERNAL_OES};
+use crate::model_plan::ModelDraw;
 use crate::plan::{Pack, Plan};
 use crate::source::Bound;
 use crate::target::Prepared;
@@ -20,6 +21,20 @@ pub(crate) struct Program {
     out: i32,
     channel: i32,
     origin: i32,
+    model: ModelUniforms,
+}
+
+/// The model writer's uniform locations (-1, ignored by GL, in image writers).
+#[derive(Debug, Clone, Copy)]
+struct ModelUniforms {
+    src: i32,
+    target: i32,
+    size: i32,
+    grid: i32,
+    affine: i32,
+    bias: i32,
+    pad: i32,
+    range: i32,
 }
 
 impl Program {
@@ -38,8 +53,32 @@ impl Program {
             out: at("u_out"),
             channel: at("u_channel"),
             origin: at("u_origin"),
+            model: ModelUniforms {
+                src: at("u_src"),
+                target: at("u_target"),
+                size: at("u_size"),
+                grid: at("u_grid"),
+                affine: at("u_affine"),
+                bias: at("u_bias"),
+                pad: at("u_pad"),
+                range: at("u_range"),
+            },
         })
     }
+}
+
+/// A model input's sampled source rectangle normalised to the bound texture
+/// (fractional: a centre crop of an odd size starts between pixels).
+fn model_source(m: &ModelDraw, source: &Bound) -> [f32; 4] {
+    let (ox, oy) = source.texture_origin;
+    let (w, h) = source.texture_size;
+    let (w, h) = (w as f64, h as f64);
+    [
+        ((m.source.x - ox as f64) / w) as f32,
+        ((m.source.y - oy as f64) / h) as f32,
+        (m.source.width / w) as f32,
+        (m.source.height / h) as f32,
+    ]
 }
 
 /// Draws every rectangle of `plan` into `target`, sampling `source`.
@@ -80,10 +119,29 @@ pub(crate) fn draw(
         gl::Uniform3fv(program.yuv_offset, 1, offsets.as_ptr());
         gl::Uniform4fv(program.crop, 1, source.crop.as_ptr());
         gl::Uniform2f(program.out, out_w, out_h);
+        if let Some(m) = &plan.model {
+            let u = program.model;
+            let src = model_source(m, source);
+            let t = m.target;
+            gl::Uniform4fv(u.src, 1, src.as_ptr());
+            gl::Uniform4f(
+                u.target,
+                t.x as f32,
+                t.y as f32,
+                t.width as f32,
+                t.height as f32,
+            );
+            gl::Uniform2i(u.size, m.size.0 as i32, m.size.1 as i32);
+            gl::Uniform1i(u.grid, m.grid_width as i32);
+            gl::UniformMatrix3fv(u.affine, 1, gl::FALSE, m.matrix.as_ptr());
+            gl::Uniform3fv(u.bias, 1, m.bias.as_ptr());
+            gl::Uniform3fv(u.pad, 1, m.pad.as_ptr());
+            gl::Uniform2f(u.range, m.range.0, m.range.1);
+        }
         for r in &plan.rects {
             let channel = match r.pack {
                 Pack::Channel(c) => c as i32,
-                Pack::Rgba | Pack::Rgb => 0,
+                Pack::Rgba | Pack::Rgb | Pack::Model(_) => 0,
             };
             gl::Uniform1i(program.channel, channel);
             gl::Uniform2i(program.origin, r.x as i32, r.y as i32);

@@ -6,6 +6,8 @@
 //! pixel, four bytes of a packed RGB row, or one channel of four pixels of a
 //! planar RGB plane. So RGB, RGBA and planar RGB all render and read back as
 //! plain RGBA8, which every GLES 3 implementation renders to and reads back.
+//! Model inputs (`f32`, `f16`, `i8`, `u8`) are written the same way: the
+//! texel's bytes are the elements' bytes (`WRITE_MODEL`).
 
 /// A full-viewport triangle from `gl_VertexID`; no vertex buffers.
 pub const VERTEX: &str = "#version 300 es
@@ -18,6 +20,9 @@ void main() {
 /// How the source is sampled when the GPU sees its planes as textures
 /// (memory, shared memory and PBO sources, uploaded each frame).
 const SAMPLE_PLANES: &str = "
+// highp: samplers default to lowp, which drivers may run in 16-bit floats
+// (Mesa does: 11 bits of mantissa, a tenth of an 8-bit step at 255).
+precision highp sampler2D;
 uniform sampler2D u_tex0;
 uniform sampler2D u_tex1;
 // KIND: 0 RGB(A) texture, 1 grey, 2 NV12/NV16 (Y = tex0.r, CbCr = tex1.rg),
@@ -66,7 +71,7 @@ vec3 sample_rgb(vec2 uv) {
 /// How an imported dma-buf is sampled: the driver converts YUV to RGB
 /// (colour space and range from the import's hints).
 const SAMPLE_EXTERNAL: &str = "
-uniform samplerExternalOES u_tex0;
+uniform highp samplerExternalOES u_tex0;
 
 vec3 sample_rgb(vec2 uv) {
 #if KIND == 1
@@ -113,13 +118,99 @@ void main() {
 }
 ";
 
+/// Writes the model-input elements of one texel: one `f32`
+/// (`floatBitsToUint`), two `f16` (`packHalf2x16`) or four `u8`/`i8`, as the
+/// texel's four bytes. Element `k` of the batch element is texel `k / PER`.
+const WRITE_MODEL: &str = "
+uniform vec4 u_src;      // sampled source rectangle, normalised to the bound texture
+uniform vec4 u_target;   // model pixels it fills: x, y, width, height
+uniform ivec2 u_size;    // model width, height
+uniform int u_grid;      // texels per grid row
+uniform ivec2 u_origin;  // the grid texel holding the batch element's first byte
+uniform mat3 u_affine;   // value[c] = (u_affine * rgb)[c] + u_bias[c], rgb in 0..1
+uniform vec3 u_bias;
+uniform vec3 u_pad;      // the letterbox bars' values
+uniform vec2 u_range;    // integer values are rounded and clamped to it
+out vec4 o_color;
+
+// DTYPE: 0 u8, 1 i8, 2 f16, 3 f32; LAYOUT: 0 NCHW, 1 NHWC
+#if DTYPE == 3
+#define PER 1
+#elif DTYPE == 2
+#define PER 2
+#else
+#define PER 4
+#endif
+
+// The output values of model pixel `pix` (row-major index), in output order.
+vec3 model_pixel(int pix) {
+    int y = pix / u_size.x;
+    vec2 m = vec2(float(pix - y * u_size.x), float(y));
+    if (any(lessThan(m, u_target.xy)) || any(greaterThanEqual(m, u_target.xy + u_target.zw))) {
+        return u_pad;
+    }
+    // Half-pixel centres: the bilinear sampler subtracts the other 0.5.
+    vec2 p = (m - u_target.xy + 0.5) / u_target.zw;
+    vec3 v = u_affine * sample_rgb(u_src.xy + p * u_src.zw) + u_bias;
+#if DTYPE < 2
+    v = clamp(sign(v) * floor(abs(v) + 0.5), u_range.x, u_range.y); // round half away from 0
+#endif
+    return v;
+}
+
+void main() {
+    ivec2 t = ivec2(gl_FragCoord.xy) - u_origin;
+    int k = (t.y * u_grid + t.x) * PER;
+    float v[4] = float[4](0.0, 0.0, 0.0, 0.0);
+#if LAYOUT == 0
+    int hw = u_size.x * u_size.y;
+    for (int j = 0; j < PER; j++) {
+        int c = (k + j) / hw;
+        v[j] = model_pixel(k + j - c * hw)[c];
+    }
+#else
+    // PER consecutive interleaved values span at most two pixels.
+    int pix = k / 3;
+    int s = k - 3 * pix;
+    vec3 a = model_pixel(pix);
+    vec3 b = s + PER > 3 ? model_pixel(pix + 1) : a;
+    float w[6] = float[6](a.r, a.g, a.b, b.r, b.g, b.b);
+    for (int j = 0; j < PER; j++) {
+        v[j] = w[s + j];
+    }
+#endif
+#if DTYPE == 3
+    uint u = floatBitsToUint(v[0]);
+#elif DTYPE == 2
+    uint u = packHalf2x16(vec2(v[0], v[1]));
+#else
+    uint u = 0u;
+    for (int j = 0; j < 4; j++) {
+        u |= (uint(int(v[j]) + 256) & 255u) << uint(8 * j); // i8: two's complement byte
+    }
+#endif
+    o_color = vec4(uvec4(u, u >> 8, u >> 16, u >> 24) & 255u) / 255.0;
+}
+";
+
+/// The defines and writer of destination `pack` (model inputs from 3 up).
+fn writer(pack: i32) -> String {
+    if pack >= 3 {
+        let (dtype, layout) = crate::model_plan::unpack_code(pack);
+        format!("#define DTYPE {dtype}\n#define LAYOUT {layout}\n{WRITE_MODEL}")
+    } else {
+        format!("#define PACK {pack}\n{WRITE}")
+    }
+}
+
 /// The fragment shader sampling planes uploaded as textures: source `kind`
 /// (see `KIND` above), destination `pack`. Each pair is its own program, so no
 /// shader branches on a uniform (software rasterisers run both sides).
 pub fn fragment_planes(kind: i32, pack: i32) -> String {
     format!(
-        "#version 300 es\n#define KIND {kind}\n#define PACK {pack}\n\
-         precision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{WRITE}"
+        "#version 300 es\n#define KIND {kind}\n\
+         precision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{}",
+        writer(pack)
     )
 }
 
@@ -128,7 +219,8 @@ pub fn fragment_planes(kind: i32, pack: i32) -> String {
 pub fn fragment_external(kind: i32, pack: i32) -> String {
     format!(
         "#version 300 es\n#extension GL_OES_EGL_image_external_essl3 : require\n\
-         #define KIND {kind}\n#define PACK {pack}\nprecision highp float;\nprecision highp int;\n\
-         {SAMPLE_EXTERNAL}{WRITE}"
+         #define KIND {kind}\nprecision highp float;\nprecision highp int;\n\
+         {SAMPLE_EXTERNAL}{}",
+        writer(pack)
     )
 }

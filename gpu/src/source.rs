@@ -69,6 +69,10 @@ pub(crate) struct Bound {
     pub swap_rb: bool,
     /// The source rectangle normalised to the bound texture.
     pub crop: [f32; 4],
+    /// The root pixel at the bound texture's top-left, and its size in pixels
+    /// (to normalise a model input's fractional source rectangle).
+    pub texture_origin: (usize, usize),
+    pub texture_size: (usize, usize),
     pub color: ColorSpec,
     _borrow: Option<DeviceBorrow>,
 }
@@ -196,6 +200,8 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         kind: i32::from(root.format == PixelFormat::Grey),
         swap_rb: false,
         crop: normalized(plan.crop, (0, 0), root.width, root.height),
+        texture_origin: (0, 0),
+        texture_size: (root.width, root.height),
         color,
         _borrow: Some(borrow),
     })
@@ -347,6 +353,8 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         kind,
         swap_rb: matches!(format, PixelFormat::Bgr | PixelFormat::Bgra),
         crop: normalized(plan.crop, (view.x, view.y), view.width, view.height),
+        texture_origin: (view.x, view.y),
+        texture_size: (view.width, view.height),
         color,
         _borrow: None,
     })

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use zerocam_cache::GpuImageCache;
-use zerocam_tensor::Tensor;
+use zerocam_tensor::{Element, Tensor};
 
 use crate::egl::EglContext;
 use crate::glutil;
@@ -33,7 +33,7 @@ pub(crate) type Programs = std::collections::HashMap<(bool, i32, i32), Program>;
 pub(crate) struct GlState {
     pub programs: Programs,
     pub sources: Sources,
-    pub targets: GpuImageCache<zerocam_tensor::RootLayout, RenderTarget>,
+    pub targets: GpuImageCache<crate::plan::TargetGrid, RenderTarget>,
     pub stats: GpuStats,
     pub pbos: Vec<u32>,
     /// Set when a job panics (shared with the `Gpu` handles).
@@ -141,11 +141,11 @@ impl GlState {
     }
 
     /// Runs a planned conversion.
-    pub fn convert(
+    pub fn convert<T: Element>(
         &mut self,
         plan: &Plan,
         src: &Tensor<u8>,
-        dst: &Tensor<u8>,
+        dst: &Tensor<T>,
         options: &ConvertOptions,
     ) -> Result<()> {
         self.sweep();

@@ -5,7 +5,7 @@
 use std::os::fd::AsRawFd;
 
 use zerocam_cache::ImageKey;
-use zerocam_tensor::{Access, DeviceBorrow, Tensor, TensorMemory};
+use zerocam_tensor::{Access, DeviceBorrow, Element, Tensor, TensorMemory};
 
 use crate::egl::EglImage;
 use crate::glutil;
@@ -34,7 +34,7 @@ pub(crate) struct Prepared {
 fn too_big(plan: &Plan, max: i32) -> GpuError {
     GpuError::BadSize {
         what: "destination",
-        format: plan.target_root.format,
+        format: plan.target_label.0,
         width: plan.grid.texels_wide(),
         height: plan.grid.rows,
         reason: if max > 0 {
@@ -56,7 +56,11 @@ fn own_texture(w: i32, h: i32) -> Result<u32> {
     Ok(t)
 }
 
-fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32, EglImage)> {
+fn imported_texture<T: Element>(
+    st: &GlState,
+    dst: &Tensor<T>,
+    plan: &Plan,
+) -> Result<(u32, EglImage)> {
     let fd = dst.fd().ok_or(zerocam_tensor::Error::NoFd {
         memory: dst.memory(),
     })?;
@@ -66,9 +70,9 @@ fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32,
     })?;
     let g = plan.grid;
     let import_error = |error: String| GpuError::Import {
-        format: plan.target_root.format,
-        width: plan.target_root.width,
-        height: plan.target_root.height,
+        format: plan.target_label.0,
+        width: plan.target_label.1,
+        height: plan.target_label.2,
         pitch: g.stride,
         offsets: vec![g.start],
         error,
@@ -88,10 +92,10 @@ fn imported_texture(st: &GlState, dst: &Tensor<u8>, plan: &Plan) -> Result<(u32,
     Ok((t, image))
 }
 
-fn create(
+fn create<T: Element>(
     st: &mut GlState,
     plan: &Plan,
-    dst: &Tensor<u8>,
+    dst: &Tensor<T>,
     policy: ImportPolicy,
 ) -> Result<RenderTarget> {
     let mut max = 0;
@@ -140,15 +144,15 @@ fn create(
 }
 
 /// Finds or creates the destination root's render target and binds it.
-pub(crate) fn prepare(
+pub(crate) fn prepare<T: Element>(
     st: &mut GlState,
     plan: &Plan,
-    dst: &Tensor<u8>,
+    dst: &Tensor<T>,
     policy: ImportPolicy,
 ) -> Result<Prepared> {
     let key = ImageKey {
         buffer: dst.buffer_identity().id(),
-        geometry: plan.target_root,
+        geometry: plan.grid,
     };
     let (framebuffer, in_place) = match st.targets.get(&key) {
         Some(t) => (t.framebuffer, t.image.is_some()),
@@ -175,10 +179,10 @@ pub(crate) fn prepare(
 
 /// Makes the result visible in `dst`: waits for an in-place render, or reads
 /// each rectangle back into the destination's memory.
-pub(crate) fn finish(
+pub(crate) fn finish<T: Element>(
     st: &mut GlState,
     plan: &Plan,
-    dst: &Tensor<u8>,
+    dst: &Tensor<T>,
     target: &Prepared,
 ) -> Result<()> {
     if target.in_place {
@@ -193,6 +197,8 @@ pub(crate) fn finish(
         None => Some(dst.map_write()?),
     };
     let span_start = dst.plane_offset();
+    // The map's bytes (elements of any type are read back as bytes).
+    let map_bytes = map.as_ref().map_or(0, |m| std::mem::size_of_val::<[T]>(m));
     // Where each rectangle goes: a byte offset into the pack PBO, or into the
     // map (checked to lie inside it before GL is touched).
     let mut offsets = Vec::with_capacity(plan.rects.len());
@@ -201,12 +207,12 @@ pub(crate) fn finish(
         let end = at + (r.height - 1) * g.stride + r.width * 4;
         match &map {
             None => offsets.push(at),
-            Some(m) => {
-                let inside = at >= span_start && end - span_start <= m.len();
+            Some(_) => {
+                let inside = at >= span_start && end - span_start <= map_bytes;
                 if !inside {
                     return Err(zerocam_tensor::Error::BufferTooSmall {
                         needed: end.saturating_sub(span_start),
-                        available: m.len(),
+                        available: map_bytes,
                     }
                     .into());
                 }
@@ -224,7 +230,8 @@ pub(crate) fn finish(
     for (r, &offset) in plan.rects.iter().zip(&offsets) {
         let ptr: *mut std::ffi::c_void = match map.as_mut() {
             None => offset as *mut std::ffi::c_void,
-            Some(m) => m[offset..].as_mut_ptr().cast(),
+            // In bounds: `offset + rows` was checked against the map's bytes.
+            Some(m) => m.as_mut_ptr().cast::<u8>().wrapping_add(offset).cast(),
         };
         // SAFETY: `ptr` addresses `r.height` rows of `g.stride` bytes inside the
         // live write map (checked above) or the bound pack PBO; GL writes

@@ -264,7 +264,11 @@ impl Gpu {
     }
 
     /// Refuses PBO tensors of another `Gpu`.
-    fn check_own_pbo(&self, t: &Tensor<u8>, role: &'static str) -> Result<()> {
+    pub(crate) fn check_own_pbo<T: zerocam_tensor::Element>(
+        &self,
+        t: &Tensor<T>,
+        role: &'static str,
+    ) -> Result<()> {
         match (t.pbo_buffer(), t.pbo_owner()) {
             (Some(buffer), Some(owner)) if owner != self.owner_token() => {
                 Err(GpuError::ForeignPbo { role, buffer })
