@@ -70,10 +70,12 @@ def package_file(package: str, *parts: str) -> str:
 
 
 def pattern_frame(width: int, height: int) -> np.ndarray:
-    """Seven vertical colour bars (75% SMPTE order), HxWx3 RGB u8."""
+    """The pattern camera's first frame, without its white line: its eight bars
+    (capture/src/pattern.rs BARS_RGB: white, yellow, cyan, green, magenta,
+    red, blue, black), HxWx3 RGB u8."""
     bars = np.array(
-        [[191, 191, 191], [191, 191, 0], [0, 191, 191], [0, 191, 0],
-         [191, 0, 191], [191, 0, 0], [0, 0, 191]], dtype=np.uint8)
+        [[255, 255, 255], [255, 255, 0], [0, 255, 255], [0, 255, 0],
+         [255, 0, 255], [255, 0, 0], [0, 0, 255], [0, 0, 0]], dtype=np.uint8)
     column = (np.arange(width) * len(bars)) // width
     return np.broadcast_to(bars[column][None, :, :], (height, width, 3)).copy()
 
