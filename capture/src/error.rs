@@ -118,7 +118,8 @@ pub enum CaptureError {
         errno: Errno,
     },
 
-    /// Zero buffers asked for, or fewer granted than a stream needs.
+    /// Fewer buffers granted than a stream needs: libcamera streams (a V4L2
+    /// stream reports [`CaptureError::BufferGrant`] with its plan).
     #[error("{path}: {requested} buffers requested, the driver granted {granted}; at least 2 are needed")]
     TooFewBuffers {
         /// The device.

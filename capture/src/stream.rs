@@ -49,10 +49,11 @@ impl BufferMode {
 /// How to set up a stream.
 ///
 /// The buffer count is derived ([`BufferPlan`]): the stream asks
-/// `VIDIOC_REQBUFS` for `max(buffers, driver minimum + hold)` buffers, where
-/// the driver minimum is `V4L2_CID_MIN_BUFFERS_FOR_CAPTURE` (1 when the driver
-/// has no such control), and runs with any grant of at least
-/// `driver minimum + hold`. [`Stream::buffer_plan`] says what was chosen and why.
+/// `VIDIOC_REQBUFS` for `min(max(buffers, driver minimum + hold), MAX_BUFFERS)`
+/// buffers, where the driver minimum is `V4L2_CID_MIN_BUFFERS_FOR_CAPTURE` (1
+/// when the driver has no such control, reports a value below 1, or the read
+/// fails), and runs with any grant from `driver minimum + hold` to
+/// [`MAX_BUFFERS`](crate::MAX_BUFFERS). [`Stream::buffer_plan`] says what was chosen and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamConfig {
     /// Buffers to ask for at least (2 or more; more are asked when the

@@ -154,8 +154,10 @@ pub struct GpuStats {
     pub live_images: u64,
     /// EGLImages created since the GL thread started.
     pub images_created: u64,
-    /// EGLImages destroyed (EGL accepted the destroy). Each image is destroyed
-    /// exactly once, so `images_created == live_images + images_destroyed`.
+    /// EGLImages destroyed (EGL accepted the destroy). Each image's destroy
+    /// is called exactly once, so `images_created == live_images +
+    /// images_destroyed` unless EGL refused a destroy (then the sum falls
+    /// short by the refusals).
     pub images_destroyed: u64,
     /// PBOs alive now.
     pub live_pbos: u64,

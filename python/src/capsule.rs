@@ -194,7 +194,9 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
             .and_then(|n| n.to_str().ok())
             .ok_or_else(|| invalid("zerocam capsule: bad format name"))?;
         let format = PixelFormat::from_name(name)?.rust();
-        let size = file_size(&fd)?;
+        // A file without a size (a pipe, a socket) gets one element: `from_fd`
+        // then refuses it, naming what it is.
+        let size = file_size(&fd).unwrap_or(dtype.size());
         let whole = TensorDyn::from_fd(fd, &[size / dtype.size()], dtype, None)
             .map_err(|e| import_err(e, s.fd))?;
         return import_image(whole, format, s, &shape, &strides, offset);
@@ -257,8 +259,18 @@ fn import_image(
     Ok(t)
 }
 
-fn file_size(fd: &std::os::fd::OwnedFd) -> PyResult<usize> {
+/// The file's size, by `lseek`, with the file offset (shared with the
+/// producer's fd) put back where it was; `None` when it has none.
+fn file_size(fd: &std::os::fd::OwnedFd) -> Option<usize> {
+    let raw = fd.as_raw_fd();
     // SAFETY: lseek on an fd we own; no memory is touched.
-    let end = unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_END) };
-    usize::try_from(end).map_err(|_| invalid("zerocam capsule: fd has no size"))
+    let here = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
+    if here < 0 {
+        return None;
+    }
+    // SAFETY: as above.
+    let end = unsafe { libc::lseek(raw, 0, libc::SEEK_END) };
+    // SAFETY: as above; back to the offset read first.
+    unsafe { libc::lseek(raw, here, libc::SEEK_SET) };
+    usize::try_from(end).ok()
 }

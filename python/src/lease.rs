@@ -19,11 +19,9 @@
 //! `sys.unraisablehook` where warnings are errors (see [`report_deferred`]).
 
 use std::ffi::CString;
-use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::exceptions::PyRuntimeWarning;
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
@@ -272,21 +270,15 @@ pub fn report_deferred(e: &TensorError) {
     );
     let msg = CString::new(msg).unwrap_or_default();
     Python::try_attach(|py| {
-        let (mut kind, mut value, mut tb) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        // SAFETY: attached; takes the pending exception (if any), restored below.
-        #[allow(deprecated)]
-        unsafe {
-            ffi::PyErr_Fetch(&mut kind, &mut value, &mut tb)
-        };
+        // Set aside the exception pending on this thread (if any), put back below.
+        let pending = PyErr::take(py);
         let category = py.get_type::<PyRuntimeWarning>();
         if let Err(err) = PyErr::warn(py, &category, &msg, 1) {
             err.write_unraisable(py, None);
         }
-        // SAFETY: gives back the references `PyErr_Fetch` took (NULLs clear).
-        #[allow(deprecated)]
-        unsafe {
-            ffi::PyErr_Restore(kind, value, tb)
-        };
+        if let Some(pending) = pending {
+            pending.restore(py);
+        }
     });
 }
 

@@ -54,8 +54,8 @@ pub enum FdKind {
     BlockDevice,
     /// A directory.
     Directory,
-    /// Anything else: an anonymous inode (eventfd, timerfd…), an `O_PATH` fd
-    /// of a symlink.
+    /// Anything else: an anonymous inode (eventfd, timerfd…). (An `O_PATH` fd
+    /// is refused before its kind is read: `Error::BadFd`, `EBADF`.)
     Other,
 }
 

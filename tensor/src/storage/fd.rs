@@ -27,7 +27,8 @@ pub(crate) struct FdStorage {
 impl FdStorage {
     /// Takes `fd`, checks that its file cannot shrink (a dma-buf, or a memfd
     /// sealed with `F_SEAL_SHRINK`, sealing a sealable one), and maps it whole.
-    /// A dma-buf becomes `Dma` memory, a memfd `Shm`. Every import of an fd in
+    /// A dma-buf becomes `Dma` memory, anything else `Shm` (a memfd here; any
+    /// mappable file through the unchecked import). Every import of an fd in
     /// the crate goes through here or [`import_unchecked`](Self::import_unchecked).
     pub fn import(fd: OwnedFd) -> Result<FdStorage> {
         let info = classify(fd.as_fd(), Policy::CannotShrink)?;

@@ -132,8 +132,9 @@ fn size(fd: BorrowedFd<'_>, st: &FileStat, kind: FdKind) -> Result<usize, Errno>
 }
 
 /// A shmem file that cannot be sealed: a memfd (its `/proc/self/fd` link reads
-/// `/memfd:NAME (deleted)`) or a tmpfs/hugetlbfs file. Only on that path, so
-/// an accepted import pays no `readlink`; without `/proc`, a shm file.
+/// `/memfd:NAME (deleted)`) or a tmpfs/hugetlbfs file. A checked import that
+/// accepts pays no `readlink` (an unsealable file is refused); an unchecked
+/// import of such a file pays one, at import time. Without `/proc`, a shm file.
 fn unsealable_kind(raw: i32) -> FdKind {
     match std::fs::read_link(format!("/proc/self/fd/{raw}")) {
         Ok(path) if path.as_os_str().as_encoded_bytes().starts_with(b"/memfd:") => {
