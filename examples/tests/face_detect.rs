@@ -7,12 +7,42 @@
 
 mod common;
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::Command;
 
 use zerocam_examples::face::{locate_model, FaceDetector};
 use zerocam_examples::still::read_png;
 use zerocam_tensor::{Region, Tensor, TensorDyn};
+
+/// Counts this thread's allocations (tests run on their own threads).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 /// scikit-image's `data/astronaut.png` (512x512 RGB, public domain), found
 /// through `python3` without importing skimage.
@@ -230,4 +260,26 @@ fn bad_arguments_are_one_line_errors() {
     let png = astronaut();
     let e = fails(&["--model", png.to_str().unwrap(), "--frames", "1"]);
     assert!(e.contains("LiteRT"), "{e}");
+}
+
+#[test]
+fn steady_state_allocates_only_inside_litert() {
+    let image = read_png(&astronaut()).unwrap();
+    let mut d = FaceDetector::open(&locate_model("short").unwrap()).unwrap();
+    for _ in 0..2 {
+        d.detect(&image, 0.5).unwrap(); // buffers grow to size
+    }
+    let per_frame: Vec<usize> = (0..4)
+        .map(|_| {
+            let before = ALLOCATIONS.with(Cell::get);
+            let (faces, _) = d.detect(&image, 0.5).unwrap();
+            assert_eq!(faces.len(), 1);
+            ALLOCATIONS.with(Cell::get) - before
+        })
+        .collect();
+    println!("allocations per frame: {per_frame:?}");
+    // zerocam's preprocessing and the decoder allocate nothing; litert 0.2.1
+    // allocates 5 small Vecs per frame of its own: the two pointer arrays of
+    // CompiledModel::run and a shape query in each of the three buffer locks.
+    assert_eq!(per_frame, [5; 4]);
 }
