@@ -55,8 +55,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("--threshold {t} is not within 0..=1").into());
     }
     let path = locate_model(&args.model)?;
-    // LiteRT's INFO lines (accelerator registration) go to stderr otherwise;
-    // a library without the logger symbols says Unsupported: keep its lines.
+    // Quiets LiteRT's INFO lines on stderr where libLiteRt exports its logger
+    // control; the ai-edge-litert 2.1.4 wheel's does not (Unsupported), so
+    // there they stay: stdout has only this example's lines.
     let _ = litert::set_global_log_severity(litert::LogSeverity::Warning);
     let mut detector = FaceDetector::open(&path)?;
     let threshold = args
