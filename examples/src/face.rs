@@ -63,6 +63,14 @@ pub enum FaceError {
     /// A tensor error (allocating or mapping the model input).
     #[error(transparent)]
     Tensor(#[from] zerocam_tensor::Error),
+    /// LiteRT's input buffer is smaller than the model input.
+    #[error("LiteRT's input buffer holds {actual} floats, the model input {expected}")]
+    InputBuffer {
+        /// The model input's values.
+        expected: usize,
+        /// The buffer's.
+        actual: usize,
+    },
     /// The outputs do not fit the anchors.
     #[error(transparent)]
     Outputs(#[from] OutputSizeError),
@@ -160,13 +168,16 @@ pub struct Timings {
 /// so a stream of frames allocates nothing of its own per frame.
 ///
 /// zerocam writes the model input into a tensor of its own, which is then
-/// copied into LiteRT's input buffer (196 KiB for the short-range model):
+/// copied into LiteRT's input buffer (192 KiB for the short-range model,
+/// 432 KiB for the full-range one):
 /// `litert` 0.2.1 binds only buffers that LiteRT allocates, and has no way to
 /// hand LiteRT caller memory.
 pub struct FaceDetector {
     model: BlazeFaceModel,
     input: ModelInput,
-    // The seam for zerocam_gpu's device-choosing Preprocessor (auto/gpu/cpu).
+    // The seam: zerocam_gpu's device-choosing Preprocessor (auto/gpu/cpu),
+    // once it lands, replaces this and the one call in `preprocess` (same
+    // ModelInput, same destination tensor, a FitPlacement back).
     preprocessor: CpuPreprocessor,
     /// The model input zerocam writes, and the same buffer as `f32`.
     staged: TensorDyn,
@@ -308,6 +319,13 @@ impl FaceDetector {
         {
             let src = self.staged_f32.map_read()?;
             let mut dst = self.inputs[0].lock_for_write::<f32>()?;
+            let actual = dst.len();
+            let Some(dst) = dst.get_mut(..src.len()) else {
+                return Err(FaceError::InputBuffer {
+                    expected: src.len(),
+                    actual,
+                });
+            };
             dst.copy_from_slice(&src);
         }
         let t2 = Instant::now();
