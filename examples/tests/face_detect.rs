@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::Command;
 
-use zerocam_examples::face::{locate_model, FaceDetector};
+use zerocam_examples::face::{locate_model, FaceDetector, FaceError};
 use zerocam_examples::still::read_png;
 use zerocam_tensor::{Region, Tensor, TensorDyn};
 
@@ -282,4 +282,30 @@ fn steady_state_allocates_only_inside_litert() {
     // allocates 5 small Vecs per frame of its own: the two pointer arrays of
     // CompiledModel::run and a shape query in each of the three buffer locks.
     assert_eq!(per_frame, [5; 4]);
+}
+
+#[test]
+fn other_models_of_the_wheel_are_named_not_blazeface() {
+    let short = locate_model("short").unwrap();
+    let data = short.parent().unwrap();
+    // The iris landmark model takes 1x64x64x3; the face landmark model takes
+    // BlazeFace's full-range input but gives landmarks.
+    for (file, what) in [
+        ("iris_landmark.tflite", "input Float32 [1, 64, 64, 3]"),
+        (
+            "face_landmark.tflite",
+            "outputs [[1, 1, 1, 1404], [1, 1, 1, 1]], not [1, 2304, 16] and [1, 2304, 1]",
+        ),
+    ] {
+        let e = FaceDetector::open(&data.join(file)).unwrap_err();
+        assert!(matches!(e, FaceError::NotBlazeFace { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with(&format!("not a BlazeFace model: {what}")),
+            "{e}"
+        );
+    }
+    // MediaPipe's older front-camera model is BlazeFace with the short-range anchors.
+    let front = FaceDetector::open(&data.join("face_detection_front.tflite")).unwrap();
+    assert_eq!(front.model().input_size(), 128);
 }
