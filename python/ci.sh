@@ -11,7 +11,8 @@
 #
 # Runs as root on a fresh machine without stdin: creates python/.venv and
 # installs pip, maturin, numpy, pytest and jax (CPU; the real DLPack consumer
-# of tests/host/test_jax.py, host only: the guest has no jax) into it.
+# of tests/host/test_jax.py, host only: the guest has no jax) into it, and
+# examples/model-env's LiteRT, BlazeFace models and test image (host only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -30,6 +31,11 @@ python3 -m venv "$venv"
 # Pinned: test_jax.py asserts what this jax does (64-byte alignment for a
 # zero-copy import, legacy capsules only).
 "$venv/bin/pip" install -q "jax==0.10.2" "jaxlib==0.10.2"
+# The real model of tests/host/test_blazeface.py and test_face_detect.py
+# (BlazeFace on LiteRT, the models, astronaut.png): pinned, in this venv;
+# with ZEROCAM_MODEL_TESTS=require a missing one fails those tests, not skips them.
+ZEROCAM_MODEL_ENV_QUIET=1 . examples/model-env
+export ZEROCAM_MODEL_TESTS=require
 
 step "wheels: cp39-abi3 (pip wheel ./python), cp311-abi3 (buffer protocol)"
 rm -rf "$wheels"

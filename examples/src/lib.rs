@@ -1,10 +1,14 @@
 //! Code shared by zerocam's example binaries and the `zerocam` CLI.
 
+pub mod blazeface;
 pub mod cli;
 pub mod convert;
 mod example_main;
+#[cfg(feature = "litert")]
+pub mod face;
 pub mod probe;
 pub mod source;
+pub mod still;
 
 pub use example_main::example_main;
 pub use zerocam_tensor as tensor;
