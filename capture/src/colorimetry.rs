@@ -243,4 +243,59 @@ mod tests {
             assert_eq!(c.color_spec(pixel), ColorSpec::BT601_LIMITED, "{pixel:?}");
         }
     }
+
+    #[test]
+    fn the_colour_fields_are_read_from_both_apis() {
+        let p = std::path::Path::new("/dev/video1");
+        // vivid after its Colorspace control is set to Rec. 709: colorspace
+        // REC709, encoding and quantization left at "default".
+        let mut f = raw::Format::new(raw::BUF_TYPE_VIDEO_CAPTURE);
+        f.fmt.pix = raw::PixFormat {
+            width: 320,
+            height: 180,
+            pixelformat: crate::FourCc(*b"YUYV").to_u32(),
+            field: raw::FIELD_NONE,
+            bytesperline: 640,
+            sizeimage: 640 * 180,
+            colorspace: raw::COLORSPACE_REC709,
+            priv_: raw::PIX_FMT_PRIV_MAGIC,
+            quantization: raw::QUANTIZATION_FULL_RANGE,
+            ..Default::default()
+        };
+        let r = crate::FormatReply::from_raw(&f).unwrap();
+        let want = Colorimetry {
+            colorspace: raw::COLORSPACE_REC709,
+            ycbcr_enc: 0,
+            quantization: raw::QUANTIZATION_FULL_RANGE,
+        };
+        assert_eq!(r.colorimetry, want);
+        assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_FULL);
+        // Without the magic, the extended fields are not the driver's: default.
+        f.fmt.pix.priv_ = 0; // writing a Copy union field is safe
+        let r = crate::FormatReply::from_raw(&f).unwrap();
+        assert_eq!(r.colorimetry.quantization, 0);
+        assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_LIMITED);
+
+        let mut f = raw::Format::new(raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE);
+        let mut plane_fmt = [raw::PlanePixFormat::default(); raw::MAX_PLANES];
+        plane_fmt[0] = raw::PlanePixFormat {
+            sizeimage: 320 * 270,
+            bytesperline: 320,
+            reserved: [0; 6],
+        };
+        f.fmt.pix_mp = raw::PixFormatMplane {
+            width: 320,
+            height: 180,
+            pixelformat: crate::FourCc(*b"NV12").to_u32(),
+            field: raw::FIELD_NONE,
+            colorspace: raw::COLORSPACE_JPEG,
+            plane_fmt,
+            num_planes: 1,
+            ycbcr_enc: raw::YCBCR_ENC_709 as u8,
+            ..Default::default()
+        };
+        let r = crate::FormatReply::from_raw(&f).unwrap();
+        assert_eq!(r.colorimetry.ycbcr_enc, raw::YCBCR_ENC_709);
+        assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_FULL);
+    }
 }
