@@ -37,6 +37,29 @@ pub struct Colorimetry {
 }
 
 impl Colorimetry {
+    /// The fields of an `S_FMT` asking for `color`
+    /// ([`Device::set_format_color`](crate::Device::set_format_color)): its
+    /// Y'CbCr encoding (601 or 709) and quantization (limited or full), and
+    /// the driver's own `colorspace` unchanged — or sRGB when the driver's is
+    /// not a colorspace (0 or unknown: the V4L2 core would reset the request's
+    /// encoding and quantization to "default" with it).
+    pub const fn request(color: ColorSpec, colorspace: u32) -> Colorimetry {
+        Colorimetry {
+            colorspace: match colorspace {
+                1..=raw::COLORSPACE_DCI_P3 => colorspace,
+                _ => raw::COLORSPACE_SRGB,
+            },
+            ycbcr_enc: match color.matrix {
+                Matrix::Bt601 => raw::YCBCR_ENC_601,
+                Matrix::Bt709 => raw::YCBCR_ENC_709,
+            },
+            quantization: match color.range {
+                Range::Limited => raw::QUANTIZATION_LIM_RANGE,
+                Range::Full => raw::QUANTIZATION_FULL_RANGE,
+            },
+        }
+    }
+
     /// The YCbCr encoding in effect (`V4L2_YCBCR_ENC_*`, 1..=8): `ycbcr_enc`
     /// itself, or when it is 0 (default) or a value the uAPI does not define,
     /// `V4L2_MAP_YCBCR_ENC_DEFAULT(colorspace)`: 709 for REC709 and DCI-P3,
@@ -207,6 +230,28 @@ mod tests {
         for other in [(0.2627, 0.0593), (0.212, 0.087)] {
             assert!(dist(other, bt709) < dist(other, bt601), "{other:?}");
             assert!(dist(other, bt709) < 0.052, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_requested_colour_reads_back_as_itself_whatever_the_colorspace() {
+        let specs = [
+            ColorSpec::BT601_LIMITED,
+            ColorSpec::BT601_FULL,
+            ColorSpec::BT709_LIMITED,
+            ColorSpec::BT709_FULL,
+        ];
+        for spec in specs {
+            for colorspace in [COLORSPACE_SRGB, COLORSPACE_REC709, COLORSPACE_JPEG, 1, 12] {
+                let c = Colorimetry::request(spec, colorspace);
+                assert_eq!(c.colorspace, colorspace, "the driver's colorspace is kept");
+                assert_eq!(c.color_spec(PixelFormat::Nv12), spec, "{colorspace}");
+            }
+            for not_a_colorspace in [0, 13, u32::MAX] {
+                let c = Colorimetry::request(spec, not_a_colorspace);
+                assert_eq!(c.colorspace, COLORSPACE_SRGB, "{not_a_colorspace}");
+                assert_eq!(c.color_spec(PixelFormat::Nv12), spec);
+            }
         }
     }
 

@@ -2,21 +2,35 @@
 //! (`cargo lab -p zerocam-capture --test lab_capture_color`): vivid's
 //! "Colorspace", "Y'CbCr Encoding" and "Quantization" controls change both
 //! what its format reports (`colorspace`, `ycbcr_enc`, `quantization`) and
-//! the samples it generates. Each case checks the spec the format and the
+//! the samples it generates, and its YCbCr formats take a colour asked for
+//! in `VIDIOC_S_FMT` (`Device::set_format_color`). Each case checks the spec the format and the
 //! frames carry, and that vivid's 100% red is that spec's red (within 1.5:
 //! vivid's arithmetic lands a little under the exact values, 75 for full
 //! range's 76.2). The specs' reds are 10 or more apart in some component.
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use zerocam_capture::{CaptureFormat, Device, FrameSource, Stream, StreamConfig};
+use zerocam_capture::{CaptureError, CaptureFormat, Device, FrameSource, Stream, StreamConfig};
 use zerocam_tensor::{ColorSpec, Matrix, Range};
 
 const SINGLE: &str = "/dev/video0";
 const MULTI: &str = "/dev/video1";
 const WAIT: Duration = Duration::from_secs(10);
+
+/// One test at a time per device node: the cases change its controls.
+fn lock(path: &str) -> MutexGuard<'static, ()> {
+    static SINGLE_LOCK: Mutex<()> = Mutex::new(());
+    static MULTI_LOCK: Mutex<()> = Mutex::new(());
+    let m = if path == SINGLE {
+        &SINGLE_LOCK
+    } else {
+        &MULTI_LOCK
+    };
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Puts vivid's colour controls back to their defaults when dropped (even
 /// on a failed assertion): the other lab tests run in the same boot.
@@ -136,6 +150,7 @@ fn first_sample(frame: &zerocam_capture::Frame) -> [u8; 3] {
 
 fn check_cases(path: &'static str, format: &str) -> Vec<String> {
     let format: CaptureFormat = format.parse().unwrap();
+    let _g = lock(path);
     let _restore = DefaultColour(path);
     let mut seen = Vec::new();
     for case in CASES {
@@ -172,6 +187,108 @@ fn check_cases(path: &'static str, format: &str) -> Vec<String> {
         }
     }
     seen
+}
+
+/// Checks that `frame`'s first pixel pair is red in `spec` (within 1.5).
+fn check_red(frame: &zerocam_capture::Frame, spec: ColorSpec, what: &str) -> [u8; 3] {
+    let got = first_sample(frame);
+    let want = red(weights(spec.matrix), spec.range);
+    for (c, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (f64::from(*g) - w).abs() <= 1.5,
+            "{what}: component {c} is {g}, red in {spec} is {w:.1} ({got:?})"
+        );
+    }
+    got
+}
+
+/// Every spec asked for in `VIDIOC_S_FMT` is what the driver sets, the
+/// frames say and the samples are. vivid keeps it for later plain `S_FMT`s
+/// until its colour controls are set again.
+fn check_requests(path: &'static str, format: &str) -> Vec<String> {
+    let format: CaptureFormat = format.parse().unwrap();
+    let _g = lock(path);
+    let _restore = DefaultColour(path);
+    let specs = [
+        ColorSpec::BT709_LIMITED,
+        ColorSpec::BT601_FULL,
+        ColorSpec::BT601_LIMITED,
+        ColorSpec::BT709_FULL,
+    ];
+    let mut seen = Vec::new();
+    for spec in specs {
+        let what = format!("{path} {} asked for {spec}", format.name);
+        let mut d = Device::open(path).unwrap();
+        d.set_menu("Test Pattern", "100% Red").unwrap();
+        d.set_menu("OSD Text Mode", "None").unwrap();
+        let offered = d.formats().unwrap();
+        assert!(
+            offered
+                .iter()
+                .any(|f| f.fourcc == format.fourcc && f.sets_color),
+            "{what}: vivid converts {} ({offered:?})",
+            format.name
+        );
+        let set = d.set_format_color(format, 320, 180, spec).unwrap();
+        assert_eq!(set.color, spec, "{what}: S_FMT's reply");
+        let mut s = Stream::new(d, StreamConfig::default()).unwrap();
+        let f = s.next_frame(WAIT).unwrap();
+        assert_eq!(f.color_spec(), spec, "{what}: the frame");
+        let got = check_red(&f, spec, &what);
+        seen.push(format!("{what}: red {got:?}"));
+    }
+    let mut d = Device::open(path).unwrap();
+    let plain = d.set_format(format, 320, 180).unwrap();
+    assert_eq!(
+        plain.color,
+        ColorSpec::BT709_FULL,
+        "{path}: the last asked, kept"
+    );
+    drop(DefaultColour(path));
+    let plain = d.set_format(format, 320, 180).unwrap();
+    assert_eq!(
+        plain.color,
+        ColorSpec::BT601_LIMITED,
+        "{path}: the controls' again"
+    );
+    seen
+}
+
+#[test]
+fn lab_capture_color_asked_for_in_s_fmt() {
+    let mut seen = check_requests(SINGLE, "YUYV");
+    seen.extend(check_requests(MULTI, "NV12M"));
+    println!("{}", seen.join("\n"));
+}
+
+#[test]
+fn lab_capture_color_a_format_without_conversion_is_a_typed_error() {
+    let _g = lock(SINGLE);
+    let mut d = Device::open(SINGLE).unwrap();
+    let rgb: CaptureFormat = "RGB24".parse().unwrap();
+    let desc = d.formats().unwrap();
+    let desc = desc.iter().find(|f| f.fourcc == rgb.fourcc).unwrap();
+    assert!(
+        !desc.sets_color,
+        "vivid converts no RGB format's Y'CbCr: {desc:?}"
+    );
+    let e = d
+        .set_format_color(rgb, 320, 180, ColorSpec::BT709_FULL)
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            CaptureError::UnsupportedColor { asked, fourcc, .. }
+                if *asked == ColorSpec::BT709_FULL && *fourcc == rgb.fourcc
+        ),
+        "{e}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("RGB3 cannot be captured as BT.709 full range")
+            && msg.contains("V4L2_FMT_FLAG_CSC_YCBCR_ENC"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -43,6 +43,15 @@ pub const QUANTIZATION_DEFAULT: u32 = 0;
 pub const QUANTIZATION_FULL_RANGE: u32 = 1;
 pub const QUANTIZATION_LIM_RANGE: u32 = 2;
 
+/// `VIDIOC_ENUM_FMT` flags: the driver converts capture to a requested
+/// Y'CbCr encoding / quantization (`V4L2_FMT_FLAG_CSC_YCBCR_ENC`, `_QUANTIZATION`).
+pub const FMT_FLAG_CSC_YCBCR_ENC: u32 = 0x0080;
+pub const FMT_FLAG_CSC_QUANTIZATION: u32 = 0x0100;
+
+/// `V4L2_PIX_FMT_FLAG_SET_CSC`: `flags` of an `S_FMT` asking for the
+/// colorimetry fields it sets (those left 0 stay as the driver has them).
+pub const PIX_FMT_FLAG_SET_CSC: u32 = 0x0002;
+
 /// `V4L2_PIX_FMT_PRIV_MAGIC`: `priv` of a single-planar format whose
 /// `ycbcr_enc`, `quantization` and `xfer_func` are valid (the V4L2 core sets
 /// it on every `VIDIOC_G_FMT`/`S_FMT` reply of a capture format).
