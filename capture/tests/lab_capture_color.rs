@@ -33,16 +33,24 @@ fn lock(path: &str) -> MutexGuard<'static, ()> {
 }
 
 /// Puts vivid's colour controls back to their defaults when dropped (even
-/// on a failed assertion): the other lab tests run in the same boot.
+/// on a failed assertion): the other lab tests run in the same boot. Each is
+/// set to another item first: setting a control to its current value does
+/// nothing, and a colour asked for in `S_FMT` stays until a control changes.
 struct DefaultColour(&'static str);
 
 impl Drop for DefaultColour {
     fn drop(&mut self) {
         // No panic here: it may run while a failed assertion unwinds.
         let restored = Device::open(self.0).and_then(|d| {
-            d.set_menu("Colorspace", "sRGB")?;
-            d.set_menu("Y'CbCr Encoding", "Default")?;
-            d.set_menu("Quantization", "Default")
+            for (control, other, default) in [
+                ("Colorspace", "Rec. 709", "sRGB"),
+                ("Y'CbCr Encoding", "ITU-R 601", "Default"),
+                ("Quantization", "Limited Range", "Default"),
+            ] {
+                d.set_menu(control, other)?;
+                d.set_menu(control, default)?;
+            }
+            Ok(())
         });
         if let Err(e) = restored {
             eprintln!("{}: vivid's colour controls not restored: {e}", self.0);
