@@ -10,7 +10,9 @@ use nix::fcntl::{open, OFlag};
 use nix::sys::stat::Mode;
 
 use crate::v4l2::{c_str, ioctl, raw};
-use crate::{CaptureError, CaptureFormat, FormatReply, FourCc, Result, StreamFormat};
+use zerocam_tensor::ColorSpec;
+
+use crate::{CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, Result, StreamFormat};
 
 /// Which buffer API the device speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +66,10 @@ pub struct FormatDesc {
     pub description: String,
     /// zerocam's description of it, when zerocam can capture it.
     pub capture: Option<CaptureFormat>,
+    /// Whether the driver converts it to a requested Y'CbCr encoding and
+    /// quantization (`V4L2_FMT_FLAG_CSC_YCBCR_ENC` and `_QUANTIZATION`):
+    /// what [`Device::set_format_color`] needs.
+    pub sets_color: bool,
 }
 
 /// Frame sizes of a format (`VIDIOC_ENUM_FRAMESIZES`).
@@ -261,10 +267,12 @@ impl Device {
             match ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), index) {
                 Ok(d) => {
                     let fourcc = FourCc::from_u32(d.pixelformat);
+                    let csc = raw::FMT_FLAG_CSC_YCBCR_ENC | raw::FMT_FLAG_CSC_QUANTIZATION;
                     out.push(FormatDesc {
                         fourcc,
                         description: c_str(&d.description),
                         capture: CaptureFormat::from_fourcc(fourcc),
+                        sets_color: d.flags & csc == csc,
                     });
                 }
                 Err(Errno::EINVAL) => break,
@@ -346,6 +354,62 @@ impl Device {
         width: u32,
         height: u32,
     ) -> Result<StreamFormat> {
+        self.set_format_as(format, width, height, None)
+    }
+
+    /// Sets `format` at `width`x`height` as [`set_format`](Self::set_format)
+    /// does, asking the driver to convert its frames to `color`
+    /// (`V4L2_PIX_FMT_FLAG_SET_CSC` with the Y'CbCr encoding and quantization
+    /// of `color`; the colorspace stays the driver's). Capture drivers choose
+    /// their colour themselves unless they offer this
+    /// ([`FormatDesc::sets_color`]; vivid does, for its YCbCr formats). A
+    /// driver may keep the colour for later `set_format` calls (vivid does,
+    /// until its colour controls are set).
+    ///
+    /// # Errors
+    /// Those of [`set_format`](Self::set_format), and
+    /// [`CaptureError::UnsupportedColor`] when the driver does not offer the
+    /// conversion for the format, or sets another colour (the format is then
+    /// set, in the driver's colour: [`Device::format`] says which).
+    pub fn set_format_color(
+        &mut self,
+        format: CaptureFormat,
+        width: u32,
+        height: u32,
+        color: ColorSpec,
+    ) -> Result<StreamFormat> {
+        let path = self.path.clone();
+        let unsupported = move |reason: String| CaptureError::UnsupportedColor {
+            path: path.clone(),
+            fourcc: format.fourcc,
+            asked: color,
+            reason,
+        };
+        let offered = self.formats()?;
+        if let Some(d) = offered.iter().find(|d| d.fourcc == format.fourcc) {
+            if !d.sets_color {
+                return Err(unsupported(
+                    "the driver converts it to no requested Y'CbCr encoding and quantization \
+                     (V4L2_FMT_FLAG_CSC_YCBCR_ENC, V4L2_FMT_FLAG_CSC_QUANTIZATION)"
+                        .into(),
+                ));
+            }
+        }
+        let got = self.set_format_as(format, width, height, Some(color))?;
+        if got.color != color {
+            return Err(unsupported(format!("the driver set {}", got.color)));
+        }
+        Ok(got)
+    }
+
+    /// `VIDIOC_S_FMT` of `format`, asking for `color` when given.
+    fn set_format_as(
+        &mut self,
+        format: CaptureFormat,
+        width: u32,
+        height: u32,
+        color: Option<ColorSpec>,
+    ) -> Result<StreamFormat> {
         let offered = self.formats()?;
         if !offered.iter().any(|d| d.fourcc == format.fourcc) {
             return Err(CaptureError::UnsupportedFormat {
@@ -358,6 +422,23 @@ impl Device {
                     .join(", "),
             });
         }
+        // A request names the driver's colorspace: the V4L2 core resets the
+        // encoding and quantization of a request whose colorspace is 0.
+        let csc = match color {
+            Some(color) => {
+                let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
+                    .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
+                let current = self.reply(&f)?.colorimetry.colorspace;
+                Some(Colorimetry::request(color, current))
+            }
+            None => None,
+        };
+        let c = csc.unwrap_or_default();
+        let flags = if csc.is_some() {
+            raw::PIX_FMT_FLAG_SET_CSC
+        } else {
+            0
+        };
         let mut f = raw::Format::new(self.info.api.buf_type());
         match self.info.api {
             BufferApi::SinglePlanar => {
@@ -366,16 +447,31 @@ impl Device {
                     height,
                     pixelformat: format.fourcc.to_u32(),
                     field: raw::FIELD_NONE,
+                    colorspace: c.colorspace,
+                    // The extended fields count only with the magic.
+                    priv_: if csc.is_some() {
+                        raw::PIX_FMT_PRIV_MAGIC
+                    } else {
+                        0
+                    },
+                    flags,
+                    ycbcr_enc: c.ycbcr_enc,
+                    quantization: c.quantization,
                     ..Default::default()
                 }
             }
             BufferApi::MultiPlanar => {
+                // Encoding and quantization are 0..=2: they fit the u8 fields.
                 f.fmt.pix_mp = raw::PixFormatMplane {
                     width,
                     height,
                     pixelformat: format.fourcc.to_u32(),
                     field: raw::FIELD_NONE,
+                    colorspace: c.colorspace,
                     num_planes: format.memory_planes as u8,
+                    flags: flags as u8,
+                    ycbcr_enc: c.ycbcr_enc as u8,
+                    quantization: c.quantization as u8,
                     ..Default::default()
                 }
             }

@@ -59,6 +59,21 @@ pub enum CaptureError {
         offered: String,
     },
 
+    /// A colour the driver does not produce for a format: it offers no
+    /// conversion to a requested Y'CbCr encoding and quantization
+    /// (`V4L2_FMT_FLAG_CSC_YCBCR_ENC`, `_QUANTIZATION`), or set another.
+    #[error("{path}: {fourcc} cannot be captured as {asked}: {reason}")]
+    UnsupportedColor {
+        /// The device.
+        path: PathBuf,
+        /// The format.
+        fourcc: FourCc,
+        /// The colour asked for.
+        asked: zerocam_tensor::ColorSpec,
+        /// Why: the flags missing, or what the driver set instead.
+        reason: String,
+    },
+
     /// A size the driver would not set.
     #[error("{path}: {fourcc} {width}x{height} is not supported (the driver offered {got_width}x{got_height})")]
     UnsupportedSize {

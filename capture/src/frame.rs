@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zerocam_cache::CacheStats;
-use zerocam_tensor::Tensor;
+use zerocam_tensor::{ColorSpec, Tensor};
 
 use crate::{Result, StreamFormat};
 
@@ -17,7 +17,8 @@ pub(crate) trait Requeue: Send + Sync {
     fn requeue(&self, index: usize);
 }
 
-/// A captured frame: its tensor, sequence number and timestamp. Dropping it
+/// A captured frame: its tensor, sequence number, timestamp and colour
+/// spec. Dropping it
 /// gives the buffer back to the source (V4L2: `VIDIOC_QBUF`).
 ///
 /// The tensor is the driver's buffer itself, imported once and cached: clones
@@ -31,6 +32,7 @@ pub struct Frame {
     pub(crate) index: usize,
     pub(crate) overhead: Duration,
     pub(crate) synthesized: Synthesized,
+    pub(crate) color: ColorSpec,
     pub(crate) owner: Arc<dyn Requeue>,
 }
 
@@ -100,6 +102,29 @@ impl Frame {
         self.bytes_used
     }
 
+    /// How the frame's YCbCr is to be read (matrix and range): give it to a
+    /// conversion (`zerocam_gpu::ConvertOptions::color`,
+    /// `CpuPreprocessor::convert`). It is the stream's
+    /// ([`StreamFormat::color`](crate::StreamFormat::color)), decided once at
+    /// set-up:
+    ///
+    /// - V4L2: the driver's `colorspace`, `ycbcr_enc` and `quantization` of
+    ///   the stream's format, "default" values resolved by the kernel's rules
+    ///   ([`Colorimetry::color_spec`](crate::Colorimetry::color_spec):
+    ///   SMPTE170M and sRGB give BT.601 limited, REC709 BT.709 limited, JPEG
+    ///   BT.601 full; BT.2020 and SMPTE 240M are read as BT.709).
+    /// - libcamera: the stream configuration's `ColorSpace` after
+    ///   `validate()` (its Y'CbCr encoding and range), BT.601 limited when the
+    ///   pipeline handler leaves it unset.
+    /// - The pattern source: BT.601 limited, what it draws with
+    ///   ([`rgb_to_yuv`](crate::rgb_to_yuv)).
+    ///
+    /// For RGB frames there is nothing to convert and the spec only records
+    /// the source's colorimetry.
+    pub fn color_spec(&self) -> ColorSpec {
+        self.color
+    }
+
     /// The index of the buffer the frame is in.
     pub fn buffer_index(&self) -> usize {
         self.index
@@ -131,6 +156,7 @@ impl fmt::Debug for Frame {
             .field("bytes_used", &self.bytes_used)
             .field("index", &self.index)
             .field("synthesized", &self.synthesized)
+            .field("color", &self.color)
             .field("tensor", &self.tensor)
             .finish()
     }

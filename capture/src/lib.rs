@@ -24,6 +24,7 @@
 //! ```
 
 mod buffers;
+mod colorimetry;
 mod controls;
 mod device;
 mod error;
@@ -39,6 +40,7 @@ mod queue;
 mod stream;
 mod v4l2;
 
+pub use colorimetry::Colorimetry;
 pub use controls::ControlInfo;
 pub use device::{
     capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval,

@@ -6,10 +6,10 @@
 
 use std::path::Path;
 
-use zerocam_tensor::{ImageLayout, PixelFormat};
+use zerocam_tensor::{ColorSpec, ImageLayout, PixelFormat};
 
 use crate::v4l2::raw;
-use crate::{CaptureError, CaptureFormat, FourCc, Result};
+use crate::{CaptureError, CaptureFormat, Colorimetry, FourCc, Result};
 
 /// One memory plane of a negotiated format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,10 @@ pub struct StreamFormat {
     pub height: u32,
     /// One entry per memory plane.
     pub planes: Vec<PlaneLayout>,
+    /// How the frames' YCbCr is to be read: from the driver's colour fields
+    /// for V4L2 ([`Colorimetry::color_spec`]), from the configured
+    /// `ColorSpace` for libcamera, what it draws with for the pattern source.
+    pub color: ColorSpec,
 }
 
 /// What a driver answered to `VIDIOC_S_FMT` or `VIDIOC_G_FMT`, field by field,
@@ -52,6 +56,8 @@ pub struct FormatReply {
     /// one for single-planar, `VIDEO_MAX_PLANES` (8) for multi-planar,
     /// whatever `num_planes` says.
     pub planes: Vec<PlaneLayout>,
+    /// `colorspace`, `ycbcr_enc` and `quantization`.
+    pub colorimetry: Colorimetry,
 }
 
 /// What is wrong with a driver's format reply (inside
@@ -132,6 +138,9 @@ impl FormatReply {
             size: sizeimage,
         };
         if let Some(p) = f.pix() {
+            // The extended fields count only with the magic (the V4L2 core
+            // sets it on every capture reply); without it they are "default".
+            let extended = p.priv_ == raw::PIX_FMT_PRIV_MAGIC;
             return Some(FormatReply {
                 fourcc: FourCc::from_u32(p.pixelformat),
                 width: p.width,
@@ -139,6 +148,11 @@ impl FormatReply {
                 field: p.field,
                 num_planes: 1,
                 planes: vec![plane(p.bytesperline, p.sizeimage)],
+                colorimetry: Colorimetry {
+                    colorspace: p.colorspace,
+                    ycbcr_enc: if extended { p.ycbcr_enc } else { 0 },
+                    quantization: if extended { p.quantization } else { 0 },
+                },
             });
         }
         let p = f.pix_mp()?;
@@ -153,13 +167,19 @@ impl FormatReply {
                 .iter()
                 .map(|pf| plane(pf.bytesperline, pf.sizeimage))
                 .collect(),
+            colorimetry: Colorimetry {
+                colorspace: p.colorspace,
+                ycbcr_enc: u32::from(p.ycbcr_enc),
+                quantization: u32::from(p.quantization),
+            },
         })
     }
 
     /// The stream format the reply describes (`VIDIOC_G_FMT`'s decision).
     ///
     /// A `bytesperline` of 0 stands for a packed row; every other value is
-    /// kept as the driver gave it.
+    /// kept as the driver gave it. The colour spec is
+    /// [`Colorimetry::color_spec`] of the reply's fields: any values are taken.
     ///
     /// # Errors
     /// [`CaptureError::UnsupportedFormat`] for a fourcc zerocam does not
@@ -169,7 +189,8 @@ impl FormatReply {
     ///
     /// ```
     /// use std::path::Path;
-    /// use zerocam_capture::{CaptureError, FormatReply, FourCc, PlaneLayout};
+    /// use zerocam_capture::{CaptureError, Colorimetry, FormatReply, FourCc, PlaneLayout};
+    /// use zerocam_tensor::ColorSpec;
     ///
     /// let mut reply = FormatReply {
     ///     fourcc: FourCc(*b"NV12"),
@@ -178,9 +199,11 @@ impl FormatReply {
     ///     field: 1,
     ///     num_planes: 1,
     ///     planes: vec![PlaneLayout { bytes_per_line: 640, size: 640 * 720 }],
+    ///     colorimetry: Colorimetry { colorspace: 3, ycbcr_enc: 0, quantization: 0 }, // REC709
     /// };
     /// let f = reply.stream_format(Path::new("/dev/video0"))?;
     /// assert_eq!((f.width, f.planes[0].bytes_per_line), (640, 640));
+    /// assert_eq!(f.color, ColorSpec::BT709_LIMITED);
     ///
     /// reply.planes[0].size = 1000; // luma and chroma need 460800 bytes
     /// let e = reply.stream_format(Path::new("/dev/video0")).unwrap_err();
@@ -235,6 +258,7 @@ impl FormatReply {
             width: self.width,
             height: self.height,
             planes,
+            color: self.colorimetry.color_spec(format.pixel),
         })
     }
 
@@ -348,6 +372,7 @@ mod tests {
                     size,
                 })
                 .collect(),
+            colorimetry: Colorimetry::default(),
         }
     }
 

@@ -4,7 +4,8 @@
 //! buffers are memfds (real fds with real inodes) going through the same import
 //! cache and the same [`Frame`] API as a V4L2 stream, with padded rows like a
 //! driver's. It draws scrolling colour bars (BT.601 limited range for YUV) with
-//! a white line moving down, in any of zerocam's capture formats.
+//! a white line moving down, in any of zerocam's capture formats, and says so
+//! in its frames' [`Frame::color_spec`].
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -15,9 +16,10 @@ use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use crate::frame::{cache_capacity, monotonic_now, Requeue};
 use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::v4l2::raw;
 use crate::{
-    ArgumentError, CaptureError, CaptureFormat, Frame, FrameSource, PlaneLayout, Result,
-    StreamFormat, StreamStats, CAPTURE_FORMATS,
+    ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
+    Result, StreamFormat, StreamStats, CAPTURE_FORMATS,
 };
 
 /// The eight bars, left to right: white, yellow, cyan, green, magenta, red,
@@ -33,7 +35,19 @@ pub const BARS_RGB: [[u8; 3]; 8] = [
     [0, 0, 0],
 ];
 
-/// BT.601 limited-range Y, Cb, Cr of an RGB colour.
+/// The colour fields the pattern source describes its frames with, as a
+/// webcam (and vivid) would: colorspace sRGB, encoding and quantization
+/// "default". By the V4L2 rules its YCbCr frames are BT.601 limited range,
+/// which is how [`rgb_to_yuv`] draws them, and its RGB frames full range.
+const PATTERN_COLORIMETRY: Colorimetry = Colorimetry {
+    colorspace: raw::COLORSPACE_SRGB,
+    ycbcr_enc: raw::YCBCR_ENC_DEFAULT,
+    quantization: raw::QUANTIZATION_DEFAULT,
+};
+
+/// BT.601 limited-range Y, Cb, Cr of an RGB colour: how the pattern source
+/// draws its YCbCr formats (their [`Frame::color_spec`] is
+/// [`ColorSpec::BT601_LIMITED`](zerocam_tensor::ColorSpec::BT601_LIMITED)).
 pub fn rgb_to_yuv([r, g, b]: [u8; 3]) -> [u8; 3] {
     let (r, g, b) = (f64::from(r), f64::from(g), f64::from(b));
     let y = 16.0 + (65.481 * r + 128.553 * g + 24.966 * b) / 255.0;
@@ -228,6 +242,7 @@ impl PatternSource {
             width,
             height,
             planes,
+            color: PATTERN_COLORIMETRY.color_spec(pixel),
         };
         let mut slots = Vec::with_capacity(buffers as usize);
         for index in 0..buffers {
@@ -459,6 +474,7 @@ impl FrameSource for PatternSource {
             index,
             overhead: drawn.elapsed(),
             synthesized: crate::frame::Synthesized::NONE,
+            color: self.format.color,
             owner: shared,
         })
     }

@@ -216,6 +216,7 @@ mod tests {
                 bytes_per_line: 8,
                 size: 72,
             }],
+            color: zerocam_tensor::ColorSpec::default(),
         };
         let mut cache = ImportCache::new(2);
         let mut composed = Composed::default();

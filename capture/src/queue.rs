@@ -289,6 +289,7 @@ impl Shared {
             index,
             overhead: woke.elapsed(),
             synthesized: crate::frame::Synthesized::NONE,
+            color: self.format.color,
             owner: self.clone(),
         }))
     }

@@ -8,7 +8,7 @@ use zerocam_capture::{
     rgb_to_yuv, ArgumentError, CaptureError, CaptureFormat, FrameSource, PatternConfig,
     PatternSource, BARS_RGB, CAPTURE_FORMATS,
 };
-use zerocam_tensor::{PixelFormat, TensorMapTrait, TensorMemory};
+use zerocam_tensor::{ColorSpec, PixelFormat, TensorMapTrait, TensorMemory};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -117,6 +117,34 @@ fn nv12_bars_are_bt601_limited_range() {
     assert_eq!(yv[[6, x]], red[0]);
     assert_eq!([cv[[3, x]], cv[[3, x + 1]]], [red[1], red[2]]);
     assert_eq!(yv[[6, 2]], 235, "white bar");
+    assert_eq!(
+        f.color_spec(),
+        ColorSpec::BT601_LIMITED,
+        "what it is drawn with"
+    );
+}
+
+#[test]
+fn every_frame_says_the_colour_it_is_drawn_with() {
+    for format in CAPTURE_FORMATS {
+        let mut s = PatternSource::new(PatternConfig::new(format, 64, 16)).unwrap();
+        let rgb = matches!(format.pixel, PixelFormat::Rgb | PixelFormat::Bgr);
+        // YCbCr (and GREY's luma) from rgb_to_yuv: BT.601 limited; RGB: full range.
+        let want = if rgb {
+            ColorSpec::BT601_FULL
+        } else {
+            ColorSpec::BT601_LIMITED
+        };
+        assert_eq!(s.stream_format().color, want, "{}", format.name);
+        for _ in 0..3 {
+            assert_eq!(
+                s.next_frame(SECOND).unwrap().color_spec(),
+                want,
+                "{}",
+                format.name
+            );
+        }
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use zerocam_capture::{
     ArgumentError, BufferMode, CaptureError, CaptureFormat, Device, DriverMinimum, Frame,
     FrameSource, Stream, StreamConfig, CAPTURE_FORMATS,
 };
-use zerocam_tensor::{FdIdentity, PixelFormat, TensorMemory};
+use zerocam_tensor::{ColorSpec, FdIdentity, PixelFormat, TensorMemory};
 
 const SINGLE: &str = "/dev/video0";
 const MULTI: &str = "/dev/video1";
@@ -43,10 +43,20 @@ fn expected_red(pixel: PixelFormat) -> (Vec<u8>, Vec<u8>) {
     }
 }
 
-/// Checks that rows 0, the middle and the last of every plane hold the colour.
+/// Checks that rows 0, the middle and the last of every plane hold the
+/// colour, and that the frame says so: vivid's default colorimetry (sRGB,
+/// encoding and quantization "default") is BT.601, limited for YCbCr and GREY,
+/// full for RGB.
 fn check_red(frame: &Frame, what: &str) {
     let t = frame.tensor();
     let (luma, chroma) = expected_red(t.format().unwrap());
+    let rgb = matches!(t.format(), Some(PixelFormat::Rgb | PixelFormat::Bgr));
+    let want = if rgb {
+        ColorSpec::BT601_FULL
+    } else {
+        ColorSpec::BT601_LIMITED
+    };
+    assert_eq!(frame.color_spec(), want, "{what}: vivid's default colour");
     for p in 0..t.plane_count() {
         let plane = t.plane(p).unwrap();
         let want = if p == 0 { &luma } else { &chroma };

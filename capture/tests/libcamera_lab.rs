@@ -16,6 +16,7 @@ use zerocam_capture::{
     libcamera_cameras, ArgumentError, CaptureError, Frame, FrameSource, LibcameraConfig,
     LibcameraSource, Synthesized,
 };
+use zerocam_tensor::ColorSpec;
 
 const WAIT: Duration = Duration::from_secs(20);
 const FRAMES: usize = 120;
@@ -110,6 +111,9 @@ fn lab_libcamera_nv12_frames_are_the_bars_imported_once_per_buffer() {
         let f = cam.stream_format().clone();
         assert_eq!((f.format.name, f.width, f.height), ("NV12", 640, 480));
         assert_eq!(f.planes.len(), 1, "NV12 in one dma-buf: {f:?}");
+        // The bars' luma (BARS_Y) is BT.601 limited range: the spec the
+        // stream says its frames are read with.
+        assert_eq!(f.color, ColorSpec::BT601_LIMITED, "{f:?}");
         let buffers = cam.stats().buffers;
         assert!(buffers >= 4, "{buffers} buffers");
         let mut ids: HashMap<usize, u64> = HashMap::new();
@@ -119,6 +123,7 @@ fn lab_libcamera_nv12_frames_are_the_bars_imported_once_per_buffer() {
             let frame = cam.next_frame(WAIT).unwrap();
             let t = frame.tensor();
             assert_eq!(t.shape(), &[720, 640]);
+            assert_eq!(frame.color_spec(), f.color);
             let id = *ids
                 .entry(frame.buffer_index())
                 .or_insert(t.buffer_identity().id());

@@ -17,7 +17,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use zerocam_capture::{
-    CaptureError, CaptureFormat, FormatReply, FourCc, PlaneLayout, StreamFormat, CAPTURE_FORMATS,
+    CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, PlaneLayout, StreamFormat,
+    CAPTURE_FORMATS,
 };
 use zerocam_tensor::{ImageLayout, PixelFormat, Tensor, TensorMemory};
 
@@ -181,6 +182,11 @@ impl Driver {
                 field: 1,
                 num_planes: asked.memory_planes as u8,
                 planes,
+                colorimetry: Colorimetry {
+                    colorspace: 3, // REC709
+                    ycbcr_enc: 0,
+                    quantization: 0,
+                },
             }
         };
         match self {
@@ -248,6 +254,16 @@ fn plane_value() -> impl Strategy<Value = PlaneLayout> {
     })
 }
 
+/// Colour fields: the defined values (0..=12, 0..=8, 0..=2) and beyond, or anything.
+fn colorimetry_value() -> impl Strategy<Value = Colorimetry> {
+    let field = |defined: u32| prop_oneof![0..defined + 2, any::<u32>()];
+    (field(12), field(8), field(2)).prop_map(|(colorspace, ycbcr_enc, quantization)| Colorimetry {
+        colorspace,
+        ycbcr_enc,
+        quantization,
+    })
+}
+
 fn hostile_reply() -> impl Strategy<Value = FormatReply> {
     (
         fourcc_value(),
@@ -257,9 +273,10 @@ fn hostile_reply() -> impl Strategy<Value = FormatReply> {
         any::<u8>(),
         prop_oneof![Just(1usize), Just(MAX_PLANES)],
         prop::collection::vec(plane_value(), MAX_PLANES),
+        colorimetry_value(),
     )
         .prop_map(
-            |(fourcc, width, height, field, num_planes, entries, mut planes)| {
+            |(fourcc, width, height, field, num_planes, entries, mut planes, colorimetry)| {
                 planes.truncate(entries);
                 FormatReply {
                     fourcc: FourCc::from_u32(fourcc),
@@ -268,6 +285,7 @@ fn hostile_reply() -> impl Strategy<Value = FormatReply> {
                     field,
                     num_planes: if entries == 1 { 1 } else { num_planes },
                     planes,
+                    colorimetry,
                 }
             },
         )
@@ -322,6 +340,7 @@ fn check_fits(f: &StreamFormat, reply: &FormatReply) {
         (f.format.fourcc, f.width, f.height),
         (reply.fourcc, reply.width, reply.height)
     );
+    assert_eq!(f.color, reply.colorimetry.color_spec(f.format.pixel));
     for (i, p) in f.planes.iter().enumerate() {
         let r = reply.planes[i];
         assert_eq!(p.size, r.size, "plane {i}: sizeimage kept");

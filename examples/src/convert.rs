@@ -1,11 +1,7 @@
 //! CPU conversion of a frame to packed RGB8, for PNG snapshots.
 
-use zerocam_gpu::{ColorSpec, Matrix, Range};
+use zerocam_gpu::{ColorSpec, YcbcrToRgb};
 use zerocam_tensor::{PixelFormat, Result, Tensor};
-
-/// BT.601 limited range, what V4L2 drivers report for SD YUV: zerocam-gpu's
-/// CPU reference of the GPU conversion.
-const BT601: ColorSpec = ColorSpec::new(Matrix::Bt601, Range::Limited);
 
 /// Reads plane `p` of `frame` row by row, padding skipped: `f(row_index, row_bytes)`.
 pub(crate) fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
@@ -20,8 +16,10 @@ pub(crate) fn rows(frame: &Tensor<u8>, p: usize, mut f: impl FnMut(usize, &[u8])
 }
 
 /// The frame as packed RGB8, `width * height * 3` bytes, from any capture
-/// format (NV12, NV16, YUYV, UYVY, RGB, BGR, GREY).
-pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
+/// format (NV12, NV16, YUYV, UYVY, RGB, BGR, GREY), its YCbCr read with
+/// `color` (the frame's `Frame::color_spec`) by zerocam-gpu's CPU reference
+/// of the GPU conversion.
+pub fn to_rgb(frame: &Tensor<u8>, color: ColorSpec) -> Result<Vec<u8>> {
     let (w, h) = (frame.width().unwrap_or(0), frame.height().unwrap_or(0));
     let format = frame
         .format()
@@ -49,14 +47,14 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
         })?,
         PixelFormat::Yuyv => rows(frame, 0, |y, r| {
             for (i, q) in r.chunks(4).enumerate() {
-                px(&mut out, y, 2 * i, BT601.to_rgb(q[0], q[1], q[3]));
-                px(&mut out, y, 2 * i + 1, BT601.to_rgb(q[2], q[1], q[3]));
+                px(&mut out, y, 2 * i, color.to_rgb(q[0], q[1], q[3]));
+                px(&mut out, y, 2 * i + 1, color.to_rgb(q[2], q[1], q[3]));
             }
         })?,
         PixelFormat::Uyvy => rows(frame, 0, |y, r| {
             for (i, q) in r.chunks(4).enumerate() {
-                px(&mut out, y, 2 * i, BT601.to_rgb(q[1], q[0], q[2]));
-                px(&mut out, y, 2 * i + 1, BT601.to_rgb(q[3], q[0], q[2]));
+                px(&mut out, y, 2 * i, color.to_rgb(q[1], q[0], q[2]));
+                px(&mut out, y, 2 * i + 1, color.to_rgb(q[3], q[0], q[2]));
             }
         })?,
         PixelFormat::Nv12 | PixelFormat::Nv16 => {
@@ -72,7 +70,7 @@ pub fn to_rgb(frame: &Tensor<u8>) -> Result<Vec<u8>> {
                             &mut out,
                             y,
                             x,
-                            BT601.to_rgb(luma[y * w + x], r[c], r[c + 1]),
+                            color.to_rgb(luma[y * w + x], r[c], r[c + 1]),
                         );
                     }
                 }
@@ -102,7 +100,8 @@ mod tests {
                 .find(|f| f.name == name)
                 .unwrap();
             let mut s = PatternSource::new(PatternConfig::new(format, 64, 16)).unwrap();
-            to_rgb(s.next_frame(Duration::from_secs(1)).unwrap().tensor()).unwrap()
+            let f = s.next_frame(Duration::from_secs(1)).unwrap();
+            to_rgb(f.tensor(), f.color_spec()).unwrap()
         };
         let yuyv = rgb_of("YUYV");
         for name in ["UYVY", "NV16", "NV16M"] {
@@ -113,15 +112,28 @@ mod tests {
     }
 
     #[test]
-    fn bt601_round_trips_within_rounding() {
-        // 8-bit Y'CbCr of pure red is (81, 90, 240) after rounding: 254 comes back.
-        assert_eq!(BT601.to_rgb(81, 90, 240), [254, 0, 0]);
-        assert_eq!(BT601.to_rgb(235, 128, 128), [255, 255, 255]);
-        assert_eq!(BT601.to_rgb(16, 128, 128), [0, 0, 0]);
-        assert_eq!(
-            BT601,
-            ColorSpec::default(),
-            "what zerocam-gpu converts with"
-        );
+    fn the_pattern_bars_come_back_with_the_frames_colour_spec() {
+        use std::time::Duration;
+        use zerocam_capture::{FrameSource, PatternConfig, PatternSource, BARS_RGB};
+        let format = "YUYV".parse().unwrap();
+        // 8 bars of 8 pixels: sample each bar's middle on row 3 (frame 0's
+        // bars start at x = 0; its white line is row 0).
+        let mut s = PatternSource::new(PatternConfig::new(format, 64, 4)).unwrap();
+        let f = s.next_frame(Duration::from_secs(1)).unwrap();
+        assert_eq!(f.sequence(), 0);
+        let rgb = to_rgb(f.tensor(), f.color_spec()).unwrap();
+        for (i, want) in BARS_RGB.iter().enumerate() {
+            let x = 3 * 64 + i * 8 + 4;
+            let got = &rgb[x * 3..x * 3 + 3];
+            for c in 0..3 {
+                assert!(
+                    got[c].abs_diff(want[c]) <= 1,
+                    "bar {i}: {got:?} vs {want:?}"
+                );
+            }
+        }
+        // Read as BT.709 instead, the same samples are another picture.
+        let wrong = to_rgb(f.tensor(), ColorSpec::BT709_LIMITED).unwrap();
+        assert_ne!(wrong, rgb);
     }
 }

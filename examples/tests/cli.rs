@@ -46,6 +46,10 @@ fn capture_writes_a_png_of_the_pattern() {
             .contains("built-in pattern source"),
         "{out}"
     );
+    assert!(
+        out.contains("RGB PNG of frame 0, its YCbCr read as BT.601 limited range"),
+        "the pattern's colour spec: {out}"
+    );
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];

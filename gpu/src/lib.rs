@@ -82,7 +82,7 @@ mod target;
 #[cfg(feature = "gl")]
 mod worker;
 
-pub use color::{ColorSpec, Matrix, Range};
+pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use error::{GpuError, Result};
 pub use import::drm_fourcc;
 pub use model::{

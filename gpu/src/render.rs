@@ -1,5 +1,6 @@
 //! The draw: one full-viewport triangle per destination rectangle.
 
+use crate::color;
 use crate::glutil::{self, uniform, TEXTURE_EXTERNAL_OES};
 use crate::model_plan::ModelDraw;
 use crate::plan::{Pack, Plan};
@@ -88,8 +89,8 @@ pub(crate) fn draw(
     source: &Bound,
     target: &Prepared,
 ) -> Result<()> {
-    let offsets = source.color.offsets();
-    let matrix = source.color.matrix_columns();
+    let offsets = color::offsets(source.color);
+    let matrix = color::matrix_columns(source.color);
     let (out_w, out_h) = (plan.out.0 as f32, plan.out.1 as f32);
     // SAFETY: plain GL calls on the current context; the program, textures
     // and framebuffer are live objects of this context; the uniform arrays

@@ -19,7 +19,7 @@ use zerocam_capture::{
     BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
     Stream, StreamConfig,
 };
-use zerocam_tensor::{Access, PixelFormat, TensorDyn};
+use zerocam_tensor::{Access, ColorSpec, PixelFormat, TensorDyn};
 
 use crate::errors::{capture_err, invalid, released, tensor_err};
 use crate::lease::MapLease;
@@ -348,6 +348,7 @@ pub struct Frame {
     width: usize,
     height: usize,
     index: usize,
+    color: ColorSpec,
 }
 
 impl Frame {
@@ -361,11 +362,19 @@ impl Frame {
             height: t.height().unwrap_or(0),
             index: frame.buffer_index(),
             format,
+            color: frame.color_spec(),
             held: Mutex::new(Some(Held {
                 frame,
                 planes: None,
             })),
         }
+    }
+
+    /// How the frame's YCbCr is to be read (the Rust frame's
+    /// `color_spec()`, kept after `release()`): for the Rust side of the
+    /// bindings (a preprocessor called on a `Frame`).
+    pub(crate) fn color_spec(&self) -> ColorSpec {
+        self.color
     }
 }
 
@@ -441,6 +450,17 @@ impl Frame {
     #[getter]
     fn buffer_index(&self) -> usize {
         self.index
+    }
+
+    /// How the frame's YCbCr is to be read, as `(matrix, range)`: matrix
+    /// `"bt601"` or `"bt709"`, range `"limited"` or `"full"`. It comes from
+    /// the camera (V4L2: the driver's colorspace fields; the pattern source:
+    /// `("bt601", "limited")`, what it draws with) and stays readable after
+    /// `release()`.
+    #[getter(color_spec)]
+    fn color_spec_names(&self) -> (&'static str, &'static str) {
+        let c = self.color_spec();
+        (c.matrix.name(), c.range.name())
     }
 
     /// Read-only numpy arrays over the frame's memory, without a copy

@@ -55,6 +55,7 @@
 
 mod access;
 mod buffer;
+mod color;
 mod dtype;
 mod error;
 mod fd;
@@ -74,6 +75,7 @@ mod tensor_dyn;
 mod traits;
 
 pub use access::{DeviceBorrow, FileAccess};
+pub use color::{ColorSpec, Matrix, Range};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use fd::{dup_fd, FdKind};

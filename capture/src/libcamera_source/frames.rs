@@ -254,6 +254,7 @@ impl Shared {
             index,
             overhead: woke.elapsed(),
             synthesized: meta.synthesized,
+            color: self.format.color,
             owner: self.clone(),
         })
     }

@@ -54,6 +54,7 @@ fn source(n: usize) -> (Arc<Shared>, Log, Vec<Tensor<u8>>) {
             bytes_per_line: 4,
             size: 16,
         }],
+        color: zerocam_tensor::ColorSpec::BT709_FULL,
     };
     let log: Log = Arc::default();
     let to = log.clone();
@@ -101,6 +102,11 @@ fn a_queued_buffers_tensor_cannot_be_mapped() {
     ));
     let frame = sh.event(frame_of(0), std::time::Instant::now()).unwrap();
     assert_eq!(place(&sh, 0), Place::Held);
+    assert_eq!(
+        frame.color_spec(),
+        zerocam_tensor::ColorSpec::BT709_FULL,
+        "the stream's colour"
+    );
     assert_eq!(
         frame.tensor().map_read().unwrap()[0],
         0,

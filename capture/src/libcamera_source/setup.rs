@@ -5,6 +5,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use libcamera::camera::ActiveCamera;
 use libcamera::camera_manager::CameraManager;
+use libcamera::color_space::{ColorSpace, Range as LcRange, YcbcrEncoding};
 use libcamera::framebuffer::AsFrameBuffer;
 use libcamera::framebuffer_allocator::{FrameBuffer, FrameBufferAllocator};
 use libcamera::geometry::Size;
@@ -12,7 +13,7 @@ use libcamera::pixel_format::PixelFormat as LcPixelFormat;
 use libcamera::properties;
 use libcamera::stream::{Stream, StreamRole};
 use nix::errno::Errno;
-use zerocam_tensor::FdIdentity;
+use zerocam_tensor::{ColorSpec, FdIdentity, Matrix, Range};
 
 use super::events::{BufferPlanes, Configured};
 use super::layout::{buffer_layout, capture_format, drm_fourcc, BufferLayout, LcPlane};
@@ -186,9 +187,9 @@ pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Re
     active
         .configure(&mut cfg)
         .map_err(|e| lc_error("configure")(errno_of(&e)))?;
-    let stream = cfg
+    let (stream, color) = cfg
         .get(0)
-        .and_then(|sc| sc.stream())
+        .and_then(|sc| Some((sc.stream()?, color_spec(sc.get_color_space()))))
         .ok_or(Errno::EINVAL)
         .map_err(lc_error("configure (no stream)"))?;
     let mut allocator = FrameBufferAllocator::new(&active);
@@ -237,6 +238,7 @@ pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Re
         width: got_size.0,
         height: got_size.1,
         planes,
+        color,
     };
     let configured = Configured {
         key: 0,
@@ -247,6 +249,27 @@ pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Re
         adjustments,
     };
     Ok((active, stream, allocator, frame_buffers, configured))
+}
+
+/// The spec a configured stream's frames are read with: the Y'CbCr encoding
+/// and range of its `ColorSpace` (`Rec601` → BT.601; `Rec709` → BT.709;
+/// `Rec2020`, which zerocam has no equations for, → BT.709, the nearest; `None`
+/// (RGB or raw) → BT.601, unused). A pipeline handler that leaves the colour
+/// space unset gets BT.601 limited range, the V4L2 default for YCbCr and what
+/// libcamera's virtual camera makes (libyuv's `ARGBToNV12`).
+fn color_spec(color_space: Option<ColorSpace>) -> ColorSpec {
+    let Some(cs) = color_space else {
+        return ColorSpec::BT601_LIMITED;
+    };
+    let matrix = match cs.ycbcr_encoding {
+        YcbcrEncoding::Rec709 | YcbcrEncoding::Rec2020 => Matrix::Bt709,
+        YcbcrEncoding::Rec601 | YcbcrEncoding::None => Matrix::Bt601,
+    };
+    let range = match cs.range {
+        LcRange::Full => Range::Full,
+        LcRange::Limited => Range::Limited,
+    };
+    ColorSpec::new(matrix, range)
 }
 
 /// Dups and identifies each plane of `fb`.
@@ -278,4 +301,24 @@ fn buffer_planes(
         planes,
         layout,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libcameras_colour_spaces_map_to_their_encoding_and_range() {
+        let cases = [
+            (ColorSpace::smpte170m(), ColorSpec::BT601_LIMITED),
+            (ColorSpace::rec709(), ColorSpec::BT709_LIMITED),
+            (ColorSpace::sycc(), ColorSpec::BT601_FULL),
+            (ColorSpace::rec2020(), ColorSpec::BT709_LIMITED),
+            (ColorSpace::srgb(), ColorSpec::BT601_FULL),
+        ];
+        for (cs, want) in cases {
+            assert_eq!(color_spec(Some(cs)), want, "{cs}");
+        }
+        assert_eq!(color_spec(None), ColorSpec::BT601_LIMITED);
+    }
 }

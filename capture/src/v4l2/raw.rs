@@ -19,6 +19,44 @@ pub const MEMORY_DMABUF: u32 = 4;
 /// `enum v4l2_field`.
 pub const FIELD_NONE: u32 = 1;
 
+/// `enum v4l2_colorspace` values zerocam's colour rules name.
+pub const COLORSPACE_SMPTE240M: u32 = 2;
+pub const COLORSPACE_REC709: u32 = 3;
+pub const COLORSPACE_JPEG: u32 = 7;
+pub const COLORSPACE_SRGB: u32 = 8;
+pub const COLORSPACE_BT2020: u32 = 10;
+pub const COLORSPACE_DCI_P3: u32 = 12;
+
+/// `enum v4l2_ycbcr_encoding`.
+pub const YCBCR_ENC_DEFAULT: u32 = 0;
+pub const YCBCR_ENC_601: u32 = 1;
+pub const YCBCR_ENC_709: u32 = 2;
+pub const YCBCR_ENC_XV601: u32 = 3;
+pub const YCBCR_ENC_XV709: u32 = 4;
+pub const YCBCR_ENC_SYCC: u32 = 5;
+pub const YCBCR_ENC_BT2020: u32 = 6;
+pub const YCBCR_ENC_BT2020_CONST_LUM: u32 = 7;
+pub const YCBCR_ENC_SMPTE240M: u32 = 8;
+
+/// `enum v4l2_quantization`.
+pub const QUANTIZATION_DEFAULT: u32 = 0;
+pub const QUANTIZATION_FULL_RANGE: u32 = 1;
+pub const QUANTIZATION_LIM_RANGE: u32 = 2;
+
+/// `VIDIOC_ENUM_FMT` flags: the driver converts capture to a requested
+/// Y'CbCr encoding / quantization (`V4L2_FMT_FLAG_CSC_YCBCR_ENC`, `_QUANTIZATION`).
+pub const FMT_FLAG_CSC_YCBCR_ENC: u32 = 0x0080;
+pub const FMT_FLAG_CSC_QUANTIZATION: u32 = 0x0100;
+
+/// `V4L2_PIX_FMT_FLAG_SET_CSC`: `flags` of an `S_FMT` asking for the
+/// colorimetry fields it sets (those left 0 stay as the driver has them).
+pub const PIX_FMT_FLAG_SET_CSC: u32 = 0x0002;
+
+/// `V4L2_PIX_FMT_PRIV_MAGIC`: `priv` of a single-planar format whose
+/// `ycbcr_enc`, `quantization` and `xfer_func` are valid (the V4L2 core sets
+/// it on every `VIDIOC_G_FMT`/`S_FMT` reply of a capture format).
+pub const PIX_FMT_PRIV_MAGIC: u32 = 0xfeed_cafe;
+
 /// Capability bits (`V4L2_CAP_*`).
 pub const CAP_VIDEO_CAPTURE: u32 = 0x0000_0001;
 pub const CAP_VIDEO_CAPTURE_MPLANE: u32 = 0x0000_1000;

@@ -70,6 +70,7 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         let crop = centre_square(t.width().unwrap_or(0), t.height().unwrap_or(0));
         let options = ConvertOptions {
             crop: Some(crop),
+            color: frame.color_spec(),
             ..Default::default()
         };
         let t0 = Instant::now();

@@ -52,7 +52,7 @@ pub fn capture(spec: &SourceSpec, frames: usize, output: &Path) -> Result<String
     let t = frame.tensor();
     let (w, h) = (t.width().unwrap_or(0), t.height().unwrap_or(0));
     if png {
-        let rgb = to_rgb(t)?;
+        let rgb = to_rgb(t, frame.color_spec())?;
         let mut enc = png::Encoder::new(&mut file, w as u32, h as u32);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
@@ -60,9 +60,10 @@ pub fn capture(spec: &SourceSpec, frames: usize, output: &Path) -> Result<String
             .and_then(|mut wr| wr.write_image_data(&rgb))
             .map_err(|e| CliError::Png(e.to_string()))?;
         report += &format!(
-            "wrote {} ({w}x{h} RGB PNG of frame {})\n",
+            "wrote {} ({w}x{h} RGB PNG of frame {}, its YCbCr read as {})\n",
             output.display(),
-            frame.sequence()
+            frame.sequence(),
+            frame.color_spec()
         );
     } else {
         report += &format!(

@@ -1,9 +1,9 @@
 //! The CPU reference of `Gpu::convert` for the tests: the same sampling rule
 //! (bilinear over each plane at the output pixel's centre, edges clamped) and
-//! the same YUV equations (`ColorSpec::to_rgb_normalized`), in f32.
+//! the same YUV equations (`YcbcrToRgb::to_rgb_normalized`), in f32.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use zerocam_gpu::ColorSpec;
+use zerocam_gpu::{ColorSpec, YcbcrToRgb};
 use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMapTrait, TensorMemory};
 
 /// One plane as a texture: `channels` interleaved samples a texel.

@@ -53,6 +53,27 @@ def test_planes_are_the_buffer_itself():
             del y
 
 
+@pytest.mark.parametrize("fmt,spec", [
+    ("NV12", ("bt601", "limited")),
+    ("YUYV", ("bt601", "limited")),
+    ("GREY", ("bt601", "limited")),
+    ("RGB24", ("bt601", "full")),
+])
+def test_frame_color_spec_is_what_the_pattern_draws_with(fmt, spec):
+    with Camera.pattern(fmt, (64, 32)) as cam:
+        frame = cam.read()
+        assert frame.color_spec == spec
+        if fmt == "NV12":
+            # BT.601 limited red (bar 5 of 8, x 40..48): Y 81, Cb 90, Cr 240.
+            y, uv = frame.planes
+            assert (y[1, 44], uv[1, 44], uv[1, 45]) == (81, 90, 240)
+            del y, uv
+        frame.release()
+        assert frame.color_spec == spec, "kept after release()"
+        with pytest.raises(AttributeError):
+            frame.color_spec = ("bt709", "full")
+
+
 def test_released_frame_raises_and_held_arrays_stay_valid():
     with Camera.pattern("GREY", (64, 32), buffers=3) as cam:
         frame = cam.read()
