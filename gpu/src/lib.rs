@@ -86,8 +86,10 @@ pub use color::{ColorSpec, Matrix, Range};
 pub use error::{GpuError, Result};
 pub use import::drm_fourcc;
 pub use model::{
-    convert_cpu, ChannelOrder, CpuConvertError, CpuPreprocessor, Fit, FitPlacement, ModelInput,
-    ModelInputError, ModelLayout, Quantization, SourceRect, MODEL_DTYPES,
+    convert_cpu, is_software_renderer, ChannelOrder, ChosenDevice, CpuConvertError,
+    CpuPreprocessor, Device, DeviceReason, Fit, FitPlacement, ModelInput, ModelInputError,
+    ModelLayout, PreprocessError, PreprocessStats, Preprocessed, Preprocessor, Quantization,
+    SourceRect, DEFAULT_RING_DEPTH, MODEL_DTYPES,
 };
 pub use plan::{ConvertOptions, ImportPolicy};
 
