@@ -21,7 +21,7 @@ use zerocam_gpu::{
 use zerocam_tensor::Tensor;
 
 use crate::camera::Frame;
-use crate::errors::{invalid, preprocess_err};
+use crate::errors::{gpu_err, invalid, preprocess_err};
 use crate::format::Region;
 use crate::model::{Placement, PyModelInput};
 use crate::tensor::PyTensor;
@@ -233,14 +233,26 @@ impl PyPreprocessor {
 
     /// Counters: images converted on the GPU and the CPU, those `"auto"` sent
     /// to the CPU because the GPU could not take them, destinations allocated
-    /// (at most `ring`).
+    /// (at most `ring`); on the GPU also `gpu_imports` (dma-buf frames
+    /// imported as EGLImages: one per camera buffer), `gpu_import_hits`,
+    /// `gpu_uploads` (frames copied up instead) and `gpu_readbacks`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.lock().stats();
+        let (s, gpu) = {
+            let pre = self.lock();
+            (pre.stats(), pre.gpu().cloned())
+        };
         let d = PyDict::new(py);
         d.set_item("gpu_images", s.gpu_images)?;
         d.set_item("cpu_images", s.cpu_images)?;
         d.set_item("cpu_fallbacks", s.cpu_fallbacks)?;
         d.set_item("tensors_allocated", s.tensors_allocated)?;
+        if let Some(gpu) = gpu {
+            let g = py.detach(|| gpu.stats()).map_err(gpu_err)?;
+            d.set_item("gpu_imports", g.images.imports)?;
+            d.set_item("gpu_import_hits", g.images.hits)?;
+            d.set_item("gpu_uploads", g.uploads)?;
+            d.set_item("gpu_readbacks", g.readbacks)?;
+        }
         Ok(d)
     }
 

@@ -301,7 +301,9 @@ def test_the_gpu_works_on_llvmpipe_and_agrees_with_the_cpu():
     assert np.abs(values(g) - values(c)).max() <= 0.02
     want = model_values(resample(pixels, 40, 40, target=(0, 5, 40, 30), pad=(114, 114, 114)), mi)
     assert np.abs(values(g) - want).max() <= 0.02
-    assert gpu.stats()["gpu_images"] == 1
+    s = gpu.stats()
+    assert (s["gpu_images"], s["gpu_uploads"], s["gpu_imports"]) == (1, 1, 0), "memory: uploaded"
+    assert "gpu_imports" not in Preprocessor(mi, device="cpu").stats()
     with g.map() as v:
         assert np.asarray(v).ctypes.data == v.ptr
 

@@ -241,6 +241,14 @@ impl Preprocessor {
         &self.reason
     }
 
+    /// The GPU it converts on (`None` on the CPU): its
+    /// [`info`](Gpu::info) and [`stats`](Gpu::stats) (imports, cache
+    /// hits, uploads, readbacks).
+    #[cfg(feature = "gl")]
+    pub fn gpu(&self) -> Option<&Gpu> {
+        self.gpu.as_ref()
+    }
+
     /// The ring's depth: how many results may be held at once.
     pub fn ring_depth(&self) -> usize {
         self.ring.depth()
