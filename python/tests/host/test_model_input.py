@@ -5,6 +5,8 @@ pattern camera, and every bad input."""
 
 import gc
 import math
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -444,3 +446,15 @@ def test_bad_preprocessor_arguments_and_sources():
         with pytest.raises(zerocam.Released):
             pre(frame)
     assert pre.stats()["cpu_images"] == 0
+
+
+def test_the_readme_example_runs():
+    """The first code block of python/README.md's "Model inputs", as written."""
+    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("## Model inputs", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope = {"np": np, "zerocam": zerocam}
+    exec(compile(code, "README.md (Model inputs)", "exec"), scope)
+    assert scope["inputs"].shape == (1, 3, 640, 640) and scope["inputs"].dtype == np.float32
+    assert scope["box"] == (200.0, 120.0, 600.0, 520.0)
+    assert scope["pre"].device == "cpu"
