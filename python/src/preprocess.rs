@@ -147,7 +147,7 @@ impl PyPreprocessor {
     /// are held). A frame is read during the call only.
     #[pyo3(signature = (source, crop=None, color=None))]
     fn __call__(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         crop: Option<&Bound<'_, PyAny>>,
@@ -159,11 +159,12 @@ impl PyPreprocessor {
             .map(Region::parse)
             .transpose()?;
         let color = color_arg(color)?;
+        let this = slf.get();
         let out: Preprocessed = py
             .detach(|| {
                 let refs: Vec<&Tensor<u8>> = srcs.iter().collect();
-                let mut pre = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-                let mut placements = self
+                let mut pre = this.inner.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut placements = this
                     .placements
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
@@ -171,7 +172,12 @@ impl PyPreprocessor {
                 pre.run_batch(&refs, crop, color, |_, p| placements.push(p))
             })
             .map_err(preprocess_err)?;
-        Ok(PyTensor::wrap(out.tensor))
+        // The result keeps its preprocessor: on the GPU its memory is a PBO
+        // of the preprocessor's GL context, which ends with the last handle.
+        Ok(PyTensor::wrap_owned(
+            out.tensor,
+            slf.clone().into_any().unbind(),
+        ))
     }
 
     /// The `ModelInput` it makes.

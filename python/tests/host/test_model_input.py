@@ -310,6 +310,19 @@ def test_the_gpu_works_on_llvmpipe_and_agrees_with_the_cpu():
         assert np.asarray(v).ctypes.data == v.ptr
 
 
+def test_a_gpu_result_keeps_its_preprocessor_alive():
+    t, pixels = rgb_tensor(32, 32, smooth=True)
+    mi = ModelInput(16, 16)
+    x = Preprocessor(mi, device="gpu")(t)  # nobody keeps the preprocessor
+    gc.collect()
+    first = x.batch(0)  # a view keeps it too
+    del x
+    gc.collect()
+    assert first.memory == "pbo"
+    want = model_values(resample(pixels, 16, 16), mi)[0]
+    assert np.abs(values(first) - want).max() <= 0.02, "its GL context still holds the PBO"
+
+
 # --- the pattern camera -------------------------------------------------------------
 
 

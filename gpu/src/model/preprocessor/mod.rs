@@ -34,6 +34,11 @@ pub const DEFAULT_RING_DEPTH: usize = 3;
 /// One result of a [`Preprocessor`]: the model input tensor (a destination of
 /// the ring, held until this value and every clone, view or map of the
 /// tensor is gone), where the source landed in it, and the device that made it.
+///
+/// On the GPU the tensor is a PBO of the preprocessor's GL context: it maps
+/// while the preprocessor (or another handle of its [`Gpu`](crate::Gpu))
+/// lives, and new maps fail with
+/// [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected) after.
 #[derive(Debug, Clone)]
 pub struct Preprocessed {
     /// The model input, of the input's shape and element type.
