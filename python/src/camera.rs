@@ -19,7 +19,7 @@ use zerocam_capture::{
     BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
     Stream, StreamConfig,
 };
-use zerocam_tensor::{Access, PixelFormat, Tensor, TensorDyn};
+use zerocam_tensor::{Access, PixelFormat, TensorDyn};
 
 use crate::errors::{capture_err, invalid, released, tensor_err};
 use crate::lease::MapLease;
@@ -373,7 +373,7 @@ impl Frame {
     /// A handle on the frame's tensor (the buffer itself), for a call that
     /// reads it: `Released` after `release()`. Maps of it fail once the
     /// driver owns the buffer again.
-    pub(crate) fn tensor_handle(&self) -> PyResult<Tensor<u8>> {
+    pub(crate) fn tensor_handle(&self) -> PyResult<zerocam_tensor::Tensor<u8>> {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let h = held.as_ref().ok_or_else(|| released("the frame"))?;
         Ok(h.frame.tensor().clone())
