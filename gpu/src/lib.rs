@@ -25,6 +25,12 @@
 //!   NCHW or NHWC, mean/std or quantization, stretch, centre crop or
 //!   letterbox, RGB or BGR, one batch element at a time; the elements' bytes
 //!   are rendered as RGBA8 texels, so it runs on any GLES 3.0 driver.
+//! - [`Preprocessor`] makes a stream of model inputs on a chosen [`Device`]
+//!   (`Auto`: the GPU where its renderer is hardware, the CPU without EGL,
+//!   on a software rasterizer ([`is_software_renderer`]) and for a frame the
+//!   GPU cannot take), into a ring of destinations reused only once nothing
+//!   holds them (PBOs on the GPU, heap memory on the CPU; no allocation per
+//!   frame in steady state).
 //! - A job that panics on the GL thread poisons the [`Gpu`]: its caller and
 //!   every later call that would use the GL context get
 //!   [`GpuError::Poisoned`] naming the job and the panic's message (never a
@@ -86,8 +92,10 @@ pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use error::{GpuError, Result};
 pub use import::drm_fourcc;
 pub use model::{
-    convert_cpu, ChannelOrder, CpuConvertError, CpuPreprocessor, Fit, FitPlacement, ModelInput,
-    ModelInputError, ModelLayout, Quantization, SourceRect, MODEL_DTYPES,
+    convert_cpu, is_software_renderer, ChannelOrder, ChosenDevice, CpuConvertError,
+    CpuPreprocessor, Device, DeviceReason, Fit, FitPlacement, ModelInput, ModelInputError,
+    ModelLayout, PreprocessError, PreprocessStats, Preprocessed, Preprocessor, Quantization,
+    SourceRect, DEFAULT_RING_DEPTH, MODEL_DTYPES,
 };
 pub use plan::{ConvertOptions, ImportPolicy};
 

@@ -378,6 +378,17 @@ impl Frame {
     }
 }
 
+impl Frame {
+    /// A handle on the frame's tensor (the buffer itself), for a call that
+    /// reads it: `Released` after `release()`. Maps of it fail once the
+    /// driver owns the buffer again.
+    pub(crate) fn tensor_handle(&self) -> PyResult<zerocam_tensor::Tensor<u8>> {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = held.as_ref().ok_or_else(|| released("the frame"))?;
+        Ok(h.frame.tensor().clone())
+    }
+}
+
 /// The numpy arrays of a frame: the packed image as `[H, W, C]`, or each
 /// plane of a planar format as `[rows, samples]`. A frame in one buffer with
 /// uniform strides (NV12, NV16) is mapped once and split into its planes (one
@@ -483,9 +494,7 @@ impl Frame {
     /// the driver owns the buffer (after `release()`).
     #[getter]
     fn tensor(&self) -> PyResult<PyTensor> {
-        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        let h = held.as_ref().ok_or_else(|| released("the frame"))?;
-        Ok(PyTensor::wrap(TensorDyn::U8(h.frame.tensor().clone())))
+        Ok(PyTensor::wrap(TensorDyn::U8(self.tensor_handle()?)))
     }
 
     /// Whether the frame was released.

@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 use zerocam_capture::CaptureError;
+use zerocam_gpu::{CpuConvertError, GpuError, ModelInputError, PreprocessError};
 use zerocam_tensor::Error as TensorError;
 
 pyo3::import_exception!(zerocam.errors, InvalidArgument);
@@ -114,5 +115,75 @@ pub fn capture_err(e: CaptureError) -> PyErr {
             Some(errno) => os_error(errno as i32, msg),
             None => Error::new_err(msg),
         },
+    }
+}
+
+/// A bad model input (zero sizes, a std of 0, three values expected) as
+/// `InvalidArgument`, with the Rust message naming the values.
+pub fn model_err(e: ModelInputError) -> PyErr {
+    invalid(e.to_string())
+}
+
+/// A GPU error: a refused argument (source, destination, crop) is
+/// `InvalidArgument`, a PBO the CPU has mapped `MapConflict`, a tensor error
+/// its own class, a GPU that cannot work (EGL, GL, a poisoned context)
+/// `DeviceError` (errno from a failed `dup`, else `None`).
+pub fn gpu_err(e: GpuError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        GpuError::Tensor(t) => tensor_err(t),
+        GpuError::PboMapped { .. } => MapConflict::new_err(msg),
+        GpuError::Dup { ref source, .. } => io_error(source, msg),
+        GpuError::ModelInput(_)
+        | GpuError::UnsupportedFormat { .. }
+        | GpuError::NotAnImage { .. }
+        | GpuError::BadSize { .. }
+        | GpuError::CropOutOfBounds { .. }
+        | GpuError::Batched { .. }
+        | GpuError::ForeignPbo { .. }
+        | GpuError::UnsupportedMemory { .. }
+        | GpuError::ModelDType { .. }
+        | GpuError::ModelShape { .. }
+        | GpuError::BatchIndexOutOfRange { .. }
+        | GpuError::ModelDestination { .. } => invalid(msg),
+        _ => DeviceError::new_err(msg),
+    }
+}
+
+/// A CPU model-input error: bad sources and destinations are
+/// `InvalidArgument`, a tensor error its own class.
+pub fn cpu_err(e: CpuConvertError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        CpuConvertError::Tensor(t) => tensor_err(t),
+        CpuConvertError::Library { .. } => Error::new_err(msg),
+        _ => invalid(msg),
+    }
+}
+
+/// A `Preprocessor` error: every result of the ring held is `NoFreeBuffer`
+/// (naming the depth), no GPU for `device="gpu"` `DeviceError`, a source
+/// neither device takes, a bad batch or ring `InvalidArgument`, the rest of
+/// the class of the device's error (the message says which device refused).
+pub fn preprocess_err(e: PreprocessError) -> PyErr {
+    let msg = e.to_string();
+    // The inner error's class with this message (which names the device);
+    // a `DeviceError` keeps its own, with its errno.
+    let class_of = |inner: PyErr| {
+        Python::attach(|py| {
+            if inner.is_instance_of::<DeviceError>(py) {
+                return inner;
+            }
+            let class = inner.get_type(py);
+            PyErr::from_type(class, msg.clone())
+        })
+    };
+    match e {
+        PreprocessError::RingFull { .. } => NoFreeBuffer::new_err(msg),
+        PreprocessError::NoGpu { .. } | PreprocessError::NoGlFeature => DeviceError::new_err(msg),
+        PreprocessError::Gpu(g) => class_of(gpu_err(g)),
+        PreprocessError::Cpu(c) => class_of(cpu_err(c)),
+        PreprocessError::Tensor(t) => class_of(tensor_err(t)),
+        _ => invalid(msg),
     }
 }

@@ -9,6 +9,7 @@
 //! | `hostpin.rs` | `Tensor.pin_host()`, `HostPin.cpu_access()` |
 //! | `camera.rs` | `Camera`, `Frame`, `list_devices()` |
 //! | `format.rs` | `PixelFormat`, `Region` |
+//! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
 //! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
 #[cfg(all(feature = "buffer-protocol", feature = "abi3-py39"))]
@@ -25,6 +26,8 @@ mod format;
 mod hostpin;
 mod lease;
 mod mapview;
+mod model;
+mod preprocess;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -41,6 +44,9 @@ fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::Region>()?;
     m.add_class::<camera::Camera>()?;
     m.add_class::<camera::Frame>()?;
+    m.add_class::<model::PyModelInput>()?;
+    m.add_class::<model::Placement>()?;
+    m.add_class::<preprocess::PyPreprocessor>()?;
     m.add_function(wrap_pyfunction!(camera::list_devices, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("CAPSULE_NAME", capsule::NAME.to_string_lossy())?;

@@ -20,6 +20,9 @@ use crate::{capsule, dlpack};
 pub struct PyTensor {
     pub(crate) inner: TensorDyn,
     default_access: Access,
+    /// What the memory needs alive besides the tensor (a `Preprocessor`,
+    /// whose GL context owns the PBOs of its results); shared by views.
+    owner: Option<Py<PyAny>>,
 }
 
 impl PyTensor {
@@ -28,6 +31,15 @@ impl PyTensor {
         PyTensor {
             inner,
             default_access: Access::ReadWrite,
+            owner: None,
+        }
+    }
+
+    /// Wraps a Rust tensor that keeps `owner` alive (and its views too).
+    pub fn wrap_owned(inner: TensorDyn, owner: Py<PyAny>) -> PyTensor {
+        PyTensor {
+            owner: Some(owner),
+            ..PyTensor::wrap(inner)
         }
     }
 }
@@ -106,6 +118,7 @@ impl PyTensor {
         Ok(PyTensor {
             inner: TensorDyn::U8(t),
             default_access,
+            owner: None,
         })
     }
 
@@ -241,19 +254,19 @@ impl PyTensor {
     }
 
     /// A view of `region` (a `Region` or `(x, y, width, height)`): same buffer.
-    fn view(&self, region: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    fn view(&self, py: Python<'_>, region: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let r = Region::parse(region)?;
-        Ok(self.derived(self.inner.view(r).map_err(tensor_err)?))
+        Ok(self.derived(py, self.inner.view(r).map_err(tensor_err)?))
     }
 
     /// Element `n` of the leading batch dimension.
-    fn batch(&self, n: usize) -> PyResult<PyTensor> {
-        Ok(self.derived(self.inner.batch(n).map_err(tensor_err)?))
+    fn batch(&self, py: Python<'_>, n: usize) -> PyResult<PyTensor> {
+        Ok(self.derived(py, self.inner.batch(n).map_err(tensor_err)?))
     }
 
     /// Plane `i` of an image as a 2-D tensor.
-    fn plane(&self, i: usize) -> PyResult<PyTensor> {
-        Ok(self.derived(self.inner.plane(i).map_err(tensor_err)?))
+    fn plane(&self, py: Python<'_>, i: usize) -> PyResult<PyTensor> {
+        Ok(self.derived(py, self.inner.plane(i).map_err(tensor_err)?))
     }
 
     /// Maps the tensor for the CPU; use as a context manager. `access` is
@@ -335,10 +348,11 @@ impl PyTensor {
 }
 
 impl PyTensor {
-    fn derived(&self, inner: TensorDyn) -> PyTensor {
+    fn derived(&self, py: Python<'_>, inner: TensorDyn) -> PyTensor {
         PyTensor {
             inner,
             default_access: self.default_access,
+            owner: self.owner.as_ref().map(|o| o.clone_ref(py)),
         }
     }
 }

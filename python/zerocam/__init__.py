@@ -11,6 +11,10 @@
 >>> with zerocam.Camera.pattern("NV12", (320, 240)) as cam:
 ...     with cam.read() as frame:
 ...         y, uv = frame.planes  # numpy arrays over the frame's buffer
+>>> pre = zerocam.Preprocessor(zerocam.ModelInput(64, 64, fit="letterbox"), device="cpu")
+>>> x = pre(t)                 # a (1, 3, 64, 64) float32 Tensor from a ring of 3
+>>> x.shape, pre.placement.offset
+((1, 3, 64, 64), (0, 8))
 """
 
 from . import errors
@@ -22,7 +26,10 @@ from ._zerocam import (
     Frame,
     HostPin,
     MapView,
+    ModelInput,
     PixelFormat,
+    Placement,
+    Preprocessor,
     Region,
     Tensor,
     __version__,
@@ -50,8 +57,11 @@ __all__ = [
     "InvalidArgument",
     "MapConflict",
     "MapView",
+    "ModelInput",
     "NoFreeBuffer",
     "PixelFormat",
+    "Placement",
+    "Preprocessor",
     "Region",
     "Released",
     "Tensor",

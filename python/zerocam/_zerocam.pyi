@@ -273,4 +273,111 @@ class Camera:
     @property
     def device(self) -> str: ...
 
+Layout = Literal["nchw", "nhwc"]
+ModelDType = Literal["float32", "float16", "int8", "uint8"]
+FitName = Literal["stretch", "crop", "letterbox"]
+Channels = Literal["rgb", "bgr"]
+ColorLike = Optional[Tuple[Literal["bt601", "bt709"], Literal["limited", "full"]]]
+
+class ModelInput:
+    """A model's input tensor: size, layout, element type, normalization
+    (`(p / 255 - mean) / std`, RGB order) or quantization
+    (`round(x / scale) + zero_point`), fit, channel order and batch. Bad
+    values raise `InvalidArgument` naming them."""
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        layout: Layout = "nchw",
+        dtype: Union[ModelDType, DTypeLike] = "float32",
+        mean: Union[float, Sequence[float], None] = None,
+        std: Union[float, Sequence[float], None] = None,
+        scale: Optional[float] = None,
+        zero_point: Optional[int] = None,
+        fit: FitName = "stretch",
+        pad: Tuple[int, int, int] = (114, 114, 114),
+        channels: Channels = "rgb",
+        batch: int = 1,
+    ) -> None: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def dtype(self) -> ModelDType: ...
+    @property
+    def mean(self) -> Optional[Tuple[float, float, float]]: ...
+    @property
+    def std(self) -> Optional[Tuple[float, float, float]]: ...
+    @property
+    def scale(self) -> Optional[float]: ...
+    @property
+    def zero_point(self) -> Optional[int]: ...
+    @property
+    def fit(self) -> FitName: ...
+    @property
+    def pad(self) -> Tuple[int, int, int]: ...
+    @property
+    def channels(self) -> Channels: ...
+    @property
+    def shape(self) -> Tuple[int, int, int, int]:
+        """`(batch, 3, height, width)` (nchw) or `(batch, height, width, 3)` (nhwc)."""
+
+class Placement:
+    """Where a source landed in a model input, and the way back."""
+    @property
+    def scale(self) -> Tuple[float, float]:
+        """Model pixels per frame pixel `(sx, sy)`."""
+    @property
+    def offset(self) -> Tuple[int, int]:
+        """The letterbox's offsets `(x, y)` in model pixels (0 for the other fits)."""
+    @property
+    def source(self) -> Tuple[float, float, float, float]: ...
+    @property
+    def target(self) -> Tuple[int, int, int, int]: ...
+    def to_frame(self, x: float, y: float) -> Tuple[float, float]: ...
+    def to_frame_box(self, box: Sequence[float]) -> Tuple[float, float, float, float]: ...
+
+class Preprocessor:
+    """Frames or tensors into a `ModelInput` on `device` ("auto": the GPU
+    where it is real hardware, else the CPU; "gpu"; "cpu"), each result a
+    `Tensor` of a ring of `ring` destinations. Up to `ring` results may be
+    held at once (a `Tensor`, an open map, a numpy array or DLPack capsule
+    of it holds one); with all held a call raises `NoFreeBuffer`."""
+    def __init__(
+        self,
+        model_input: ModelInput,
+        device: Literal["auto", "gpu", "cpu"] = "auto",
+        ring: int = 3,
+    ) -> None: ...
+    def __call__(
+        self,
+        source: Union[Frame, Tensor, Sequence[Union[Frame, Tensor]]],
+        crop: Optional[RegionLike] = None,
+        color: ColorLike = None,
+    ) -> Tensor: ...
+    @property
+    def model_input(self) -> ModelInput: ...
+    @property
+    def device(self) -> Literal["gpu", "cpu"]: ...
+    @property
+    def device_reason(self) -> str: ...
+    @property
+    def ring(self) -> int: ...
+    @property
+    def held(self) -> int: ...
+    @property
+    def placement(self) -> Optional[Placement]: ...
+    @property
+    def letterbox(self) -> Optional[Placement]: ...
+    @property
+    def placements(self) -> list[Placement]: ...
+    def stats(self) -> dict[str, int]:
+        """gpu_images, cpu_images, cpu_fallbacks, tensors_allocated; on the
+        GPU also gpu_imports, gpu_import_hits, gpu_uploads, gpu_readbacks."""
+
 def list_devices() -> list[dict[str, Any]]: ...

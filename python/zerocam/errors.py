@@ -18,8 +18,8 @@ class                     raised for
                           is called while they still use it (``BufferError``)
 ``Released``              a map, pin or frame used after it was released
                           (``ValueError``)
-``NoFreeBuffer``          the caller holds every buffer of the camera
-                          (``RuntimeError``)
+``NoFreeBuffer``          the caller holds every buffer of the camera, or every
+                          result of a ``Preprocessor``'s ring (``RuntimeError``)
 ========================  ==========================================================
 """
 
@@ -49,7 +49,8 @@ class Released(Error, ValueError):
 
 
 class NoFreeBuffer(Error, RuntimeError):
-    """Every buffer of the camera is held by the caller; release a frame."""
+    """Every buffer of the camera (release a frame), or every result of a
+    ``Preprocessor``'s ring (drop a result), is held by the caller."""
 
 
 __all__ = [

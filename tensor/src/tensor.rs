@@ -439,6 +439,33 @@ impl<T: Element> Tensor<T> {
         self.name.as_deref()
     }
 
+    /// How many handles hold this tensor's (first) buffer now: tensors (this
+    /// one, its clones, views, batches and planes), live maps and host pins.
+    ///
+    /// 1 means this handle is the only one, and it stays so until this handle
+    /// is cloned, viewed or mapped (only a handle makes another): nothing
+    /// else reads or writes the memory through this import. That is how a
+    /// pool of output tensors tells a result still in use from one it may
+    /// overwrite. Not counted: another import of the same fd
+    /// (`from_fd(clone_fd())` makes a new buffer), a GPU cache's weak
+    /// entries, and, for an image whose chroma lives in a second buffer
+    /// (NV12M), handles on that chroma plane alone.
+    ///
+    /// ```
+    /// use zerocam_tensor::{Tensor, TensorMemory};
+    /// let t = Tensor::<f32>::new(&[1, 3, 4, 4], Some(TensorMemory::Mem), None)?;
+    /// assert_eq!(t.handle_count(), 1);
+    /// let held = t.clone();
+    /// let map = t.map_read()?;
+    /// assert_eq!(t.handle_count(), 3);
+    /// drop((held, map));
+    /// assert_eq!(t.handle_count(), 1);
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.buffer)
+    }
+
     /// The identity shared with clones, views, batches and planes.
     pub fn buffer_identity(&self) -> &BufferIdentity {
         &self.identity

@@ -210,6 +210,12 @@ impl TensorDyn {
         each!(self, t => t.plane_offset())
     }
 
+    /// [`Tensor::handle_count`]: handles (tensors, maps, pins) holding the
+    /// buffer now; 1 when this is the only one.
+    pub fn handle_count(&self) -> usize {
+        each!(self, t => t.handle_count())
+    }
+
     /// A dup of the backing fd.
     pub fn clone_fd(&self) -> Result<OwnedFd> {
         each!(self, t => t.clone_fd())

@@ -6,11 +6,16 @@ mod cpu;
 mod error;
 mod fit;
 mod input;
+mod preprocessor;
 
 pub use cpu::{convert_cpu, CpuConvertError, CpuPreprocessor};
 pub use error::ModelInputError;
 pub use fit::{Fit, FitPlacement, SourceRect};
 pub use input::{ChannelOrder, ModelInput, ModelLayout, Quantization, MODEL_DTYPES};
+pub use preprocessor::{
+    is_software_renderer, ChosenDevice, Device, DeviceReason, PreprocessError, PreprocessStats,
+    Preprocessed, Preprocessor, DEFAULT_RING_DEPTH,
+};
 
 use zerocam_tensor::Region;
 

@@ -1,0 +1,421 @@
+//! [`Preprocessor`]: frames into model inputs on a chosen device, handed out
+//! of a small ring of destinations.
+//!
+//! One object for a stream of frames: it picks the device once
+//! ([`Device::Auto`]: the GPU where it is real hardware, the CPU on a
+//! software rasterizer or without EGL), keeps the CPU path's scratch rows and
+//! the GPU's caches warm, and writes each result into one of `depth`
+//! destinations it owns (PBO tensors on the GPU, heap memory on the CPU),
+//! allocated as first needed. A destination is written again only once
+//! nothing outside the ring holds it — no tensor, view, map or pin of it
+//! (see [`Tensor::handle_count`](zerocam_tensor::Tensor::handle_count)) — so
+//! up to `depth` results may be held at once; with all of them held, the
+//! next call is [`PreprocessError::RingFull`] (never a silent allocation,
+//! never an overwrite). In steady state a CPU conversion allocates nothing.
+
+mod device;
+mod error;
+mod ring;
+
+pub use device::{is_software_renderer, ChosenDevice, Device, DeviceReason};
+pub use error::PreprocessError;
+
+use zerocam_tensor::{Region, Tensor, TensorDyn, TensorMemory};
+
+use super::{CpuPreprocessor, FitPlacement, ModelInput};
+use crate::ColorSpec;
+#[cfg(feature = "gl")]
+use crate::{ConvertOptions, Gpu, GpuError, ImportPolicy};
+use ring::Ring;
+
+/// The ring depth [`Preprocessor::new`] gives.
+pub const DEFAULT_RING_DEPTH: usize = 3;
+
+/// One result of a [`Preprocessor`]: the model input tensor (a destination of
+/// the ring, held until this value and every clone, view or map of the
+/// tensor is gone), where the source landed in it, and the device that made it.
+///
+/// On the GPU the tensor is a PBO of the preprocessor's GL context: it maps
+/// while the preprocessor (or another handle of its [`Gpu`](crate::Gpu))
+/// lives, and new maps fail with
+/// [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected) after.
+#[derive(Debug, Clone)]
+pub struct Preprocessed {
+    /// The model input, of the input's shape and element type.
+    pub tensor: TensorDyn,
+    /// Where the source landed (the first image's, for a batch): scale,
+    /// offsets and the way back to frame pixels.
+    pub placement: FitPlacement,
+    /// The device that converted it (the CPU for a frame `Auto` sent there).
+    pub device: ChosenDevice,
+}
+
+impl Preprocessed {
+    /// A point in model pixels, in frame pixels ([`FitPlacement::to_frame`]).
+    pub fn to_frame(&self, x: f64, y: f64) -> (f64, f64) {
+        self.placement.to_frame(x, y)
+    }
+
+    /// A box `[x0, y0, x1, y1]` in model pixels, in frame pixels
+    /// ([`FitPlacement::to_frame_box`]).
+    pub fn to_frame_box(&self, b: [f64; 4]) -> [f64; 4] {
+        self.placement.to_frame_box(b)
+    }
+}
+
+/// Counters of a [`Preprocessor`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PreprocessStats {
+    /// Images converted on the GPU.
+    pub gpu_images: u64,
+    /// Images converted on the CPU (fallbacks included).
+    pub cpu_images: u64,
+    /// Images `Auto` sent to the CPU because the GPU could not take them.
+    pub cpu_fallbacks: u64,
+    /// Destination tensors allocated (at most the ring's depth).
+    pub tensors_allocated: u64,
+}
+
+/// Converts frames into a [`ModelInput`] on the GPU or the CPU, into a ring
+/// of destinations (see the module docs).
+///
+/// ```
+/// use zerocam_gpu::{ColorSpec, ChosenDevice, Device, Fit, ModelInput, Preprocessor};
+/// use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+/// let input = ModelInput::new(64, 64)?
+///     .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
+///     .fit(Fit::Letterbox { pad: [114; 3] });
+/// let mut pre = Preprocessor::new(input, Device::Cpu)?;
+/// let frame = Tensor::<u8>::image(128, 72, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
+/// let out = pre.run(&frame, None, ColorSpec::default())?;
+/// assert_eq!(out.tensor.shape(), &[1, 3, 64, 64]);
+/// assert_eq!(out.placement.offset(), (0, 14)); // bars above and below
+/// assert_eq!(out.to_frame_box([0.0, 14.0, 64.0, 50.0]), [0.0, 0.0, 128.0, 72.0]);
+/// assert_eq!(pre.device(), ChosenDevice::Cpu);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Preprocessor {
+    input: ModelInput,
+    device: ChosenDevice,
+    reason: DeviceReason,
+    #[cfg(feature = "gl")]
+    gpu: Option<Gpu>,
+    /// `Auto` chose the GPU: images it cannot take go to the CPU.
+    #[cfg(feature = "gl")]
+    fallback: bool,
+    cpu: CpuPreprocessor,
+    ring: Ring,
+    stats: PreprocessStats,
+}
+
+impl std::fmt::Debug for Preprocessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preprocessor")
+            .field("input", &self.input)
+            .field("device", &self.device)
+            .field("reason", &self.reason)
+            .field("ring_depth", &self.ring.depth())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The GPU `device` gives, if any, what it stands for and why.
+#[cfg(feature = "gl")]
+fn open(device: Device) -> Result<(Option<Gpu>, ChosenDevice, DeviceReason), PreprocessError> {
+    let opened = match device {
+        Device::Cpu => return Ok((None, ChosenDevice::Cpu, DeviceReason::Requested)),
+        Device::Gpu => {
+            let gpu = Gpu::new().map_err(|source| PreprocessError::NoGpu { source })?;
+            return Ok((Some(gpu), ChosenDevice::Gpu, DeviceReason::Requested));
+        }
+        Device::Auto => Gpu::new(),
+    };
+    Ok(match opened {
+        Err(GpuError::EglUnavailable { reason }) => {
+            (None, ChosenDevice::Cpu, DeviceReason::NoEgl { reason })
+        }
+        Err(e) => (
+            None,
+            ChosenDevice::Cpu,
+            DeviceReason::NoContext {
+                reason: e.to_string(),
+            },
+        ),
+        Ok(gpu) => {
+            let renderer = gpu.info().renderer.clone();
+            if is_software_renderer(&renderer) {
+                // The GL thread ends with its handle, here.
+                (
+                    None,
+                    ChosenDevice::Cpu,
+                    DeviceReason::SoftwareRenderer { renderer },
+                )
+            } else {
+                let reason = DeviceReason::HardwareRenderer { renderer };
+                (Some(gpu), ChosenDevice::Gpu, reason)
+            }
+        }
+    })
+}
+
+/// Whether `Auto` sends an image the GPU refused with `e` to the CPU: the
+/// GPU cannot take that source (its format, size or memory) or write that
+/// model input; not a failing GPU or a bad argument.
+#[cfg(feature = "gl")]
+fn gpu_cannot_take(e: &GpuError) -> bool {
+    match e {
+        GpuError::UnsupportedFormat { role, .. }
+        | GpuError::UnsupportedMemory { role, .. }
+        | GpuError::NotAnImage { role, .. }
+        | GpuError::ForeignPbo { role, .. } => role.contains("source"),
+        GpuError::BadSize { what, .. } => *what == "source",
+        GpuError::ModelDestination { .. } => true,
+        _ => false,
+    }
+}
+
+impl Preprocessor {
+    /// A preprocessor of `input` on `device`, with a ring of
+    /// [`DEFAULT_RING_DEPTH`] destinations (none allocated yet).
+    ///
+    /// `Device::Auto` opens the GPU to read its renderer and keeps it only
+    /// when it is not a software rasterizer; `Device::Cpu` never loads EGL.
+    ///
+    /// # Errors
+    /// [`PreprocessError::NoGpu`] for `Device::Gpu` where the GPU cannot be
+    /// opened ([`GpuError::EglUnavailable`](crate::GpuError::EglUnavailable)
+    /// without EGL), [`PreprocessError::NoGlFeature`] for it in a build
+    /// without the `gl` feature.
+    pub fn new(input: ModelInput, device: Device) -> Result<Preprocessor, PreprocessError> {
+        #[cfg(feature = "gl")]
+        let (gpu, chosen, reason) = open(device)?;
+        #[cfg(not(feature = "gl"))]
+        let (chosen, reason) = match device {
+            Device::Gpu => return Err(PreprocessError::NoGlFeature),
+            Device::Cpu => (ChosenDevice::Cpu, DeviceReason::Requested),
+            Device::Auto => (ChosenDevice::Cpu, DeviceReason::NoGlFeature),
+        };
+        Ok(Preprocessor {
+            input,
+            device: chosen,
+            #[cfg(feature = "gl")]
+            fallback: device == Device::Auto && chosen == ChosenDevice::Gpu,
+            reason,
+            #[cfg(feature = "gl")]
+            gpu,
+            cpu: CpuPreprocessor::new(),
+            ring: Ring::new(DEFAULT_RING_DEPTH)?,
+            stats: PreprocessStats::default(),
+        })
+    }
+
+    /// The same with a ring of `depth` destinations: up to `depth` results
+    /// may be held at once.
+    ///
+    /// # Errors
+    /// [`PreprocessError::ZeroRingDepth`] for 0.
+    pub fn with_ring_depth(mut self, depth: usize) -> Result<Preprocessor, PreprocessError> {
+        self.ring = Ring::new(depth)?;
+        Ok(self)
+    }
+
+    /// `Auto` on the GPU whatever its renderer: frames the GPU cannot take
+    /// still go to the CPU. For the tests of that fallback on the host's
+    /// llvmpipe (the `fault-injection` feature, test builds only).
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn __auto_on_any_gpu(input: ModelInput) -> Result<Preprocessor, PreprocessError> {
+        let mut pre = Preprocessor::new(input, Device::Gpu)?;
+        pre.fallback = true;
+        Ok(pre)
+    }
+
+    /// The model input it makes.
+    pub fn input(&self) -> &ModelInput {
+        &self.input
+    }
+
+    /// The device it converts on.
+    pub fn device(&self) -> ChosenDevice {
+        self.device
+    }
+
+    /// Why that device.
+    pub fn reason(&self) -> &DeviceReason {
+        &self.reason
+    }
+
+    /// The GPU it converts on (`None` on the CPU): its
+    /// [`info`](Gpu::info) and [`stats`](Gpu::stats) (imports, cache
+    /// hits, uploads, readbacks).
+    #[cfg(feature = "gl")]
+    pub fn gpu(&self) -> Option<&Gpu> {
+        self.gpu.as_ref()
+    }
+
+    /// The ring's depth: how many results may be held at once.
+    pub fn ring_depth(&self) -> usize {
+        self.ring.depth()
+    }
+
+    /// Results held outside the ring now.
+    pub fn held(&self) -> usize {
+        self.ring.held()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> PreprocessStats {
+        PreprocessStats {
+            tensors_allocated: self.ring.allocated(),
+            ..self.stats
+        }
+    }
+
+    /// Converts `crop` of `src` (all of it for `None`; in `src`'s pixels),
+    /// reading YUV as `color`, into the next free destination of the ring.
+    /// For a model input of batch 1; see [`run_batch`](Preprocessor::run_batch).
+    ///
+    /// `src` is any source [`CpuPreprocessor::convert`] and
+    /// [`Gpu::convert_model`](crate::Gpu::convert_model) take: an image
+    /// tensor, a view of one, a camera frame's tensor.
+    ///
+    /// # Errors
+    /// [`PreprocessError::RingFull`] when every destination is held;
+    /// [`PreprocessError::BatchSize`] for a batched input; the device's
+    /// errors for the source ([`PreprocessError::Cpu`],
+    /// [`PreprocessError::Gpu`]; under `Auto` on the GPU, a source neither
+    /// takes is [`PreprocessError::NoDeviceTakes`]);
+    /// [`PreprocessError::Tensor`] when a destination cannot be allocated.
+    pub fn run(
+        &mut self,
+        src: &Tensor<u8>,
+        crop: Option<Region>,
+        color: ColorSpec,
+    ) -> Result<Preprocessed, PreprocessError> {
+        self.run_batch(&[src], crop, color, |_, _| {})
+    }
+
+    /// Converts `sources` (as many as the input's batch) into the batch
+    /// elements of the next free destination, each cropped by `crop` (in
+    /// its own pixels); `placed(n, placement)` is told where source `n`
+    /// landed. The result's `placement` is the first source's.
+    ///
+    /// # Errors
+    /// As [`run`](Preprocessor::run); [`PreprocessError::BatchSize`] for
+    /// another number of sources than the batch. An error in element `n`
+    /// leaves the destination with the elements before it written.
+    pub fn run_batch(
+        &mut self,
+        sources: &[&Tensor<u8>],
+        crop: Option<Region>,
+        color: ColorSpec,
+        mut placed: impl FnMut(usize, FitPlacement),
+    ) -> Result<Preprocessed, PreprocessError> {
+        let batch = self.input.batch_size();
+        if sources.len() != batch {
+            return Err(PreprocessError::BatchSize {
+                batch,
+                sources: sources.len(),
+            });
+        }
+        let index = {
+            let (input, device) = (&self.input, self.device);
+            #[cfg(feature = "gl")]
+            let gpu = self.gpu.as_ref();
+            self.ring.acquire(|| {
+                #[cfg(feature = "gl")]
+                if let (ChosenDevice::Gpu, Some(gpu)) = (device, gpu) {
+                    return pbo_destination(gpu, input);
+                }
+                let _ = device;
+                let shape = input.shape();
+                let dtype = input.element_type();
+                Ok(TensorDyn::new(
+                    &shape,
+                    dtype,
+                    Some(TensorMemory::Mem),
+                    None,
+                )?)
+            })?
+        };
+        let dst = self
+            .ring
+            .get(index)
+            .ok_or(PreprocessError::RingFull {
+                depth: self.ring.depth(),
+            })?
+            .clone();
+        let mut first = None;
+        let mut device = self.device;
+        for (n, src) in sources.iter().enumerate() {
+            let (placement, on) = self.convert(src, crop, color, &dst, n)?;
+            placed(n, placement);
+            first.get_or_insert(placement);
+            if on == ChosenDevice::Cpu {
+                device = on;
+            }
+        }
+        let placement = first.ok_or(PreprocessError::BatchSize { batch, sources: 0 })?;
+        Ok(Preprocessed {
+            tensor: dst,
+            placement,
+            device,
+        })
+    }
+
+    /// One image into batch element `n` of `dst`, on the chosen device (or,
+    /// under `Auto`, the CPU for an image the GPU cannot take).
+    fn convert(
+        &mut self,
+        src: &Tensor<u8>,
+        crop: Option<Region>,
+        color: ColorSpec,
+        dst: &TensorDyn,
+        n: usize,
+    ) -> Result<(FitPlacement, ChosenDevice), PreprocessError> {
+        #[cfg(feature = "gl")]
+        if let Some(gpu) = &self.gpu {
+            let options = ConvertOptions {
+                crop,
+                color,
+                import: ImportPolicy::Auto,
+            };
+            match gpu.convert_model_dyn(src, dst, &self.input, &options, n) {
+                Ok(p) => {
+                    self.stats.gpu_images += 1;
+                    return Ok((p, ChosenDevice::Gpu));
+                }
+                Err(gpu) if self.fallback && gpu_cannot_take(&gpu) => {
+                    self.stats.cpu_fallbacks += 1;
+                    let p = self
+                        .cpu
+                        .convert(src, crop, color, &self.input, dst, n)
+                        .map_err(|cpu| PreprocessError::NoDeviceTakes {
+                            gpu: Box::new(gpu),
+                            cpu: Box::new(cpu),
+                        })?;
+                    self.stats.cpu_images += 1;
+                    return Ok((p, ChosenDevice::Cpu));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let p = self.cpu.convert(src, crop, color, &self.input, dst, n)?;
+        self.stats.cpu_images += 1;
+        Ok((p, ChosenDevice::Cpu))
+    }
+}
+
+/// A zeroed PBO tensor of `input`'s shape and element type.
+#[cfg(feature = "gl")]
+fn pbo_destination(gpu: &Gpu, input: &ModelInput) -> Result<TensorDyn, PreprocessError> {
+    use zerocam_tensor::{f16, DType};
+    let shape = input.shape();
+    Ok(match input.element_type() {
+        DType::U8 => TensorDyn::U8(gpu.pbo_tensor::<u8>(&shape)?),
+        DType::I8 => TensorDyn::I8(gpu.pbo_tensor::<i8>(&shape)?),
+        DType::F16 => TensorDyn::F16(gpu.pbo_tensor::<f16>(&shape)?),
+        _ => TensorDyn::F32(gpu.pbo_tensor::<f32>(&shape)?),
+    })
+}
