@@ -47,11 +47,11 @@ fn device_arg(s: &str) -> PyResult<Device> {
     }
 }
 
-/// `None` (BT.601 limited range) or `(matrix, range)`: `"bt601"`/`"bt709"`,
-/// `"limited"`/`"full"`.
-fn color_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ColorSpec> {
+/// `None` (the frame's own spec, else BT.601 limited range) or `(matrix,
+/// range)`: `"bt601"`/`"bt709"`, `"limited"`/`"full"`.
+fn color_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ColorSpec>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(ColorSpec::default());
+        return Ok(None);
     };
     let (matrix, range): (String, String) = obj.extract().map_err(|_| {
         invalid(format!(
@@ -76,18 +76,19 @@ fn color_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ColorSpec> {
             )))
         }
     };
-    Ok(ColorSpec::new(matrix, range))
+    Ok(Some(ColorSpec::new(matrix, range)))
 }
 
-/// A source's tensor: a `Frame`'s (for this call only) or a uint8 image
-/// `Tensor`.
-fn source(obj: &Bound<'_, PyAny>) -> PyResult<Tensor<u8>> {
+/// A source's tensor: a `Frame`'s (for this call only, with the colour spec
+/// the frame carries) or a uint8 image `Tensor` (no spec of its own).
+fn source(obj: &Bound<'_, PyAny>) -> PyResult<(Tensor<u8>, Option<ColorSpec>)> {
     if let Ok(frame) = obj.cast::<Frame>() {
-        return frame.get().tensor_handle();
+        let frame = frame.get();
+        return Ok((frame.tensor_handle()?, Some(frame.color_spec())));
     }
     if let Ok(t) = obj.cast::<PyTensor>() {
         let inner = &t.get().inner;
-        return inner.as_u8().cloned().ok_or_else(|| {
+        return inner.as_u8().cloned().map(|t| (t, None)).ok_or_else(|| {
             invalid(format!(
                 "a source tensor holds uint8 samples (an image); this one is {}",
                 inner.dtype().name()
@@ -101,7 +102,7 @@ fn source(obj: &Bound<'_, PyAny>) -> PyResult<Tensor<u8>> {
 }
 
 /// The sources of a call: one frame or tensor, or a list or tuple of them.
-fn sources(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor<u8>>> {
+fn sources(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(Tensor<u8>, Option<ColorSpec>)>> {
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<pyo3::types::PyTuple>() {
         let seq = obj.cast::<PySequence>()?;
         return (0..seq.len()?).map(|i| source(&seq.get_item(i)?)).collect();
@@ -141,8 +142,9 @@ impl PyPreprocessor {
     /// Converts `source` — a `Frame`, a uint8 image `Tensor`, or a list of
     /// `batch` of them — cropped to `crop` (a `Region` or `(x, y, width,
     /// height)` in the source's pixels; `None`: all of it), reading YUV as
-    /// `color` (`None`: BT.601 limited range; or `("bt601"|"bt709",
-    /// "limited"|"full")`). Returns the model input, a `Tensor` of the ring:
+    /// `color`: `("bt601"|"bt709", "limited"|"full")`, or `None` for the
+    /// frame's own spec (`Frame.color_spec`; BT.601 limited range for a
+    /// tensor). Returns the model input, a `Tensor` of the ring:
     /// keep it only as long as needed (`NoFreeBuffer` once `ring` results
     /// are held). A frame is read during the call only.
     #[pyo3(signature = (source, crop=None, color=None))]
@@ -158,11 +160,14 @@ impl PyPreprocessor {
             .filter(|c| !c.is_none())
             .map(Region::parse)
             .transpose()?;
-        let color = color_arg(color)?;
+        // An explicit colour wins; else the first frame's; else BT.601 limited.
+        let color = color_arg(color)?
+            .or_else(|| srcs.iter().find_map(|(_, c)| *c))
+            .unwrap_or_default();
         let this = slf.get();
         let out: Preprocessed = py
             .detach(|| {
-                let refs: Vec<&Tensor<u8>> = srcs.iter().collect();
+                let refs: Vec<&Tensor<u8>> = srcs.iter().map(|(t, _)| t).collect();
                 let mut pre = this.inner.lock().unwrap_or_else(PoisonError::into_inner);
                 let mut placements = this
                     .placements

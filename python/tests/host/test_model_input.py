@@ -364,6 +364,18 @@ def test_nv12_pattern_frame_one_to_one_is_the_bt601_conversion():
     assert np.abs(values(out)[0] - want).max() <= 1
 
 
+def test_a_frame_is_read_with_its_own_color_spec():
+    pre = Preprocessor(ModelInput(64, 48, dtype="uint8", layout="nhwc"), device="cpu")
+    with Camera.pattern("NV12", (64, 48)) as cam:
+        with cam.read() as frame:
+            assert frame.color_spec == ("bt601", "limited")
+            own = values(pre(frame))
+            named = values(pre(frame, color=frame.color_spec))
+            other = values(pre(frame, color=("bt709", "full")))
+    assert np.array_equal(own, named)
+    assert np.abs(own - other).max() > 10
+
+
 def test_batches_take_a_list():
     mi = ModelInput(16, 16, batch=2, fit="letterbox")
     pre = Preprocessor(mi, device="cpu")
