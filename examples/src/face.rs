@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use litert::{CompilationOptions, CompiledModel, ElementType, Environment, Model, TensorBuffer};
 use zerocam_gpu::{
-    ColorSpec, CpuConvertError, CpuPreprocessor, Fit, FitPlacement, ModelInput, ModelInputError,
-    ModelLayout,
+    ColorSpec, Device, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout,
+    PreprocessError, Preprocessor,
 };
-use zerocam_tensor::{DType, Tensor, TensorDyn, TensorMemory};
+use zerocam_tensor::{DType, Tensor, TensorDyn};
 
 use crate::blazeface::{BlazeFaceModel, Decoder, OutputSizeError, KEYPOINTS};
 
@@ -59,7 +59,7 @@ pub enum FaceError {
     ModelInput(#[from] ModelInputError),
     /// The frame could not be converted.
     #[error(transparent)]
-    Convert(#[from] CpuConvertError),
+    Convert(#[from] PreprocessError),
     /// A tensor error (allocating or mapping the model input).
     #[error(transparent)]
     Tensor(#[from] zerocam_tensor::Error),
@@ -175,13 +175,10 @@ pub struct Timings {
 pub struct FaceDetector {
     model: BlazeFaceModel,
     input: ModelInput,
-    // The seam: zerocam_gpu's device-choosing Preprocessor (auto/gpu/cpu),
-    // once it lands, replaces this and the one call in `preprocess` (same
-    // ModelInput, same destination tensor, a FitPlacement back).
-    preprocessor: CpuPreprocessor,
-    /// The model input zerocam writes, and the same buffer as `f32`.
-    staged: TensorDyn,
-    staged_f32: Tensor<f32>,
+    preprocessor: Preprocessor,
+    /// The last model input zerocam wrote (a destination of the
+    /// preprocessor's ring, held until the next frame).
+    staged: Option<TensorDyn>,
     compiled: CompiledModel,
     inputs: Vec<TensorBuffer>,
     outputs: Vec<TensorBuffer>,
@@ -209,6 +206,16 @@ impl FaceDetector {
     /// [`FaceError::NotBlazeFace`] for a model whose input or outputs are
     /// not BlazeFace's.
     pub fn open(path: &Path) -> Result<FaceDetector, FaceError> {
+        FaceDetector::open_on(path, Device::Auto)
+    }
+
+    /// As [`open`](FaceDetector::open), making model inputs on `device`
+    /// (`Auto`: the GPU where it is real hardware, else the CPU).
+    ///
+    /// # Errors
+    /// As [`open`](FaceDetector::open); [`FaceError::Convert`] for a device
+    /// that cannot be opened (`Device::Gpu` without EGL).
+    pub fn open_on(path: &Path, device: Device) -> Result<FaceDetector, FaceError> {
         let not = |what: String| FaceError::NotBlazeFace {
             path: path.to_path_buf(),
             what,
@@ -253,13 +260,12 @@ impl FaceDetector {
             .collect::<Result<Vec<_>, _>>()?;
         let compiled = CompiledModel::new(env, file, &CompilationOptions::new()?)?;
         let input = blazeface_input(model.input_size())?;
-        let staged_f32 = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None)?;
+        let preprocessor = Preprocessor::new(input.clone(), device)?;
         Ok(FaceDetector {
             model,
             input,
-            preprocessor: CpuPreprocessor::new(),
-            staged: TensorDyn::F32(staged_f32.clone()),
-            staged_f32,
+            preprocessor,
+            staged: None,
             compiled,
             inputs,
             outputs,
@@ -279,27 +285,33 @@ impl FaceDetector {
         &self.input
     }
 
-    /// The last model input made by [`preprocess`](FaceDetector::preprocess).
-    pub fn model_input(&self) -> &TensorDyn {
-        &self.staged
+    /// The last model input made by [`preprocess`](FaceDetector::preprocess)
+    /// (`None` before the first).
+    pub fn model_input(&self) -> Option<&TensorDyn> {
+        self.staged.as_ref()
     }
 
-    /// Makes the model input from `frame` (any format zerocam's CPU path
-    /// reads; YUV as BT.601 limited range, what V4L2 drivers report for
-    /// SD YUV); returns where the frame landed in it.
+    /// Where model inputs are made, and why there.
+    pub fn preprocessor(&self) -> &Preprocessor {
+        &self.preprocessor
+    }
+
+    /// Makes the model input from `frame`, its YUV read as `color` (a
+    /// camera frame's [`color_spec`](zerocam_capture::Frame::color_spec));
+    /// returns where the frame landed in it.
     ///
     /// # Errors
-    /// [`FaceError::Convert`] for a frame the CPU path cannot read.
-    pub fn preprocess(&mut self, frame: &Tensor<u8>) -> Result<FitPlacement, FaceError> {
-        let placed = self.preprocessor.convert(
-            frame,
-            None,
-            ColorSpec::default(),
-            &self.input,
-            &self.staged,
-            0,
-        )?;
-        Ok(placed)
+    /// [`FaceError::Convert`] for a frame the device cannot read.
+    pub fn preprocess(
+        &mut self,
+        frame: &Tensor<u8>,
+        color: ColorSpec,
+    ) -> Result<FitPlacement, FaceError> {
+        // The last input's ring slot is free again before the next is made.
+        self.staged = None;
+        let out = self.preprocessor.run(frame, None, color)?;
+        self.staged = Some(out.tensor);
+        Ok(out.placement)
     }
 
     /// Detects faces in `frame`: the faces (best first) in frame pixels,
@@ -311,13 +323,20 @@ impl FaceDetector {
     pub fn detect(
         &mut self,
         frame: &Tensor<u8>,
+        color: ColorSpec,
         threshold: f32,
     ) -> Result<(&[FrameFace], Timings), FaceError> {
         let t0 = Instant::now();
-        let placed = self.preprocess(frame)?;
+        let placed = self.preprocess(frame, color)?;
         let t1 = Instant::now();
         {
-            let src = self.staged_f32.map_read()?;
+            let Some(TensorDyn::F32(staged)) = &self.staged else {
+                return Err(FaceError::InputBuffer {
+                    expected: self.input.shape().iter().product(),
+                    actual: 0,
+                });
+            };
+            let src = staged.map_read()?;
             let mut dst = self.inputs[0].lock_for_write::<f32>()?;
             let actual = dst.len();
             let Some(dst) = dst.get_mut(..src.len()) else {

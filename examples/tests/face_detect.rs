@@ -14,6 +14,7 @@ use std::process::Command;
 
 use zerocam_examples::face::{locate_model, FaceDetector, FaceError};
 use zerocam_examples::still::read_png;
+use zerocam_gpu::ColorSpec;
 use zerocam_tensor::{Region, Tensor, TensorDyn};
 
 /// Counts this thread's allocations (tests run on their own threads).
@@ -196,9 +197,9 @@ fn the_model_input_is_mediapipes_normalization() {
         for model in ["short", "full"] {
             let mut d = FaceDetector::open(&locate_model(model).unwrap()).unwrap();
             let size = d.model().input_size();
-            let placed = d.preprocess(&view).unwrap();
+            let placed = d.preprocess(&view, ColorSpec::default()).unwrap();
             let want = mediapipe_input(&rgb, (region.width, region.height), size);
-            let TensorDyn::F32(got) = d.model_input() else {
+            let Some(TensorDyn::F32(got)) = d.model_input() else {
                 panic!("not f32")
             };
             assert_eq!(got.shape(), [1, size, size, 3]);
@@ -267,12 +268,12 @@ fn steady_state_allocates_only_inside_litert() {
     let image = read_png(&astronaut()).unwrap();
     let mut d = FaceDetector::open(&locate_model("short").unwrap()).unwrap();
     for _ in 0..2 {
-        d.detect(&image, 0.5).unwrap(); // buffers grow to size
+        d.detect(&image, ColorSpec::default(), 0.5).unwrap(); // buffers grow to size
     }
     let per_frame: Vec<usize> = (0..4)
         .map(|_| {
             let before = ALLOCATIONS.with(Cell::get);
-            let (faces, _) = d.detect(&image, 0.5).unwrap();
+            let (faces, _) = d.detect(&image, ColorSpec::default(), 0.5).unwrap();
             assert_eq!(faces.len(), 1);
             ALLOCATIONS.with(Cell::get) - before
         })

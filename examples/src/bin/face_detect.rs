@@ -4,7 +4,8 @@
 //! ```sh
 //! . examples/model-env        # LiteRT, the model and a test image in python/.venv
 //! cargo run --release -p zerocam-examples --features litert --bin face_detect -- \
-//!     [/dev/videoN | pattern] [--image PNG] [--model short|full|PATH] [--frames N] [--threshold T]
+//!     [/dev/videoN | pattern] [--image PNG] [--model short|full|PATH] [--frames N] [--threshold T] \
+//!     [--preprocess-on auto|gpu|cpu]
 //! ```
 //!
 //! With no device, the pattern camera (1280x720 NV12); with `--image`, a PNG
@@ -19,6 +20,7 @@ use zerocam_capture::BufferMode;
 use zerocam_examples::face::{describe, describe_keypoints, locate_model, FaceDetector, Timings};
 use zerocam_examples::source::{open, SourceSpec};
 use zerocam_examples::still::read_png;
+use zerocam_gpu::{ColorSpec, Device};
 
 /// BlazeFace face detection on camera frames or a PNG.
 #[derive(Parser, Debug)]
@@ -41,6 +43,10 @@ struct Args {
     /// Also print each face's six keypoints.
     #[arg(long)]
     keypoints: bool,
+    /// Where model inputs are made: `auto` (the GPU where it is real
+    /// hardware, else the CPU), `gpu` or `cpu`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "gpu", "cpu"])]
+    preprocess_on: String,
     /// Leave the timings out (for output that is the same run after run).
     #[arg(long)]
     no_timings: bool,
@@ -59,7 +65,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // control; the ai-edge-litert 2.1.4 wheel's does not (Unsupported), so
     // there they stay: stdout has only this example's lines.
     let _ = litert::set_global_log_severity(litert::LogSeverity::Warning);
-    let mut detector = FaceDetector::open(&path)?;
+    let device = match args.preprocess_on.as_str() {
+        "gpu" => Device::Gpu,
+        "cpu" => Device::Cpu,
+        _ => Device::Auto,
+    };
+    let mut detector = FaceDetector::open_on(&path, device)?;
     let threshold = args
         .threshold
         .unwrap_or(detector.model().default_threshold());
@@ -68,6 +79,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "model {} ({:?}): input {shape:?} f32 NHWC, mean = std = 0.5, letterbox; threshold {threshold}",
         path.display(),
         detector.model()
+    );
+    let pre = detector.preprocessor();
+    println!(
+        "model input on the {} ({})",
+        pre.device().name(),
+        pre.reason()
     );
     let (mut still, mut camera) = (None, None);
     match &args.image {
@@ -100,12 +117,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             Some(c) => Some(c.source.next_frame(Duration::from_secs(5))?),
             None => None,
         };
-        let (tensor, sequence) = match (&frame, &still) {
-            (Some(f), _) => (f.tensor(), u64::from(f.sequence())),
-            (None, Some(image)) => (image, i),
+        let (tensor, sequence, color) = match (&frame, &still) {
+            (Some(f), _) => (f.tensor(), u64::from(f.sequence()), f.color_spec()),
+            (None, Some(image)) => (image, i, ColorSpec::default()),
             (None, None) => return Err("no source".into()),
         };
-        let (faces, t) = detector.detect(tensor, threshold)?;
+        let (faces, t) = detector.detect(tensor, color, threshold)?;
         let mut line = format!("frame {sequence}: {} face(s)", faces.len());
         for f in faces {
             line += &format!("  {}", describe(f));

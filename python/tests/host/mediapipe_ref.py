@@ -14,7 +14,9 @@ import numpy as np
 def placement(width: int, height: int, size: int) -> tuple[float, int, int, int, int]:
     """(scale, scaled width, scaled height, x offset, y offset)."""
     scale = min(size / width, size / height)
-    new_w, new_h = round(width * scale), round(height * scale)
+    # Halves round up, as zerocam's Fit::Letterbox does (Python's round()
+    # would take 112.5 to 112: 512x300 into 192 is such a case).
+    new_w, new_h = int(np.floor(width * scale + 0.5)), int(np.floor(height * scale + 0.5))
     return scale, new_w, new_h, (size - new_w) // 2, (size - new_h) // 2
 
 

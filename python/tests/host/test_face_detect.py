@@ -18,12 +18,6 @@ sys.path.insert(0, str(EXAMPLES))
 import blazeface  # noqa: E402
 import mediapipe_ref  # noqa: E402
 
-# zerocam.ModelInput / zerocam.Preprocessor (issue 13, must-have 5) are being
-# written beside this; until they are in the module, these tests cannot run.
-needs_preprocessor = pytest.mark.skipif(
-    not hasattr(zerocam, "Preprocessor"), reason="zerocam.Preprocessor is not in this build yet")
-
-
 def run(*args, check=True):
     return subprocess.run([sys.executable, str(EXAMPLES / "face_detect.py"), *args],
                           capture_output=True, text=True, check=check)
@@ -33,7 +27,6 @@ def frames(out):
     return [line for line in out.splitlines() if line.startswith("frame ")]
 
 
-@needs_preprocessor
 @pytest.mark.parametrize("size", [128, 192])
 @pytest.mark.parametrize("region", [(0, 100, 512, 300), (150, 0, 211, 512)])
 def test_the_model_input_is_mediapipes_normalization(size, region):
@@ -54,7 +47,6 @@ def test_the_model_input_is_mediapipes_normalization(size, region):
     assert tuple(pre.letterbox.to_frame_box((0, 0, size, size))) == pytest.approx((0, 0, w, h))
 
 
-@needs_preprocessor
 @pytest.mark.parametrize("model", ["short", "full"])
 def test_the_pattern_gives_the_same_lines_and_no_face(model):
     mediapipe_ref.require_model_packages()
@@ -65,7 +57,6 @@ def test_the_pattern_gives_the_same_lines_and_no_face(model):
     assert frames(a) == [f"frame {i}: 0 face(s)" for i in range(4)], a
 
 
-@needs_preprocessor
 @pytest.mark.parametrize("model", ["short", "full"])
 def test_the_astronaut_has_one_face(model):
     mediapipe_ref.require_model_packages()
