@@ -1,17 +1,19 @@
-//! The CPU model-input path (`CpuPreprocessor`) against the plain f64
-//! reference in `common/model_ref.rs`: every source format, both layouts,
-//! every dtype, each fit, odd sizes, padded strides, views, split planes,
-//! batch elements, BGR, quantization; its typed errors; and that steady
-//! state allocates nothing per frame.
+//! The CPU model-input path (`CpuPreprocessor`) against the GPU path's plain
+//! f64 reference in `common/model_reference.rs` (one reference for both
+//! paths, within 1 step for `u8`/`i8` and 0.02 for floats): every source
+//! format, both layouts, every dtype, each fit, odd sizes, padded strides,
+//! views, crops, split planes, batch elements, BGR, quantization, sharp
+//! chroma edges; its typed errors; and that steady state allocates nothing
+//! per frame.
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/model_ref.rs"]
-mod model_ref;
+#[path = "common/model_reference.rs"]
+mod model_reference;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use model_ref::{read_element, reference_model_input};
+use model_reference::{expected, fit, max_error, Source};
 use zerocam_gpu::{
     convert_cpu, ChannelOrder, ColorSpec, CpuConvertError, CpuPreprocessor, Fit, Matrix,
     ModelInput, ModelInputError, ModelLayout, Range,
@@ -59,16 +61,10 @@ const FORMATS: [PixelFormat; 9] = [
     PixelFormat::Grey,
 ];
 
-/// A busy deterministic sample (edges everywhere): the full 0..=255 range for
-/// RGB and grey, the legal limited range 16..=235 for YUV (yuvutils-rs reads
-/// luma below 16 as 16 in limited range: see `model::cpu`).
-fn sample(format: PixelFormat, plane: usize, row: usize, col: usize) -> u8 {
-    let raw = (col * 37 + row * 91 + col * row * 3 + plane * 50) % 256;
-    let yuv = matches!(
-        format,
-        PixelFormat::Nv12 | PixelFormat::Nv16 | PixelFormat::Yuyv | PixelFormat::Uyvy
-    );
-    (if yuv { 16 + raw * 219 / 255 } else { raw }) as u8
+/// A busy deterministic sample over the full 0..=255 range (edges
+/// everywhere; YUV footroom and headroom too).
+fn sample(plane: usize, row: usize, col: usize) -> u8 {
+    ((col * 37 + row * 91 + col * row * 3 + plane * 50) % 256) as u8
 }
 
 /// A `w`x`h` picture of `format` whose rows are `pad` bytes longer than needed.
@@ -91,7 +87,7 @@ fn fill(t: &Tensor<u8>) {
         let mut v = m.view_mut().unwrap();
         let n = v.ndim();
         for (idx, s) in v.indexed_iter_mut() {
-            *s = sample(format, i, idx[n - 2], idx[n - 1]);
+            *s = sample(i, idx[n - 2], idx[n - 1]);
         }
     }
 }
@@ -124,27 +120,46 @@ fn check(
     .unwrap();
     let placed = convert_cpu(src, crop, color, input, &dst, n).unwrap();
     let full = Region::new(0, 0, src.width().unwrap(), src.height().unwrap());
-    let (want_placed, want) = reference_model_input(src, input, crop.unwrap_or(full), color);
-    assert_eq!(placed, want_placed);
+    let crop = crop.unwrap_or(full);
+    let (s, t) = fit(input, crop);
+    let p = &placed.source;
+    let got_source = [p.x, p.y, p.width, p.height];
+    assert!(
+        got_source.iter().zip(s).all(|(g, w)| (g - w).abs() < 1e-9),
+        "{got_source:?} {s:?}"
+    );
+    let r = placed.target;
+    assert_eq!([r.x, r.y, r.width, r.height].map(|v| v as f64), t);
+    let pad = match input.fit_mode() {
+        Fit::Letterbox { pad } => pad,
+        _ => [0; 3],
+    };
+    let want = expected(input, &Source::new(src, color.matrix, color.range), crop, pad);
     let got = read_element(&dst, n);
     let tolerance = if integer(input) { 1.0 } else { 0.02 };
-    let (worst, at) = got
-        .iter()
-        .zip(&want)
-        .map(|(g, w)| (g - w).abs())
-        .enumerate()
-        .fold(
-            (0.0f64, 0),
-            |(m, i), (j, d)| if d > m { (d, j) } else { (m, i) },
-        );
+    let (worst, at) = max_error(input, &got, &want);
     assert!(
         worst <= tolerance,
-        "{:?} {src:?}: element {at}: got {} want {} (off by {worst}) for {input:?}",
+        "{:?} {src:?} crop {crop:?}: off by {worst} at (c, y, x) {at:?} for {input:?}",
         src.format(),
-        got[at],
-        want[at],
     );
     dst
+}
+
+/// Batch element `n` of a model input tensor, as f64 in its own layout.
+fn read_element(dst: &TensorDyn, n: usize) -> Vec<f64> {
+    fn read<T: zerocam_tensor::Element>(t: &Tensor<T>, n: usize, f: impl Fn(T) -> f64) -> Vec<f64> {
+        let e = t.batch(n).unwrap();
+        let m = e.map_read().unwrap();
+        m.iter().map(|v| f(*v)).collect()
+    }
+    match dst {
+        TensorDyn::U8(t) => read(t, n, f64::from),
+        TensorDyn::I8(t) => read(t, n, f64::from),
+        TensorDyn::F16(t) => read(t, n, |v| f64::from(v.to_f32())),
+        TensorDyn::F32(t) => read(t, n, f64::from),
+        other => panic!("not a model dtype: {:?}", other.dtype()),
+    }
 }
 
 /// The model inputs every format is checked with: each dtype (floats with

@@ -20,23 +20,25 @@
 //! chroma lifts above 0. Luma in 16..=255 and every chroma value follow the
 //! equations within one step.
 
-mod bilinear;
 mod error;
-mod rgb;
+mod rows;
+mod source;
+mod taps;
 mod write;
 
 pub use error::CpuConvertError;
 
-use zerocam_tensor::{Element, Region, Tensor, TensorDyn};
+use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 
-use super::{Fit, FitPlacement, ModelInput};
+use super::{Fit, FitPlacement, ModelInput, ModelLayout};
 use crate::ColorSpec;
-use bilinear::Resampler;
-use write::{OutElem, Tables};
+use rows::{PlaneBytes, StreamRows};
+use source::Layout;
+use write::{Blend, Fused, OutElem};
 
-/// Converts frames to model inputs on the CPU, keeping its scratch buffers
-/// between calls: after the first frame of a size, a conversion allocates no
-/// pixel buffers.
+/// Converts frames to model inputs on the CPU, keeping its taps and scratch
+/// rows between calls: after the first frame of a geometry, a conversion
+/// allocates nothing.
 ///
 /// ```
 /// use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput};
@@ -51,52 +53,30 @@ use write::{OutElem, Tables};
 /// assert_eq!(placed.source.x, 28.0); // the centre 72x72 of the frame
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug, Default)]
 pub struct CpuPreprocessor {
-    rgb: Vec<u8>,
-    tail: Vec<u8>,
-    resampler: Resampler,
+    /// Each stream's taps and kept rows.
+    streams: [StreamRows; 2],
+    /// What the taps were worked out for.
+    geometry: Option<Geometry>,
 }
 
-impl Default for CpuPreprocessor {
-    fn default() -> Self {
-        CpuPreprocessor::new()
-    }
+/// Everything the taps depend on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Geometry {
+    layout: Layout,
+    size: (usize, usize),
+    source: [u64; 4],
+    target: Region,
 }
 
-impl std::fmt::Debug for CpuPreprocessor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuPreprocessor")
-            .field("rgb_capacity", &self.rgb.capacity())
-            .field("resampler", &self.resampler)
-            .finish()
-    }
-}
-
-/// The source pixels bilinear sampling of `p` reads: its rectangle grown by
-/// one pixel, clamped to `crop` and aligned outwards to the chroma
-/// subsampling `(hs, vs)` (`crop` itself is aligned).
-fn bounding_box(p: &FitPlacement, crop: Region, (hs, vs): (usize, usize)) -> Region {
-    let s = &p.source;
-    let span = |start: f64, len: f64, lo: usize, n: usize, sub: usize| {
-        let a = ((start.floor() - 1.0).max(lo as f64) as usize).max(lo);
-        let b = ((start + len).ceil() + 1.0).min((lo + n) as f64) as usize;
-        let a = lo + (a - lo) / sub * sub;
-        let b = (lo + (b - lo).div_ceil(sub) * sub).min(lo + n);
-        (a, b - a)
-    };
-    let (x, w) = span(s.x, s.width, crop.x, crop.width, hs);
-    let (y, h) = span(s.y, s.height, crop.y, crop.height, vs);
-    Region::new(x, y, w, h)
-}
+/// The mapped tensor planes a conversion reads (one or two).
+type Maps = [Option<(TensorMap<u8, ReadOnly>, usize)>; 2];
 
 impl CpuPreprocessor {
-    /// A preprocessor with empty scratch buffers.
+    /// A preprocessor with no taps or scratch rows yet.
     pub fn new() -> CpuPreprocessor {
-        CpuPreprocessor {
-            rgb: Vec::new(),
-            tail: Vec::new(),
-            resampler: Resampler::default(),
-        }
+        CpuPreprocessor::default()
     }
 
     /// Converts `crop` of `src` (all of it for `None`; a rectangle of `src`,
@@ -104,6 +84,11 @@ impl CpuPreprocessor {
     /// describes, reading YUV with `color`. Letterbox bars get the pad
     /// colour. Returns where the source landed (in `src`'s pixels), to map
     /// model-space boxes back.
+    ///
+    /// Sampling is the GPU path's: bilinear with half-pixel centres on each
+    /// plane (chroma centre-sited, at the same relative position), then
+    /// YCbCr → RGB. Edges clamp to `src`'s edges: a crop reads the pixels
+    /// just outside it, a view does not.
     ///
     /// `src` is an image tensor of NV12, NV16, YUYV, UYVY, RGB, BGR, RGBA,
     /// BGRA or GREY, any row stride and memory, a view or a batch element
@@ -134,11 +119,9 @@ impl CpuPreprocessor {
             .placement()
             .ok_or(CpuConvertError::UnsupportedSource { format: None })?;
         let format = placement.root.format;
-        if !rgb::reads(format) {
-            return Err(CpuConvertError::UnsupportedSource {
-                format: Some(format),
-            });
-        }
+        let layout = source::layout(format).ok_or(CpuConvertError::UnsupportedSource {
+            format: Some(format),
+        })?;
         if placement.frames > 1 {
             return Err(CpuConvertError::BatchedSource {
                 frames: placement.frames,
@@ -159,32 +142,36 @@ impl CpuPreprocessor {
             // The tensor layer's typed error names the misaligned crop.
             src.view(crop)?;
         }
-        let bbox = bounding_box(&placed, crop, (hs, vs));
-        let viewed;
-        let bbox_src = if bbox == Region::new(0, 0, width, height) {
-            src
-        } else {
-            viewed = src.view(bbox)?;
-            &viewed
-        };
-        rgb::to_rgb(
-            bbox_src,
-            (bbox.width, bbox.height),
-            format,
-            color,
-            &mut self.rgb,
-            &mut self.tail,
-        )?;
-        self.resampler.prepare(&placed, bbox);
+        let mut maps: Maps = [None, None];
+        for stream in layout.streams {
+            if maps[stream.plane].is_none() {
+                maps[stream.plane] = Some(source::plane(src, stream.plane)?);
+            }
+        }
+        self.prepare(layout, (width, height), &placed);
         let pad = match input.fit_mode() {
             Fit::Letterbox { pad } => pad,
             _ => [0; 3],
         };
+        let planes = maps.each_ref().map(|m| {
+            m.as_ref().map(|(map, stride)| PlaneBytes {
+                bytes: &map[..],
+                stride: *stride,
+            })
+        });
+        let job = Job {
+            layout,
+            color,
+            input,
+            placed: &placed,
+            pad,
+            planes,
+        };
         match dst {
-            TensorDyn::U8(t) => self.store(t, input, &placed, pad, batch_index),
-            TensorDyn::I8(t) => self.store(t, input, &placed, pad, batch_index),
-            TensorDyn::F16(t) => self.store(t, input, &placed, pad, batch_index),
-            TensorDyn::F32(t) => self.store(t, input, &placed, pad, batch_index),
+            TensorDyn::U8(t) => self.store(t, &job, batch_index),
+            TensorDyn::I8(t) => self.store(t, &job, batch_index),
+            TensorDyn::F16(t) => self.store(t, &job, batch_index),
+            TensorDyn::F32(t) => self.store(t, &job, batch_index),
             _ => Err(CpuConvertError::DestinationDType {
                 expected: input.element_type(),
                 actual: dst.dtype(),
@@ -193,22 +180,47 @@ impl CpuPreprocessor {
         Ok(placed)
     }
 
-    /// Stage 3 into batch element `batch_index` of `dst`.
+    /// Works out the taps of each stream, unless they are this geometry's.
+    fn prepare(&mut self, layout: Layout, size: (usize, usize), placed: &FitPlacement) {
+        let s = placed.source;
+        let t = placed.target;
+        let geometry = Geometry {
+            layout,
+            size,
+            source: [s.x, s.y, s.width, s.height].map(f64::to_bits),
+            target: t,
+        };
+        for rows in &mut self.streams {
+            rows.forget();
+        }
+        if self.geometry == Some(geometry) {
+            return;
+        }
+        for (stream, rows) in layout.streams.iter().zip(&mut self.streams) {
+            let (pw, ph) = stream.size(size);
+            rows.columns
+                .fill((s.x, s.width), t.width, (size.0, pw), stream.texel);
+            rows.rows.fill((s.y, s.height), t.height, (size.1, ph));
+            rows.prepare(stream, t.width);
+        }
+        self.geometry = Some(geometry);
+    }
+
+    /// The fused pass into batch element `batch_index` of `dst`.
     fn store<T: Element + OutElem>(
         &mut self,
         dst: &Tensor<T>,
-        input: &ModelInput,
-        placed: &FitPlacement,
-        pad: [u8; 3],
+        job: &Job<'_>,
         batch_index: usize,
     ) -> Result<(), CpuConvertError> {
         let element = dst.batch(batch_index)?;
         let mut map = element.map_write()?;
+        let input = job.input;
         let (w, h) = (input.width(), input.height());
         let e = std::mem::size_of::<T>();
         let packed = match input.layout() {
-            super::ModelLayout::Nchw => [h * w * e, w * e, e],
-            super::ModelLayout::Nhwc => [w * 3 * e, 3 * e, e],
+            ModelLayout::Nchw => [h * w * e, w * e, e],
+            ModelLayout::Nhwc => [w * 3 * e, 3 * e, e],
         };
         match map.strides_bytes() {
             Some(s) if s == packed => {}
@@ -218,17 +230,99 @@ impl CpuPreprocessor {
                 })
             }
         }
-        let tables = Tables::<T>::new(input, pad);
-        write::write(
-            &mut map[..3 * w * h],
-            input.layout(),
-            (w, h),
-            placed.target,
-            (&mut self.resampler, &self.rgb),
-            &tables,
-        );
+        let fused = Fused::<T>::new(&job.layout, job.color, input, job.pad);
+        self.write(&mut map[..3 * w * h], job, &fused);
         map.finish()?;
         Ok(())
+    }
+
+    /// Writes one model image (`3 * width * height` elements of `dst`) in
+    /// the input's layout: the target's rows from the streams, the pad
+    /// around them.
+    fn write<T: OutElem>(&mut self, dst: &mut [T], job: &Job<'_>, f: &Fused<T>) {
+        let (width, height) = (job.input.width(), job.input.height());
+        let t = job.placed.target;
+        let rows = t.y..t.y + t.height;
+        let cols = t.x..t.x + t.width;
+        let [first, second] = &mut self.streams;
+        let planes = job.planes;
+        let nchw = job.input.layout() == ModelLayout::Nchw;
+        for row in 0..height {
+            // The output row, NCHW: its three channel rows.
+            let plane_len = width * height;
+            let mut out: [&mut [T]; 3] = if nchw {
+                let (c0, rest) = dst.split_at_mut(plane_len);
+                let (c1, c2) = rest.split_at_mut(plane_len);
+                let line = row * width..(row + 1) * width;
+                [&mut c0[line.clone()], &mut c1[line.clone()], &mut c2[line]]
+            } else {
+                [&mut dst[row * width * 3..(row + 1) * width * 3], &mut [], &mut []]
+            };
+            if !rows.contains(&row) {
+                pad(&mut out, f.pad, nchw);
+                continue;
+            }
+            let r = row - t.y;
+            let a = planes[job.layout.streams[0].plane].map(|p| first.row(p, r));
+            let b = match job.layout.streams.get(1) {
+                Some(s) => planes[s.plane].map(|p| second.row(p, r)),
+                None => None,
+            };
+            let n = t.width;
+            let blends = job.layout.values.map(|(stream, k)| -> Blend<'_> {
+                match (stream, &a, &b) {
+                    (0, Some((p, q, tap)), _) | (1, _, Some((p, q, tap))) => {
+                        (&p[k * n..][..n], &q[k * n..][..n], tap.weight)
+                    }
+                    _ => (&[], &[], 0.0),
+                }
+            });
+            if nchw {
+                let [c0, c1, c2] = out;
+                for (k, c) in [&mut *c0, &mut *c1, &mut *c2].into_iter().enumerate() {
+                    c[..cols.start].fill(f.pad[k]);
+                    c[cols.end..].fill(f.pad[k]);
+                }
+                write::planar(
+                    f,
+                    &blends,
+                    [&mut c0[cols.clone()], &mut c1[cols.clone()], &mut c2[cols.clone()]],
+                    n,
+                );
+            } else {
+                let [line, _, _] = out;
+                pad_pixels(&mut line[..cols.start * 3], f.pad);
+                pad_pixels(&mut line[cols.end * 3..], f.pad);
+                write::interleaved(f, &blends, &mut line[cols.start * 3..cols.end * 3], n);
+            }
+        }
+    }
+}
+
+/// What one conversion reads and how.
+struct Job<'a> {
+    layout: Layout,
+    color: ColorSpec,
+    input: &'a ModelInput,
+    placed: &'a FitPlacement,
+    pad: [u8; 3],
+    planes: [Option<PlaneBytes<'a>>; 2],
+}
+
+/// Fills a whole output row with the pad.
+fn pad<T: OutElem>(out: &mut [&mut [T]; 3], value: [T; 3], nchw: bool) {
+    if nchw {
+        for (c, v) in out.iter_mut().zip(value) {
+            c.fill(v);
+        }
+    } else {
+        pad_pixels(out[0], value);
+    }
+}
+
+fn pad_pixels<T: OutElem>(line: &mut [T], value: [T; 3]) {
+    for o in line.chunks_exact_mut(3) {
+        o.copy_from_slice(&value);
     }
 }
 

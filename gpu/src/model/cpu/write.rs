@@ -1,15 +1,16 @@
-//! Stage 3 of the CPU path: normalization, quantization, channel order and
-//! layout in one pass over the resampled RGB pixels, one row at a time as
-//! stage 2 makes them, straight into the mapped destination: per element the
-//! multiply-add of [`ModelInput::affine`], then for integer types the
-//! rounding (half away from zero) and clamping of
-//! [`ModelInput::pad_values`]. No float image exists in between.
+//! The fused pass of the CPU path, one output row at a time, straight into
+//! the mapped destination: per pixel the vertical blend of each value's two
+//! resampled rows, YCbCr → RGB (the [`ColorSpec`] matrix; the identity for
+//! RGB sources), clamping to 0..=255, then per element the multiply-add of
+//! [`ModelInput::affine`] and, for integer types, the rounding (half away
+//! from zero) and clamping of [`ModelInput::pad_values`]; NCHW or NHWC.
+//! No image exists in between: three rows of floats per stream.
 
-use zerocam_tensor::{f16, Region};
+use zerocam_tensor::f16;
 
-use super::bilinear::Resampler;
-
-use crate::model::{ChannelOrder, ModelInput, ModelLayout};
+use super::source::Layout;
+use crate::model::{ChannelOrder, ModelInput};
+use crate::ColorSpec;
 
 /// An element type a model input can have.
 pub(super) trait OutElem: Copy + Default {
@@ -51,92 +52,71 @@ impl OutElem for f32 {
     }
 }
 
-/// Each output channel's multiply-add, the RGB channel it reads, and the pad.
-pub(super) struct Tables<T> {
+/// Per output channel: the RGB channel as a multiply-add of the three values
+/// (in output channel order), then the model's multiply-add; and the pad.
+pub(super) struct Fused<T> {
+    rows: [[f32; 3]; 3],
+    offset: [f32; 3],
     gain: [f32; 3],
     bias: [f32; 3],
-    source_channel: [usize; 3],
-    pad: [T; 3],
+    pub(super) pad: [T; 3],
 }
 
-impl<T: OutElem> Tables<T> {
-    pub(super) fn new(input: &ModelInput, pad_rgb: [u8; 3]) -> Tables<T> {
+impl<T: OutElem> Fused<T> {
+    pub(super) fn new(layout: &Layout, color: ColorSpec, input: &ModelInput, pad: [u8; 3]) -> Self {
+        let (m, o) = layout.to_rgb(color);
+        let order = match input.channels() {
+            ChannelOrder::Rgb => [0, 1, 2],
+            ChannelOrder::Bgr => [2, 1, 0],
+        };
         let affine = input.affine();
-        Tables {
+        Fused {
+            rows: order.map(|c| m[c]),
+            offset: order.map(|c| o[c]),
             gain: affine.map(|(g, _)| g),
             bias: affine.map(|(_, b)| b),
-            source_channel: match input.channels() {
-                ChannelOrder::Rgb => [0, 1, 2],
-                ChannelOrder::Bgr => [2, 1, 0],
-            },
-            pad: input.pad_values(pad_rgb).map(T::from_value),
+            pad: input.pad_values(pad).map(T::from_value),
         }
     }
 
-    #[inline]
-    fn value(&self, k: usize, px: &[f32]) -> T {
-        T::from_value(px[self.source_channel[k]] * self.gain[k] + self.bias[k])
+    /// Output channel `k` of values `v`.
+    #[inline(always)]
+    fn value(&self, k: usize, v: [f32; 3]) -> T {
+        let m = &self.rows[k];
+        let rgb = (m[0] * v[0] + m[1] * v[1] + m[2] * v[2] + self.offset[k]).clamp(0.0, 255.0);
+        T::from_value(rgb * self.gain[k] + self.bias[k])
     }
 }
 
-/// Writes one model image (`3 * width * height` elements of `dst`) in
-/// `layout`: the rows `resampler` makes from `rgb` fill `target`, the pad
-/// fills the rest.
-pub(super) fn write<T: OutElem>(
-    dst: &mut [T],
-    layout: ModelLayout,
-    (width, height): (usize, usize),
-    target: Region,
-    (resampler, rgb): (&mut Resampler, &[u8]),
-    t: &Tables<T>,
-) {
-    let rows = target.y..target.y + target.height;
-    let cols = target.x..target.x + target.width;
-    match layout {
-        ModelLayout::Nchw => {
-            let plane = width * height;
-            for row in 0..height {
-                let line = |k: usize| k * plane + row * width..k * plane + (row + 1) * width;
-                if !rows.contains(&row) {
-                    for k in 0..3 {
-                        dst[line(k)].fill(t.pad[k]);
-                    }
-                    continue;
-                }
-                let pixels = resampler.row(rgb, row - target.y);
-                for k in 0..3 {
-                    let out = &mut dst[line(k)];
-                    out[..cols.start].fill(t.pad[k]);
-                    out[cols.end..].fill(t.pad[k]);
-                    for (o, px) in out[cols.clone()].iter_mut().zip(pixels.chunks_exact(3)) {
-                        *o = t.value(k, px);
-                    }
-                }
-            }
-        }
-        ModelLayout::Nhwc => {
-            let pad_px = |line: &mut [T]| {
-                for o in line.chunks_exact_mut(3) {
-                    o.copy_from_slice(&t.pad);
-                }
-            };
-            for (row, line) in dst.chunks_exact_mut(width * 3).take(height).enumerate() {
-                if !rows.contains(&row) {
-                    pad_px(line);
-                    continue;
-                }
-                pad_px(&mut line[..cols.start * 3]);
-                pad_px(&mut line[cols.end * 3..]);
-                let pixels = resampler.row(rgb, row - target.y);
-                for (o, px) in line[cols.start * 3..cols.end * 3]
-                    .chunks_exact_mut(3)
-                    .zip(pixels.chunks_exact(3))
-                {
-                    o[0] = t.value(0, px);
-                    o[1] = t.value(1, px);
-                    o[2] = t.value(2, px);
-                }
-            }
-        }
+/// One value's two resampled rows and the weight of the second.
+pub(super) type Blend<'a> = (&'a [f32], &'a [f32], f32);
+
+#[inline(always)]
+fn blend(b: &Blend<'_>, x: usize) -> f32 {
+    let (p, q) = (b.0[x], b.1[x]);
+    p + (q - p) * b.2
+}
+
+/// `n` pixels of values `v` into three channel rows (NCHW).
+pub(super) fn planar<T: OutElem>(f: &Fused<T>, v: &[Blend<'_>; 3], out: [&mut [T]; 3], n: usize) {
+    let v = v.map(|(p, q, w)| (&p[..n], &q[..n], w));
+    let [o0, o1, o2] = out;
+    let (o0, o1, o2) = (&mut o0[..n], &mut o1[..n], &mut o2[..n]);
+    for x in 0..n {
+        let px = [blend(&v[0], x), blend(&v[1], x), blend(&v[2], x)];
+        o0[x] = f.value(0, px);
+        o1[x] = f.value(1, px);
+        o2[x] = f.value(2, px);
+    }
+}
+
+/// `n` pixels of values `v` into interleaved pixels (NHWC).
+pub(super) fn interleaved<T: OutElem>(f: &Fused<T>, v: &[Blend<'_>; 3], out: &mut [T], n: usize) {
+    let v = v.map(|(p, q, w)| (&p[..n], &q[..n], w));
+    for (x, o) in out[..3 * n].chunks_exact_mut(3).enumerate() {
+        let px = [blend(&v[0], x), blend(&v[1], x), blend(&v[2], x)];
+        o[0] = f.value(0, px);
+        o[1] = f.value(1, px);
+        o[2] = f.value(2, px);
     }
 }
