@@ -134,7 +134,12 @@ fn check(
         Fit::Letterbox { pad } => pad,
         _ => [0; 3],
     };
-    let want = expected(input, &Source::new(src, color.matrix, color.range), crop, pad);
+    let want = expected(
+        input,
+        &Source::new(src, color.matrix, color.range),
+        crop,
+        pad,
+    );
     let got = read_element(&dst, n);
     let tolerance = if integer(input) { 1.0 } else { 0.02 };
     let (worst, at) = max_error(input, &got, &want);

@@ -21,6 +21,8 @@
 //! equations within one step.
 
 mod error;
+mod fixed;
+mod float;
 mod rows;
 mod source;
 mod taps;
@@ -32,9 +34,11 @@ use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 
 use super::{Fit, FitPlacement, ModelInput, ModelLayout};
 use crate::ColorSpec;
+use fixed::FixedPixels;
+use float::FloatPixels;
 use rows::{PlaneBytes, StreamRows};
 use source::Layout;
-use write::{Blend, Fused, OutElem};
+use write::{Frame, OutElem, Pixels, Scratch};
 
 /// Converts frames to model inputs on the CPU, keeping its taps and scratch
 /// rows between calls: after the first frame of a geometry, a conversion
@@ -59,6 +63,8 @@ pub struct CpuPreprocessor {
     streams: [StreamRows; 2],
     /// What the taps were worked out for.
     geometry: Option<Geometry>,
+    /// Channel rows for layouts and types not written in place.
+    scratch: Scratch,
 }
 
 /// Everything the taps depend on.
@@ -159,13 +165,18 @@ impl CpuPreprocessor {
                 stride: *stride,
             })
         });
+        let pixels = if fixed::takes_levels(input) {
+            Pixels::Fixed(FixedPixels::new(&layout, color))
+        } else {
+            Pixels::Float(FloatPixels::new(&layout, color, input))
+        };
         let job = Job {
             layout,
-            color,
             input,
-            placed: &placed,
+            target: placed.target,
             pad,
             planes,
+            pixels: &pixels,
         };
         match dst {
             TensorDyn::U8(t) => self.store(t, &job, batch_index),
@@ -198,8 +209,12 @@ impl CpuPreprocessor {
         }
         for (stream, rows) in layout.streams.iter().zip(&mut self.streams) {
             let (pw, ph) = stream.size(size);
-            rows.columns
-                .fill((s.x, s.width), t.width, (size.0, pw), stream.texel);
+            rows.columns.fill(
+                (s.x, s.width),
+                t.width,
+                (size.0, pw),
+                (stream.texel, stream.first),
+            );
             rows.rows.fill((s.y, s.height), t.height, (size.1, ph));
             rows.prepare(stream, t.width);
         }
@@ -230,100 +245,35 @@ impl CpuPreprocessor {
                 })
             }
         }
-        let fused = Fused::<T>::new(&job.layout, job.color, input, job.pad);
-        self.write(&mut map[..3 * w * h], job, &fused);
+        let frame = Frame {
+            layout: job.layout,
+            planes: job.planes,
+            pixels: job.pixels,
+            size: (w, h),
+            target: job.target,
+            model_layout: input.layout(),
+            channels: input.channels(),
+            pad: input.pad_values(job.pad).map(T::from_value),
+        };
+        write::write(
+            &mut map[..3 * w * h],
+            &frame,
+            &mut self.streams,
+            &mut self.scratch,
+        );
         map.finish()?;
         Ok(())
-    }
-
-    /// Writes one model image (`3 * width * height` elements of `dst`) in
-    /// the input's layout: the target's rows from the streams, the pad
-    /// around them.
-    fn write<T: OutElem>(&mut self, dst: &mut [T], job: &Job<'_>, f: &Fused<T>) {
-        let (width, height) = (job.input.width(), job.input.height());
-        let t = job.placed.target;
-        let rows = t.y..t.y + t.height;
-        let cols = t.x..t.x + t.width;
-        let [first, second] = &mut self.streams;
-        let planes = job.planes;
-        let nchw = job.input.layout() == ModelLayout::Nchw;
-        for row in 0..height {
-            // The output row, NCHW: its three channel rows.
-            let plane_len = width * height;
-            let mut out: [&mut [T]; 3] = if nchw {
-                let (c0, rest) = dst.split_at_mut(plane_len);
-                let (c1, c2) = rest.split_at_mut(plane_len);
-                let line = row * width..(row + 1) * width;
-                [&mut c0[line.clone()], &mut c1[line.clone()], &mut c2[line]]
-            } else {
-                [&mut dst[row * width * 3..(row + 1) * width * 3], &mut [], &mut []]
-            };
-            if !rows.contains(&row) {
-                pad(&mut out, f.pad, nchw);
-                continue;
-            }
-            let r = row - t.y;
-            let a = planes[job.layout.streams[0].plane].map(|p| first.row(p, r));
-            let b = match job.layout.streams.get(1) {
-                Some(s) => planes[s.plane].map(|p| second.row(p, r)),
-                None => None,
-            };
-            let n = t.width;
-            let blends = job.layout.values.map(|(stream, k)| -> Blend<'_> {
-                match (stream, &a, &b) {
-                    (0, Some((p, q, tap)), _) | (1, _, Some((p, q, tap))) => {
-                        (&p[k * n..][..n], &q[k * n..][..n], tap.weight)
-                    }
-                    _ => (&[], &[], 0.0),
-                }
-            });
-            if nchw {
-                let [c0, c1, c2] = out;
-                for (k, c) in [&mut *c0, &mut *c1, &mut *c2].into_iter().enumerate() {
-                    c[..cols.start].fill(f.pad[k]);
-                    c[cols.end..].fill(f.pad[k]);
-                }
-                write::planar(
-                    f,
-                    &blends,
-                    [&mut c0[cols.clone()], &mut c1[cols.clone()], &mut c2[cols.clone()]],
-                    n,
-                );
-            } else {
-                let [line, _, _] = out;
-                pad_pixels(&mut line[..cols.start * 3], f.pad);
-                pad_pixels(&mut line[cols.end * 3..], f.pad);
-                write::interleaved(f, &blends, &mut line[cols.start * 3..cols.end * 3], n);
-            }
-        }
     }
 }
 
 /// What one conversion reads and how.
 struct Job<'a> {
     layout: Layout,
-    color: ColorSpec,
     input: &'a ModelInput,
-    placed: &'a FitPlacement,
+    target: Region,
     pad: [u8; 3],
     planes: [Option<PlaneBytes<'a>>; 2],
-}
-
-/// Fills a whole output row with the pad.
-fn pad<T: OutElem>(out: &mut [&mut [T]; 3], value: [T; 3], nchw: bool) {
-    if nchw {
-        for (c, v) in out.iter_mut().zip(value) {
-            c.fill(v);
-        }
-    } else {
-        pad_pixels(out[0], value);
-    }
-}
-
-fn pad_pixels<T: OutElem>(line: &mut [T], value: [T; 3]) {
-    for o in line.chunks_exact_mut(3) {
-        o.copy_from_slice(&value);
-    }
+    pixels: &'a Pixels,
 }
 
 /// `dst` must be the model input's tensor and `batch_index` one of its images.

@@ -1,24 +1,53 @@
 //! Bilinear resampling of one stream (a plane's samples), separable: each
 //! plane row that output rows read is resampled across once, at the output
 //! columns, into one of two kept rows; an output row is then the blend of two
-//! such rows, done by the fused pass (`write`). Consecutive output rows share
-//! plane rows (a 720 → 640 downscale reads each row once or twice, a 4:2:0
-//! chroma upscale reads each twice), so no plane row is resampled twice.
+//! such rows, done by the fused pass. Consecutive output rows share plane
+//! rows (a 720 → 640 downscale reads each row once or twice, a 4:2:0 chroma
+//! upscale reads each twice), so no plane row is resampled twice.
+//!
+//! Across a row, two passes: a gather of each output column's bytes as one
+//! word (one load and one store a column, the only scalar loop), then the
+//! blends, which vectorize: the samples lie at the same bits of every word.
+//!
+//! Resampled samples are `u16` in 1/256 steps (0..=65280), for both the
+//! float and the fixed-point path: a blend is `mulhi(a, 1 - w) + mulhi(b, w)`
+//! with weights in 2^-16, where `mulhi` keeps the high half of a 16-bit
+//! product, one instruction for 8 lanes (`pmulhuw` on x86-64's baseline
+//! SSE2, `umull`+`uzp2` on NEON). Each blend truncates twice: under 2/256 of
+//! a step.
 
 use super::source::Stream;
-use super::taps::{Columns, RowTap, Rows};
+use super::taps::{Columns, RowTap, Rows, Weights};
+
+/// `(a * b) >> 16`. LLVM makes it `pmulhuw` when the product's high half
+/// is used as it is: a shift of `a` before (`(a << 1) * b >> 16`) or of the
+/// result after folds into the product and widens the loop to 32 bits
+/// (emulated multiplies on SSE2), so the scales are picked to need none.
+/// The signed form (`pmulhw`) was not formed at all in these loops (LLVM 22).
+#[inline(always)]
+pub(super) fn mulhi(a: u16, b: u16) -> u16 {
+    ((u32::from(a) * u32::from(b)) >> 16) as u16
+}
+
+/// `p * (1 - w) + q * w` with `w` the weights, in the scale of `p` and `q`.
+#[inline(always)]
+pub(super) fn blend(p: u16, q: u16, w: Weights) -> u16 {
+    mulhi(p, w.first) + mulhi(q, w.second)
+}
 
 /// One stream's taps and its two kept rows.
 #[derive(Debug, Default)]
 pub(super) struct StreamRows {
     pub(super) columns: Columns,
     pub(super) rows: Rows,
-    samples: &'static [usize],
+    stream: Option<Stream>,
     /// Output columns.
     width: usize,
+    /// Each output column's bytes, gathered from a plane row.
+    gathered: Gathered,
     /// Two resampled plane rows: sample `k` of column `x` at `k * width + x`.
-    kept: [Vec<f32>; 2],
-    /// The plane row each of `kept` holds (`usize::MAX`: none).
+    kept: [Vec<u16>; 2],
+    /// The plane row each kept row holds (`usize::MAX`: none).
     held: [usize; 2],
 }
 
@@ -35,14 +64,16 @@ impl PlaneBytes<'_> {
     }
 }
 
+/// Output row `r`'s two resampled rows of a stream and their weights:
+/// sample `k` of column `x` at `k * width + x` in each.
+pub(super) type RowPair<'a> = (&'a [u16], &'a [u16], Weights);
+
 impl StreamRows {
     /// Prepares for `width` output columns of `stream`.
     pub(super) fn prepare(&mut self, stream: &Stream, width: usize) {
-        self.samples = stream.samples;
+        debug_assert!(span(stream) <= 8, "a column's bytes fit a u64");
+        self.stream = Some(*stream);
         self.width = width;
-        for k in &mut self.kept {
-            k.resize(width * stream.samples.len(), 0.0);
-        }
         self.forget();
     }
 
@@ -51,45 +82,132 @@ impl StreamRows {
         self.held = [usize::MAX; 2];
     }
 
-    /// The two resampled rows output row `r` blends, and the weight of the
-    /// second: `(first, second, tap)`; sample `k` of column `x` is at
-    /// `k * width + x` in each.
-    pub(super) fn row(&mut self, plane: PlaneBytes<'_>, r: usize) -> (&[f32], &[f32], RowTap) {
-        let tap = self.rows.taps[r];
+    /// Output row `r`'s two resampled rows, resampling the plane rows it
+    /// reads that are not kept yet.
+    pub(super) fn row(&mut self, plane: PlaneBytes<'_>, r: usize) -> RowPair<'_> {
+        let tap: RowTap = self.rows.taps[r];
+        let Some(stream) = self.stream else {
+            return (&[], &[], tap.weights);
+        };
+        let kept = &mut self.kept;
         let misplaced = self.held[1] == tap.first || self.held[0] == tap.second;
         if self.held[0] != tap.first && misplaced {
-            self.kept.swap(0, 1);
+            kept.swap(0, 1);
             self.held.swap(0, 1);
         }
         for (slot, want) in [(0, tap.first), (1, tap.second)] {
             if self.held[slot] != want && !(slot == 1 && want == tap.first) {
-                resample(plane.row(want), &self.columns, self.samples, &mut self.kept[slot]);
+                let out = &mut kept[slot];
+                out.resize(self.width * stream.count, 0);
+                resample(
+                    &stream,
+                    plane.row(want),
+                    &self.columns,
+                    &mut self.gathered,
+                    out,
+                );
                 self.held[slot] = want;
             }
         }
         let second = usize::from(tap.second != tap.first);
-        (&self.kept[0], &self.kept[second], tap)
+        (&kept[0], &kept[second], tap.weights)
     }
 }
 
-/// One plane row resampled across at the output columns into `out`.
-fn resample(row: &[u8], columns: &Columns, samples: &[usize], out: &mut [f32]) {
-    match *samples {
-        [a] => across(row, columns, [a], out),
-        [a, b] => across(row, columns, [a, b], out),
-        [a, b, c] => across(row, columns, [a, b, c], out),
+/// The bytes an output column reads: from its first sample in one texel to
+/// its last sample in the next.
+fn span(s: &Stream) -> usize {
+    s.texel + (s.count - 1) * s.spacing + 1
+}
+
+/// Each output column's bytes, gathered as one little-endian word of 2, 4 or
+/// 8 bytes (whichever holds [`span`] bytes).
+#[derive(Debug, Default)]
+struct Gathered {
+    w16: Vec<u16>,
+    w32: Vec<u32>,
+    w64: Vec<u64>,
+}
+
+/// A word of gathered bytes.
+trait Word: Copy {
+    /// The word of the first `W` bytes of `bytes` (the rest zero).
+    fn read<const W: usize>(bytes: &[u8]) -> Self;
+    /// Byte `i`.
+    fn byte(self, i: usize) -> u8;
+    /// This word size's buffer in `g`.
+    fn buffer(g: &mut Gathered) -> &mut Vec<Self>;
+}
+
+macro_rules! word {
+    ($t:ty, $field:ident) => {
+        impl Word for $t {
+            #[inline(always)]
+            fn read<const W: usize>(bytes: &[u8]) -> Self {
+                let mut b = [0u8; std::mem::size_of::<$t>()];
+                b[..W].copy_from_slice(&bytes[..W]);
+                <$t>::from_le_bytes(b)
+            }
+            #[inline(always)]
+            fn byte(self, i: usize) -> u8 {
+                (self >> (8 * i)) as u8
+            }
+            fn buffer(g: &mut Gathered) -> &mut Vec<Self> {
+                &mut g.$field
+            }
+        }
+    };
+}
+word!(u16, w16);
+word!(u32, w32);
+word!(u64, w64);
+
+/// One plane row of `stream` resampled across at the output columns into
+/// `out`.
+fn resample(stream: &Stream, row: &[u8], columns: &Columns, g: &mut Gathered, out: &mut [u16]) {
+    // (texel, samples, spacing): the stream kinds of `source::layout`.
+    match (stream.texel, stream.count, stream.spacing) {
+        (1, 1, _) => pass::<1, 1, 1, 2, u16>(row, columns, g, out),
+        (2, 1, _) => pass::<2, 1, 1, 3, u32>(row, columns, g, out),
+        (2, 2, 1) => pass::<2, 2, 1, 4, u32>(row, columns, g, out),
+        (4, 2, 2) => pass::<4, 2, 2, 7, u64>(row, columns, g, out),
+        (3, 3, 1) => pass::<3, 3, 1, 6, u64>(row, columns, g, out),
+        (4, 3, 1) => pass::<4, 3, 1, 7, u64>(row, columns, g, out),
         _ => {}
     }
 }
 
-fn across<const C: usize>(row: &[u8], columns: &Columns, samples: [usize; C], out: &mut [f32]) {
+/// [`resample`] for texels of `T` bytes giving `C` samples `D` bytes apart,
+/// `W` bytes a column, gathered as `U`.
+fn pass<const T: usize, const C: usize, const D: usize, const W: usize, U: Word>(
+    row: &[u8],
+    columns: &Columns,
+    g: &mut Gathered,
+    out: &mut [u16],
+) {
     let n = columns.offset.len();
-    let step = columns.step;
-    for (x, (&o, &w)) in columns.offset.iter().zip(&columns.weight).enumerate() {
-        for (k, &s) in samples.iter().enumerate() {
-            let a = f32::from(row[o + s]);
-            let b = f32::from(row[o + step + s]);
-            out[k * n + x] = a + (b - a) * w;
+    let words = U::buffer(g);
+    words.clear();
+    if columns.single {
+        // One texel across: it is its own neighbour.
+        let mut both = [0u8; 16];
+        let texel = &row[columns.offset.first().copied().unwrap_or(0)..][..W - T];
+        both[..W - T].copy_from_slice(texel);
+        both[T..W].copy_from_slice(texel);
+        words.resize(n, U::read::<W>(&both));
+    } else {
+        words.extend(columns.offset.iter().map(|&o| U::read::<W>(&row[o..o + W])));
+    }
+    for (k, out) in out.chunks_exact_mut(n).take(C).enumerate() {
+        let at = k * D;
+        let weights = columns.first.iter().zip(&columns.second);
+        for ((o, &word), (&first, &second)) in out.iter_mut().zip(words.iter()).zip(weights) {
+            // Bytes in 1/256 steps.
+            let (a, b) = (
+                u16::from(word.byte(at)) << 8,
+                u16::from(word.byte(T + at)) << 8,
+            );
+            *o = blend(a, b, Weights { first, second });
         }
     }
 }

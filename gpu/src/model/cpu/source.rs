@@ -17,22 +17,31 @@ pub(super) struct Stream {
     pub(super) texel: usize,
     /// Image pixels per texel across and down.
     pub(super) subsampling: (usize, usize),
-    /// The byte offsets in a texel of the samples this stream gives.
-    pub(super) samples: &'static [usize],
+    /// The byte offset in a texel of the first sample this stream gives.
+    pub(super) first: usize,
+    /// How many samples it gives, `spacing` bytes apart.
+    pub(super) count: usize,
+    pub(super) spacing: usize,
 }
 
 impl Stream {
-    const fn new(
-        plane: usize,
-        texel: usize,
-        subsampling: (usize, usize),
-        samples: &'static [usize],
-    ) -> Stream {
+    const fn new(plane: usize, texel: usize, subsampling: (usize, usize), first: usize) -> Self {
         Stream {
             plane,
             texel,
             subsampling,
-            samples,
+            first,
+            count: 1,
+            spacing: 1,
+        }
+    }
+
+    /// `count` samples `spacing` bytes apart.
+    const fn samples(self, count: usize, spacing: usize) -> Self {
+        Stream {
+            count,
+            spacing,
+            ..self
         }
     }
 
@@ -55,7 +64,8 @@ pub(super) struct Layout {
 
 const YUV: [(usize, usize); 3] = [(0, 0), (1, 0), (1, 1)];
 const RGB: [(usize, usize); 3] = [(0, 0), (0, 1), (0, 2)];
-const LUMA: Stream = Stream::new(0, 1, (1, 1), &[0]);
+const BGR: [(usize, usize); 3] = [(0, 2), (0, 1), (0, 0)];
+const LUMA: Stream = Stream::new(0, 1, (1, 1), 0);
 
 const fn yuv(streams: &'static [Stream]) -> Layout {
     Layout {
@@ -65,28 +75,30 @@ const fn yuv(streams: &'static [Stream]) -> Layout {
     }
 }
 
-const fn rgb(streams: &'static [Stream]) -> Layout {
+const fn rgb(streams: &'static [Stream], values: [(usize, usize); 3]) -> Layout {
     Layout {
         streams,
-        values: RGB,
+        values,
         yuv: false,
     }
 }
 
-const NV12: Layout = yuv(&[LUMA, Stream::new(1, 2, (2, 2), &[0, 1])]);
-const NV16: Layout = yuv(&[LUMA, Stream::new(1, 2, (2, 1), &[0, 1])]);
+const NV12: Layout = yuv(&[LUMA, Stream::new(1, 2, (2, 2), 0).samples(2, 1)]);
+const NV16: Layout = yuv(&[LUMA, Stream::new(1, 2, (2, 1), 0).samples(2, 1)]);
 const YUYV: Layout = yuv(&[
-    Stream::new(0, 2, (1, 1), &[0]),
-    Stream::new(0, 4, (2, 1), &[1, 3]),
+    Stream::new(0, 2, (1, 1), 0),
+    Stream::new(0, 4, (2, 1), 1).samples(2, 2),
 ]);
 const UYVY: Layout = yuv(&[
-    Stream::new(0, 2, (1, 1), &[1]),
-    Stream::new(0, 4, (2, 1), &[0, 2]),
+    Stream::new(0, 2, (1, 1), 1),
+    Stream::new(0, 4, (2, 1), 0).samples(2, 2),
 ]);
-const RGB24: Layout = rgb(&[Stream::new(0, 3, (1, 1), &[0, 1, 2])]);
-const BGR24: Layout = rgb(&[Stream::new(0, 3, (1, 1), &[2, 1, 0])]);
-const RGBA: Layout = rgb(&[Stream::new(0, 4, (1, 1), &[0, 1, 2])]);
-const BGRA: Layout = rgb(&[Stream::new(0, 4, (1, 1), &[2, 1, 0])]);
+const PIXELS3: Stream = Stream::new(0, 3, (1, 1), 0).samples(3, 1);
+const PIXELS4: Stream = Stream::new(0, 4, (1, 1), 0).samples(3, 1);
+const RGB24: Layout = rgb(&[PIXELS3], RGB);
+const BGR24: Layout = rgb(&[PIXELS3], BGR);
+const RGBA: Layout = rgb(&[PIXELS4], RGB);
+const BGRA: Layout = rgb(&[PIXELS4], BGR);
 /// Grey: one luma sample gives all three of R, G and B.
 const GREY: Layout = Layout {
     streams: &[LUMA],

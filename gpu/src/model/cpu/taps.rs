@@ -34,57 +34,66 @@ fn points(
     })
 }
 
-/// Weight `w` (0..=1) in 2^-[`FIXED_BITS`]: the fixed-point path's weights.
-pub(super) const FIXED_BITS: u32 = 14;
-
-fn fixed(w: f64) -> i16 {
-    // 0..=16384 fits an i16.
-    (w * f64::from(1u32 << FIXED_BITS)).round() as i16
+/// The weights `(1 - w, w)` of a bilinear tap in 2^-16, each at most
+/// `u16::MAX` (so a weight of 1 is 1 - 2^-16): the resampling multiplies
+/// keep the high half of a 16-bit product (see `rows`).
+fn weights(w: f64) -> Weights {
+    let second = (w * 65536.0).round().min(65535.0) as u16;
+    let first = (65536 - u32::from(second)).min(65535) as u16;
+    Weights { first, second }
 }
 
-/// Per output column: the byte offset in a row of the first texel read, and
-/// the weight of the texel `step` bytes further on.
+/// The weights of the first and the second texel of a tap, in 2^-16.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct Weights {
+    pub(super) first: u16,
+    pub(super) second: u16,
+}
+
+/// Per output column: the byte offset in a row of the first sample read (in
+/// the first texel), and the weight of the next texel's.
 #[derive(Debug, Default)]
 pub(super) struct Columns {
     pub(super) offset: Vec<usize>,
-    pub(super) weight: Vec<f32>,
-    /// The same weights in fixed point.
-    pub(super) fixed: Vec<i16>,
-    /// Bytes from one texel to the next (0 in a one-texel plane).
-    pub(super) step: usize,
+    /// The weights of the first texel.
+    pub(super) first: Vec<u16>,
+    /// The weights of the second texel.
+    pub(super) second: Vec<u16>,
+    /// A one-texel plane: the next texel is the first again.
+    pub(super) single: bool,
 }
 
 impl Columns {
     /// Columns of `outputs` outputs over `span` (start, length) of an
     /// `image`-pixel-wide image, read in a plane `plane` texels of `texel`
-    /// bytes across.
+    /// bytes across from byte `first` of a texel.
     pub(super) fn fill(
         &mut self,
         span: (f64, f64),
         outputs: usize,
         (image, plane): (usize, usize),
-        texel: usize,
+        (texel, first): (usize, usize),
     ) {
         self.offset.clear();
-        self.weight.clear();
-        self.fixed.clear();
-        self.step = if plane < 2 { 0 } else { texel };
+        self.first.clear();
+        self.second.clear();
+        self.single = plane < 2;
         for p in points(span, outputs, (image, plane)) {
-            let (first, w) = tap(p, plane);
-            self.offset.push(first * texel);
-            self.weight.push(w as f32);
-            self.fixed.push(fixed(w));
+            let (t, w) = tap(p, plane);
+            let w = weights(w);
+            self.offset.push(t * texel + first);
+            self.first.push(w.first);
+            self.second.push(w.second);
         }
     }
 }
 
-/// One output row's two plane rows and the weight of the second.
+/// One output row's two plane rows and their weights.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RowTap {
     pub(super) first: usize,
     pub(super) second: usize,
-    pub(super) weight: f32,
-    pub(super) fixed: i16,
+    pub(super) weights: Weights,
 }
 
 /// Per output row: the two plane rows it blends.
@@ -95,15 +104,19 @@ pub(super) struct Rows {
 
 impl Rows {
     /// As [`Columns::fill`], down a plane `plane` rows high.
-    pub(super) fn fill(&mut self, span: (f64, f64), outputs: usize, (image, plane): (usize, usize)) {
+    pub(super) fn fill(
+        &mut self,
+        span: (f64, f64),
+        outputs: usize,
+        (image, plane): (usize, usize),
+    ) {
         self.taps.clear();
         for p in points(span, outputs, (image, plane)) {
             let (first, w) = tap(p, plane);
             self.taps.push(RowTap {
                 first,
                 second: (first + 1).min(plane - 1),
-                weight: w as f32,
-                fixed: fixed(w),
+                weights: weights(w),
             });
         }
     }
@@ -117,16 +130,19 @@ mod tests {
     fn edges_clamp_and_chroma_is_centre_sited() {
         let mut c = Columns::default();
         // 4 luma pixels onto 8 outputs, in a 2-texel chroma plane of 2 bytes.
-        c.fill((0.0, 4.0), 8, (4, 2), 2);
+        c.fill((0.0, 4.0), 8, (4, 2), (2, 0));
         // Output 0 is at luma -0.25, chroma -0.375: texel 0 alone.
-        assert_eq!((c.offset[0], c.weight[0]), (0, 0.0));
+        assert_eq!((c.offset[0], c.first[0], c.second[0]), (0, 65535, 0));
         // Output 4 is at luma 1.75, chroma 0.625.
-        assert_eq!((c.offset[4], c.weight[4]), (0, 0.625));
+        assert_eq!((c.offset[4], c.first[4], c.second[4]), (0, 24576, 40960));
         // The last, at chroma 1.375: past the last texel, which it reads alone.
-        assert_eq!((c.offset[7], c.weight[7], c.fixed[7]), (0, 1.0, 1 << 14));
-        assert_eq!(c.step, 2);
+        assert_eq!((c.offset[7], c.first[7], c.second[7]), (0, 1, 65535));
+        assert!(!c.single);
         let mut r = Rows::default();
         r.fill((0.0, 1.0), 3, (1, 1));
-        assert!(r.taps.iter().all(|t| (t.first, t.second, t.weight) == (0, 0, 0.0)));
+        assert!(r
+            .taps
+            .iter()
+            .all(|t| (t.first, t.second, t.weights.second) == (0, 0, 0)));
     }
 }

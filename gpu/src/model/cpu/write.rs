@@ -1,22 +1,37 @@
 //! The fused pass of the CPU path, one output row at a time, straight into
-//! the mapped destination: per pixel the vertical blend of each value's two
-//! resampled rows, YCbCr → RGB (the [`ColorSpec`] matrix; the identity for
-//! RGB sources), clamping to 0..=255, then per element the multiply-add of
-//! [`ModelInput::affine`] and, for integer types, the rounding (half away
-//! from zero) and clamping of [`ModelInput::pad_values`]; NCHW or NHWC.
-//! No image exists in between: three rows of floats per stream.
+//! the mapped destination: the pixel arithmetic of the float or fixed-point
+//! path ([`FloatPixels`], [`FixedPixels`]) on the streams' resampled rows,
+//! then the element type and layout: NCHW rows are written in place (floats
+//! directly by the arithmetic), NHWC pixels are interleaved from three
+//! channel rows; integer floats are rounded half away from zero (already
+//! clamped to the type's range). The letterbox's bars get the pad.
 
-use zerocam_tensor::f16;
+use zerocam_tensor::{f16, Region};
 
+use super::fixed::{FixedPixels, Level};
+use super::float::{FloatPixels, Values};
+use super::rows::{PlaneBytes, StreamRows};
 use super::source::Layout;
-use crate::model::{ChannelOrder, ModelInput};
-use crate::ColorSpec;
+use crate::model::{ChannelOrder, ModelLayout};
 
 /// An element type a model input can have.
 pub(super) trait OutElem: Copy + Default {
-    /// The element for `v`: rounded half away from zero and clamped for
-    /// integer types (`as` saturates), converted for floats.
+    /// The element for `v`, already within the type's range: rounded half
+    /// away from zero for integer types, converted for floats.
     fn from_value(v: f32) -> Self;
+    /// `out` as floats, if this is `f32` (the float path writes it directly).
+    fn as_f32(_out: &mut [Self]) -> Option<&mut [f32]> {
+        None
+    }
+    /// One row of the fixed-point path into `out` (RGB order), if this type
+    /// has one (`u8`, `i8`): whether it did.
+    fn fixed_row(_p: &FixedPixels, _v: &Values<'_>, _out: [&mut [Self]; 3]) -> bool {
+        false
+    }
+    /// The element of level `v` (0..=255) of the fixed-point path.
+    fn from_level(v: u8) -> Self {
+        Self::from_value(f32::from(v))
+    }
 }
 
 /// `v` moved half a step away from zero, for a truncating `as` cast to round
@@ -32,11 +47,27 @@ impl OutElem for u8 {
     fn from_value(v: f32) -> u8 {
         round_half_away(v) as u8
     }
+    fn fixed_row(p: &FixedPixels, v: &Values<'_>, out: [&mut [u8]; 3]) -> bool {
+        p.run(v, out);
+        true
+    }
+    #[inline]
+    fn from_level(v: u8) -> u8 {
+        v
+    }
 }
 impl OutElem for i8 {
     #[inline]
     fn from_value(v: f32) -> i8 {
         round_half_away(v) as i8
+    }
+    fn fixed_row(p: &FixedPixels, v: &Values<'_>, out: [&mut [i8]; 3]) -> bool {
+        p.run(v, out);
+        true
+    }
+    #[inline]
+    fn from_level(v: u8) -> i8 {
+        <i8 as Level>::from_level(i16::from(v))
     }
 }
 impl OutElem for f16 {
@@ -50,73 +81,200 @@ impl OutElem for f32 {
     fn from_value(v: f32) -> f32 {
         v
     }
+    fn as_f32(out: &mut [f32]) -> Option<&mut [f32]> {
+        Some(out)
+    }
 }
 
-/// Per output channel: the RGB channel as a multiply-add of the three values
-/// (in output channel order), then the model's multiply-add; and the pad.
-pub(super) struct Fused<T> {
-    rows: [[f32; 3]; 3],
-    offset: [f32; 3],
-    gain: [f32; 3],
-    bias: [f32; 3],
+/// The pixel arithmetic of one conversion.
+#[derive(Debug)]
+pub(super) enum Pixels {
+    Float(FloatPixels),
+    Fixed(FixedPixels),
+}
+
+/// Channel rows of one output row, for layouts and types not written in
+/// place.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    float: [Vec<f32>; 3],
+    levels: [Vec<u8>; 3],
+}
+
+/// What the row loop reads and writes.
+pub(super) struct Frame<'a, T> {
+    pub(super) layout: Layout,
+    pub(super) planes: [Option<PlaneBytes<'a>>; 2],
+    pub(super) pixels: &'a Pixels,
+    pub(super) size: (usize, usize),
+    pub(super) target: Region,
+    pub(super) model_layout: ModelLayout,
+    pub(super) channels: ChannelOrder,
     pub(super) pad: [T; 3],
 }
 
-impl<T: OutElem> Fused<T> {
-    pub(super) fn new(layout: &Layout, color: ColorSpec, input: &ModelInput, pad: [u8; 3]) -> Self {
-        let (m, o) = layout.to_rgb(color);
-        let order = match input.channels() {
-            ChannelOrder::Rgb => [0, 1, 2],
-            ChannelOrder::Bgr => [2, 1, 0],
-        };
-        let affine = input.affine();
-        Fused {
-            rows: order.map(|c| m[c]),
-            offset: order.map(|c| o[c]),
-            gain: affine.map(|(g, _)| g),
-            bias: affine.map(|(_, b)| b),
-            pad: input.pad_values(pad).map(T::from_value),
+/// Writes one model image (`3 * width * height` elements of `dst`): the
+/// target's rows from the streams, the pad around them.
+pub(super) fn write<T: OutElem>(
+    dst: &mut [T],
+    f: &Frame<'_, T>,
+    streams: &mut [StreamRows; 2],
+    scratch: &mut Scratch,
+) {
+    let (width, height) = f.size;
+    let t = f.target;
+    let cols = t.x..t.x + t.width;
+    let n = t.width;
+    let plane_len = width * height;
+    let bgr = f.channels == ChannelOrder::Bgr;
+    for row in 0..height {
+        let inside = (t.y..t.y + t.height).contains(&row);
+        match f.model_layout {
+            ModelLayout::Nchw => {
+                let (c0, rest) = dst.split_at_mut(plane_len);
+                let (c1, c2) = rest.split_at_mut(plane_len);
+                let line = row * width..(row + 1) * width;
+                let mut out = [&mut c0[line.clone()], &mut c1[line.clone()], &mut c2[line]];
+                for (c, pad) in out.iter_mut().zip(f.pad) {
+                    if inside {
+                        c[..cols.start].fill(pad);
+                        c[cols.end..].fill(pad);
+                    } else {
+                        c.fill(pad);
+                    }
+                }
+                if !inside {
+                    continue;
+                }
+                let [c0, c1, c2] = out;
+                let (c0, c1, c2) = (
+                    &mut c0[cols.clone()],
+                    &mut c1[cols.clone()],
+                    &mut c2[cols.clone()],
+                );
+                // RGB order: output channel k shows RGB channel order[k].
+                let rgb = if bgr { [c2, c1, c0] } else { [c0, c1, c2] };
+                planar_row(f, streams, scratch, row - t.y, rgb);
+            }
+            ModelLayout::Nhwc => {
+                let line = &mut dst[row * width * 3..(row + 1) * width * 3];
+                if !inside {
+                    pad_pixels(line, f.pad);
+                    continue;
+                }
+                pad_pixels(&mut line[..cols.start * 3], f.pad);
+                pad_pixels(&mut line[cols.end * 3..], f.pad);
+                let out = &mut line[cols.start * 3..cols.end * 3];
+                interleaved_row(f, streams, scratch, row - t.y, n, out);
+            }
         }
     }
+}
 
-    /// Output channel `k` of values `v`.
-    #[inline(always)]
-    fn value(&self, k: usize, v: [f32; 3]) -> T {
-        let m = &self.rows[k];
-        let rgb = (m[0] * v[0] + m[1] * v[1] + m[2] * v[2] + self.offset[k]).clamp(0.0, 255.0);
-        T::from_value(rgb * self.gain[k] + self.bias[k])
+/// Target row `r` into three channel rows (RGB order) of the destination.
+fn planar_row<T: OutElem>(
+    f: &Frame<'_, T>,
+    streams: &mut [StreamRows; 2],
+    scratch: &mut Scratch,
+    r: usize,
+    out: [&mut [T]; 3],
+) {
+    let n = out[0].len();
+    match f.pixels {
+        Pixels::Float(p) => {
+            let Some(v) = values(f, streams, r, n) else {
+                return;
+            };
+            let [a, b, c] = out;
+            if let (Some(a), Some(b), Some(c)) = (T::as_f32(a), T::as_f32(b), T::as_f32(c)) {
+                p.run(&v, [a, b, c]);
+                return;
+            }
+            let rows = rows_of(&mut scratch.float, n);
+            p.run(&v, rows);
+            for (o, s) in [a, b, c].into_iter().zip(&scratch.float) {
+                for (o, &s) in o.iter_mut().zip(s) {
+                    *o = T::from_value(s);
+                }
+            }
+        }
+        Pixels::Fixed(p) => {
+            if let Some(v) = values(f, streams, r, n) {
+                T::fixed_row(p, &v, out);
+            }
+        }
     }
 }
 
-/// One value's two resampled rows and the weight of the second.
-pub(super) type Blend<'a> = (&'a [f32], &'a [f32], f32);
-
-#[inline(always)]
-fn blend(b: &Blend<'_>, x: usize) -> f32 {
-    let (p, q) = (b.0[x], b.1[x]);
-    p + (q - p) * b.2
-}
-
-/// `n` pixels of values `v` into three channel rows (NCHW).
-pub(super) fn planar<T: OutElem>(f: &Fused<T>, v: &[Blend<'_>; 3], out: [&mut [T]; 3], n: usize) {
-    let v = v.map(|(p, q, w)| (&p[..n], &q[..n], w));
-    let [o0, o1, o2] = out;
-    let (o0, o1, o2) = (&mut o0[..n], &mut o1[..n], &mut o2[..n]);
-    for x in 0..n {
-        let px = [blend(&v[0], x), blend(&v[1], x), blend(&v[2], x)];
-        o0[x] = f.value(0, px);
-        o1[x] = f.value(1, px);
-        o2[x] = f.value(2, px);
+/// Target row `r` into `n` interleaved pixels of the destination.
+fn interleaved_row<T: OutElem>(
+    f: &Frame<'_, T>,
+    streams: &mut [StreamRows; 2],
+    scratch: &mut Scratch,
+    r: usize,
+    n: usize,
+    out: &mut [T],
+) {
+    let order = match f.channels {
+        ChannelOrder::Rgb => [0, 1, 2],
+        ChannelOrder::Bgr => [2, 1, 0],
+    };
+    match f.pixels {
+        Pixels::Float(p) => {
+            let Some(v) = values(f, streams, r, n) else {
+                return;
+            };
+            p.run(&v, rows_of(&mut scratch.float, n));
+            let [a, b, c] = order.map(|k| &scratch.float[k][..n]);
+            for (((o, &a), &b), &c) in out.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
+                o.copy_from_slice(&[a, b, c].map(T::from_value));
+            }
+        }
+        Pixels::Fixed(p) => {
+            let Some(v) = values(f, streams, r, n) else {
+                return;
+            };
+            p.run(&v, rows_of(&mut scratch.levels, n));
+            let [a, b, c] = order.map(|k| &scratch.levels[k][..n]);
+            for (((o, &a), &b), &c) in out.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
+                o.copy_from_slice(&[a, b, c].map(T::from_level));
+            }
+        }
     }
 }
 
-/// `n` pixels of values `v` into interleaved pixels (NHWC).
-pub(super) fn interleaved<T: OutElem>(f: &Fused<T>, v: &[Blend<'_>; 3], out: &mut [T], n: usize) {
-    let v = v.map(|(p, q, w)| (&p[..n], &q[..n], w));
-    for (x, o) in out[..3 * n].chunks_exact_mut(3).enumerate() {
-        let px = [blend(&v[0], x), blend(&v[1], x), blend(&v[2], x)];
-        o[0] = f.value(0, px);
-        o[1] = f.value(1, px);
-        o[2] = f.value(2, px);
+/// Three scratch rows of `n`.
+fn rows_of<S: Copy + Default>(rows: &mut [Vec<S>; 3], n: usize) -> [&mut [S]; 3] {
+    let [a, b, c] = rows;
+    for r in [&mut *a, &mut *b, &mut *c] {
+        r.resize(n, S::default());
+    }
+    [&mut a[..n], &mut b[..n], &mut c[..n]]
+}
+
+/// Target row `r`'s three values, each `n` samples, from the streams'
+/// resampled rows.
+fn values<'s>(
+    f: &Frame<'_, impl OutElem>,
+    streams: &'s mut [StreamRows; 2],
+    r: usize,
+    n: usize,
+) -> Option<Values<'s>> {
+    let [first, second] = streams;
+    let pair = |rows: &'s mut StreamRows, i: usize| {
+        let plane = f.layout.streams.get(i).and_then(|s| f.planes[s.plane]);
+        plane.map(|p| rows.row(p, r))
+    };
+    let pairs = [pair(first, 0), pair(second, 1)];
+    let [a, b, c] = f.layout.values.map(|(stream, k)| {
+        let (p, q, w) = pairs[stream]?;
+        Some((p.get(k * n..(k + 1) * n)?, q.get(k * n..(k + 1) * n)?, w))
+    });
+    Some([a?, b?, c?])
+}
+
+fn pad_pixels<T: OutElem>(line: &mut [T], value: [T; 3]) {
+    for o in line.chunks_exact_mut(3) {
+        o.copy_from_slice(&value);
     }
 }
