@@ -1,16 +1,15 @@
 //! The fixed-point path, for `u8`/`i8` inputs that are the pixel levels
 //! themselves (`p`, or `p - 128`: no mean/std, no quantization but the
 //! identity): OpenCV's approach for 8-bit bilinear resizes, in 16-bit lanes
-//! (twice as many a vector as floats). The vertical blend of the resampled
-//! rows (`u16` in 1/256 steps, see `rows`) and YCbCr → RGB with the matrix
-//! in 2^-13 (`mulhi`, giving 1/32 steps; the offsets folded into one
-//! constant a channel) are one loop, then each channel is rounded to a level
-//! and clamped to 0..=255. Each truncating multiply loses under 1/32 of a
+//! (twice as many a vector as floats). From the three values (`u16` in 1/256
+//! steps, see `rows`), YCbCr → RGB with the matrix in 2^-13 (`mulhi`, giving
+//! 1/32 steps; the offsets folded into one constant a channel), then each
+//! channel rounded to a level and clamped to 0..=255, in one loop. Each truncating multiply loses under 1/32 of a
 //! step (their mean is added back before rounding), so a level is within
 //! one step of the f64 reference.
 
 use super::float::Values;
-use super::rows::{blend, mulhi};
+use super::rows::mulhi;
 use super::source::Layout;
 use crate::model::ModelInput;
 use crate::{ColorSpec, Range};
@@ -86,23 +85,21 @@ impl FixedPixels {
         let n = out[0].len();
         let [r, g, b] = out;
         let (r, g, b) = (&mut r[..n], &mut g[..n], &mut b[..n]);
-        let [(yp, yq, yw), (bp, bq, bw), (rp, rq, rw)] = *v;
-        let (yp, yq, bp, bq, rp, rq) = (&yp[..n], &yq[..n], &bp[..n], &bq[..n], &rp[..n], &rq[..n]);
+        let [v0, v1, v2] = v.map(|v| &v[..n]);
         if !self.yuv {
             let level = |v: u16| T::from_level(((v + 128) >> 8) as i16);
             for x in 0..n {
-                r[x] = level(blend(yp[x], yq[x], yw));
-                g[x] = level(blend(bp[x], bq[x], bw));
-                b[x] = level(blend(rp[x], rq[x], rw));
+                r[x] = level(v0[x]);
+                g[x] = level(v1[x]);
+                b[x] = level(v2[x]);
             }
             return;
         }
         let [kr, kg, kb] = self.constant;
         let level = |v: u16| T::from_level((v as i16) >> 5);
         for x in 0..n {
-            let y = mulhi(blend(yp[x], yq[x], yw), self.y);
-            let cb = blend(bp[x], bq[x], bw);
-            let cr = blend(rp[x], rq[x], rw);
+            let y = mulhi(v0[x], self.y);
+            let (cb, cr) = (v1[x], v2[x]);
             r[x] = level(y.wrapping_add(mulhi(cr, self.r_cr)).wrapping_add(kr));
             let gu = mulhi(cb, self.g_cb).wrapping_add(mulhi(cr, self.g_cr));
             g[x] = level(y.wrapping_add(kg).wrapping_sub(gu));

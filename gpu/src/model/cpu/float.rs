@@ -1,15 +1,12 @@
-//! The float path's per-pixel arithmetic: per output row, the vertical blend
-//! of each value's two resampled rows (`u16` in 1/256 steps, see `rows`),
-//! then in `f32` YCbCr → RGB (the [`ColorSpec`]
+//! The float path's per-pixel arithmetic: per output row, from the three
+//! values (`u16` in 1/256 steps, see `rows`), in `f32`: YCbCr → RGB (the [`ColorSpec`]
 //! matrix; the identity for RGB sources), clamping to 0..=255 and the
 //! model's multiply-add of [`ModelInput::affine`], folded into one
 //! multiply-add and one clamp per channel:
 //! `clamp(v, 0, 255) * g + b == clamp(v * g + b, min(b, 255g + b), max(..))`.
 //! Each channel row is a contiguous loop of floats (vectorized).
 
-use super::rows::blend;
 use super::source::Layout;
-use super::taps::Weights;
 use crate::model::{ChannelOrder, ModelInput};
 use crate::ColorSpec;
 
@@ -25,9 +22,8 @@ fn clamp(v: f32, lo: f32, hi: f32) -> f32 {
     }
 }
 
-/// An output row's three values (Y, Cb, Cr or R, G, B): each value's two
-/// resampled rows and their weights.
-pub(super) type Values<'a> = [(&'a [u16], &'a [u16], Weights); 3];
+/// An output row's three values (Y, Cb, Cr or R, G, B), in 1/256 steps.
+pub(super) type Values<'a> = [&'a [u16]; 3];
 
 /// Per RGB channel: the multiply-add of the three values and the clamp, with
 /// the model's gain and bias folded in.
@@ -74,11 +70,8 @@ impl FloatPixels {
     /// already the model's value (before rounding).
     pub(super) fn run(&self, v: &Values<'_>, out: [&mut [f32]; 3]) {
         let n = out[0].len();
-        let v = v.map(|(p, q, w)| (&p[..n], &q[..n], w));
-        let at = |i: usize, x: usize| {
-            let (p, q, w) = v[i];
-            f32::from(blend(p[x], q[x], w))
-        };
+        let v = v.map(|v| &v[..n]);
+        let at = |i: usize, x: usize| f32::from(v[i][x]);
         let [r, g, b] = out;
         let (r, g, b) = (&mut r[..n], &mut g[..n], &mut b[..n]);
         let (m, o, lo, hi) = (&self.m, &self.offset, &self.lo, &self.hi);

@@ -25,7 +25,7 @@ fn points(
     (start, len): (f64, f64),
     outputs: usize,
     (image, plane): (usize, usize),
-) -> impl Iterator<Item = f64> {
+) -> impl Iterator<Item = f64> + Clone {
     let step = len / outputs as f64;
     let to_plane = plane as f64 / image as f64;
     (0..outputs).map(move |o| {
@@ -50,11 +50,15 @@ pub(super) struct Weights {
     pub(super) second: u16,
 }
 
-/// Per output column: the byte offset in a row of the first sample read (in
-/// the first texel), and the weight of the next texel's.
+/// Per output column: the byte offset of the first sample read (in the
+/// first texel), from `start` in a row, and the weights of the two texels.
 #[derive(Debug, Default)]
 pub(super) struct Columns {
-    pub(super) offset: Vec<usize>,
+    /// The first byte any column reads.
+    pub(super) start: usize,
+    /// The largest offset.
+    pub(super) last: usize,
+    pub(super) offset: Vec<u32>,
     /// The weights of the first texel.
     pub(super) first: Vec<u16>,
     /// The weights of the second texel.
@@ -78,22 +82,27 @@ impl Columns {
         self.first.clear();
         self.second.clear();
         self.single = plane < 2;
-        for p in points(span, outputs, (image, plane)) {
-            let (t, w) = tap(p, plane);
+        let taps = points(span, outputs, (image, plane)).map(|p| tap(p, plane));
+        // Texels only grow along a row.
+        self.start = taps.clone().next().map_or(0, |(t, _)| t * texel + first);
+        for (t, w) in taps {
             let w = weights(w);
-            self.offset.push(t * texel + first);
+            // A row's bytes fit a u32 (an image tensor's size is checked).
+            self.offset.push((t * texel + first - self.start) as u32);
             self.first.push(w.first);
             self.second.push(w.second);
         }
+        self.last = self.offset.last().map_or(0, |&o| o as usize);
     }
 }
 
-/// One output row's two plane rows and their weights.
+/// One output row's two plane rows and their weights, each repeated for
+/// the 8 lanes of a vector (see `rows::blend_rows`).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RowTap {
     pub(super) first: usize,
     pub(super) second: usize,
-    pub(super) weights: Weights,
+    pub(super) lanes: [[u16; 8]; 2],
 }
 
 /// Per output row: the two plane rows it blends.
@@ -116,7 +125,10 @@ impl Rows {
             self.taps.push(RowTap {
                 first,
                 second: (first + 1).min(plane - 1),
-                weights: weights(w),
+                lanes: {
+                    let w = weights(w);
+                    [[w.first; 8], [w.second; 8]]
+                },
             });
         }
     }
@@ -132,6 +144,7 @@ mod tests {
         // 4 luma pixels onto 8 outputs, in a 2-texel chroma plane of 2 bytes.
         c.fill((0.0, 4.0), 8, (4, 2), (2, 0));
         // Output 0 is at luma -0.25, chroma -0.375: texel 0 alone.
+        assert_eq!((c.start, c.last), (0, 0));
         assert_eq!((c.offset[0], c.first[0], c.second[0]), (0, 65535, 0));
         // Output 4 is at luma 1.75, chroma 0.625.
         assert_eq!((c.offset[4], c.first[4], c.second[4]), (0, 24576, 40960));
@@ -143,6 +156,6 @@ mod tests {
         assert!(r
             .taps
             .iter()
-            .all(|t| (t.first, t.second, t.weights.second) == (0, 0, 0)));
+            .all(|t| (t.first, t.second, t.lanes[1][0]) == (0, 0, 0)));
     }
 }

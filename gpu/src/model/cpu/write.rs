@@ -10,7 +10,7 @@ use zerocam_tensor::{f16, Region};
 
 use super::fixed::{FixedPixels, Level};
 use super::float::{FloatPixels, Values};
-use super::rows::{PlaneBytes, StreamRows};
+use super::rows::{blend_rows, PlaneBytes, RowPair, StreamRows};
 use super::source::Layout;
 use crate::model::{ChannelOrder, ModelLayout};
 
@@ -99,6 +99,8 @@ pub(super) enum Pixels {
 pub(super) struct Scratch {
     float: [Vec<f32>; 3],
     levels: [Vec<u8>; 3],
+    /// The three values of an output row.
+    values: [Vec<u16>; 3],
 }
 
 /// What the row loop reads and writes.
@@ -182,7 +184,7 @@ fn planar_row<T: OutElem>(
     let n = out[0].len();
     match f.pixels {
         Pixels::Float(p) => {
-            let Some(v) = values(f, streams, r, n) else {
+            let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
                 return;
             };
             let [a, b, c] = out;
@@ -199,7 +201,7 @@ fn planar_row<T: OutElem>(
             }
         }
         Pixels::Fixed(p) => {
-            if let Some(v) = values(f, streams, r, n) {
+            if let Some(v) = values(f, streams, r, n, &mut scratch.values) {
                 T::fixed_row(p, &v, out);
             }
         }
@@ -221,7 +223,7 @@ fn interleaved_row<T: OutElem>(
     };
     match f.pixels {
         Pixels::Float(p) => {
-            let Some(v) = values(f, streams, r, n) else {
+            let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
                 return;
             };
             p.run(&v, rows_of(&mut scratch.float, n));
@@ -231,7 +233,7 @@ fn interleaved_row<T: OutElem>(
             }
         }
         Pixels::Fixed(p) => {
-            let Some(v) = values(f, streams, r, n) else {
+            let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
                 return;
             };
             p.run(&v, rows_of(&mut scratch.levels, n));
@@ -252,25 +254,35 @@ fn rows_of<S: Copy + Default>(rows: &mut [Vec<S>; 3], n: usize) -> [&mut [S]; 3]
     [&mut a[..n], &mut b[..n], &mut c[..n]]
 }
 
-/// Target row `r`'s three values, each `n` samples, from the streams'
-/// resampled rows.
+/// Target row `r`'s three values, each `n` samples: the vertical blends of
+/// the streams' resampled rows, into `out`.
 fn values<'s>(
     f: &Frame<'_, impl OutElem>,
-    streams: &'s mut [StreamRows; 2],
+    streams: &mut [StreamRows; 2],
     r: usize,
     n: usize,
+    out: &'s mut [Vec<u16>; 3],
 ) -> Option<Values<'s>> {
     let [first, second] = streams;
-    let pair = |rows: &'s mut StreamRows, i: usize| {
-        let plane = f.layout.streams.get(i).and_then(|s| f.planes[s.plane]);
-        plane.map(|p| rows.row(p, r))
-    };
-    let pairs = [pair(first, 0), pair(second, 1)];
-    let [a, b, c] = f.layout.values.map(|(stream, k)| {
-        let (p, q, w) = pairs[stream]?;
-        Some((p.get(k * n..(k + 1) * n)?, q.get(k * n..(k + 1) * n)?, w))
-    });
-    Some([a?, b?, c?])
+    let pairs = [pair(f, first, 0, r), pair(f, second, 1, r)];
+    for ((stream, k), out) in f.layout.values.into_iter().zip(out.iter_mut()) {
+        let (p, q, lanes) = pairs[stream]?;
+        out.resize(n, 0);
+        blend_rows(p.get(k * n..(k + 1) * n)?, q.get(k * n..(k + 1) * n)?, lanes, out);
+    }
+    let [a, b, c] = out;
+    Some([&a[..], &b[..], &c[..]])
+}
+
+/// Stream `i`'s two resampled rows for target row `r`.
+fn pair<'a>(
+    f: &Frame<'_, impl OutElem>,
+    rows: &'a mut StreamRows,
+    i: usize,
+    r: usize,
+) -> Option<RowPair<'a>> {
+    let plane = f.layout.streams.get(i).and_then(|s| f.planes[s.plane])?;
+    Some(rows.row(plane, r))
 }
 
 fn pad_pixels<T: OutElem>(line: &mut [T], value: [T; 3]) {
