@@ -268,7 +268,12 @@ fn values<'s>(
     for ((stream, k), out) in f.layout.values.into_iter().zip(out.iter_mut()) {
         let (p, q, lanes) = pairs[stream]?;
         out.resize(n, 0);
-        blend_rows(p.get(k * n..(k + 1) * n)?, q.get(k * n..(k + 1) * n)?, lanes, out);
+        blend_rows(
+            p.get(k * n..(k + 1) * n)?,
+            q.get(k * n..(k + 1) * n)?,
+            lanes,
+            out,
+        );
     }
     let [a, b, c] = out;
     Some([&a[..], &b[..], &c[..]])
