@@ -423,6 +423,114 @@ fn bad_sources_and_crops_are_typed_errors() {
     ));
 }
 
+/// A frame of `format` whose luma is mid-grey and whose chroma jumps from
+/// (16, 240) to (240, 16) halfway across (and, with `down`, halfway down):
+/// the sharpest chroma edges there are.
+fn chroma_edges(format: PixelFormat, w: usize, h: usize, down: bool) -> Tensor<u8> {
+    let t = picture(format, w, h, 4);
+    // (Cb, Cr) at pixel (x, y).
+    let chroma = |x: usize, y: usize| {
+        if x >= w / 2 || (down && y >= h / 2) {
+            (240, 16)
+        } else {
+            (16, 240)
+        }
+    };
+    let vs = format.subsampling().1;
+    for i in 0..format.plane_count() {
+        let p = t.plane(i).unwrap();
+        let mut m = p.map().unwrap();
+        let mut v = m.view_mut().unwrap();
+        for (idx, s) in v.indexed_iter_mut() {
+            let (row, col) = (idx[0], idx[1]);
+            *s = match (format, i, col % 4) {
+                (PixelFormat::Yuyv, _, 1) => chroma(col / 2, row).0,
+                (PixelFormat::Yuyv, _, 3) => chroma(col / 2, row).1,
+                (_, 1, _) if col % 2 == 0 => chroma(col, row * vs).0,
+                (_, 1, _) => chroma(col - 1, row * vs).1,
+                _ => 128,
+            };
+        }
+    }
+    t
+}
+
+/// Sharp Cb/Cr edges: both paths sample each plane bilinearly, chroma
+/// centre-sited, and convert after, as the GPU does (converting each pixel
+/// with its nearest chroma first, as the CPU once did, is off by up to 112
+/// steps next to such an edge).
+#[test]
+fn sharp_chroma_edges_match_the_reference() {
+    for (format, down) in [
+        (PixelFormat::Nv12, true),
+        (PixelFormat::Nv16, false),
+        (PixelFormat::Yuyv, false),
+    ] {
+        let src = chroma_edges(format, 40, 24, down);
+        for (w, h) in [(17, 11), (64, 40), (40, 24)] {
+            for dtype in [DType::U8, DType::F32] {
+                let input = ModelInput::new(w, h).unwrap().dtype(dtype).unwrap();
+                let input = if dtype == DType::F32 {
+                    input
+                        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+                        .unwrap()
+                } else {
+                    input
+                };
+                check(&src, None, ColorSpec::default(), &input, 0);
+            }
+        }
+    }
+}
+
+/// Edges clamp to the source tensor's edges, as on the GPU: a crop samples
+/// the pixels just outside it, a view of the same pixels does not.
+#[test]
+fn a_crop_reads_past_its_edges_a_view_clamps() {
+    let input = ModelInput::new(48, 36).unwrap().dtype(DType::U8).unwrap();
+    let color = ColorSpec::default();
+    for format in [PixelFormat::Nv12, PixelFormat::Rgb] {
+        let frame = picture(format, 64, 48, 0);
+        let region = Region::new(8, 6, 32, 24);
+        let cropped = check(&frame, Some(region), color, &input, 0);
+        let view = check(&frame.view(region).unwrap(), None, color, &input, 0);
+        // The first column (NCHW, channel 0) samples a quarter pixel left of
+        // the region: a blend with the pixel outside, or the edge alone.
+        let (a, b) = (read_element(&cropped, 0), read_element(&view, 0));
+        assert!((0..36).any(|y| a[y * 48] != b[y * 48]), "{format:?}");
+    }
+}
+
+/// The fixed-point path (plain `u8`/`i8`) rounds to within 0.6 of a step of
+/// the exact value (the 1-step bound of the other tests also lets a value
+/// that should round to 10.4 come out as 11).
+#[test]
+fn plain_levels_are_within_0_6_of_the_exact_value() {
+    for format in [PixelFormat::Nv12, PixelFormat::Uyvy, PixelFormat::Bgr] {
+        let src = picture(format, 64, 48, 2);
+        for (matrix, range) in [
+            (Matrix::Bt601, Range::Limited),
+            (Matrix::Bt709, Range::Full),
+        ] {
+            let color = ColorSpec::new(matrix, range);
+            for (w, h) in [(40, 30), (100, 77)] {
+                let levels = ModelInput::new(w, h).unwrap().dtype(DType::U8).unwrap();
+                let dst = check(&src, None, color, &levels, 0);
+                let exact = ModelInput::new(w, h).unwrap(); // p / 255, in f32
+                let full = Region::new(0, 0, 64, 48);
+                let want = expected(&exact, &Source::new(&src, matrix, range), full, [0; 3]);
+                let got = read_element(&dst, 0);
+                let worst = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, e)| (g - e * 255.0).abs())
+                    .fold(0.0, f64::max);
+                assert!(worst < 0.6, "{format:?} {color:?} {w}x{h}: {worst}");
+            }
+        }
+    }
+}
+
 fn allocations() -> usize {
     ALLOCATIONS.with(Cell::get)
 }
