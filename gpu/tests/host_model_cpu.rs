@@ -211,6 +211,24 @@ fn every_format_dtype_layout_and_fit_matches_the_reference() {
     }
 }
 
+/// Sources one or two pixels across or down: planes of one texel (a pixel
+/// is its own neighbour), upscaled.
+#[test]
+fn tiny_sources_match_the_reference() {
+    for format in FORMATS {
+        for (w, h) in [(1, 1), (2, 2), (2, 1), (1, 3)] {
+            let (w, h) = size_for(format, w.max(format.subsampling().0), h);
+            let src = picture(format, w, h.max(format.subsampling().1), 3);
+            for input in [
+                ModelInput::new(5, 3).unwrap(),
+                ModelInput::new(4, 4).unwrap().dtype(DType::U8).unwrap(),
+            ] {
+                check(&src, None, ColorSpec::default(), &input, 0);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_color_spec_matches_the_reference() {
     let input = ModelInput::new(21, 17).unwrap();
@@ -457,7 +475,7 @@ fn chroma_edges(format: PixelFormat, w: usize, h: usize, down: bool) -> Tensor<u
 
 /// Sharp Cb/Cr edges: both paths sample each plane bilinearly, chroma
 /// centre-sited, and convert after, as the GPU does (converting each pixel
-/// with its nearest chroma first, as the CPU once did, is off by up to 112
+/// with its nearest chroma first, as the CPU once did, is off by tens of
 /// steps next to such an edge).
 #[test]
 fn sharp_chroma_edges_match_the_reference() {

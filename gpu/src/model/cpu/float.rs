@@ -38,7 +38,7 @@ pub(super) struct FloatPixels {
 
 impl FloatPixels {
     pub(super) fn new(layout: &Layout, color: ColorSpec, input: &ModelInput) -> FloatPixels {
-        let (m, o) = layout.to_rgb(color);
+        let (m, o) = layout.rgb_matrix(color);
         let affine = input.affine();
         let (type_lo, type_hi) = input.value_range();
         // Output channel k shows RGB channel order[k]; the order is its own

@@ -1,24 +1,73 @@
 //! The CPU path from a frame to a model input: [`CpuPreprocessor`].
 //!
-//! Three stages, each over the fewest pixels it can:
-//! 1. the source pixels the fit samples (its bounding box, clamped to the
-//!    crop) to packed 8-bit RGB (`yuvutils-rs`, SIMD);
-//! 2. bilinear resampling with half-pixel centres of the fit's (fractional)
-//!    source rectangle, one output row at a time in f32, edges clamped to
-//!    the crop (`bilinear`: why not `fast_image_resize` is there);
-//! 3. normalization, quantization, channel order and layout of each row as
-//!    it is made, written straight into the mapped destination.
+//! # The rule: the GPU's
+//! The GPU samples each plane bilinearly with half-pixel centres (luma at
+//! luma coordinates; chroma at the same relative position in its own plane,
+//! centre-sited, `(x + 0.5) * cw / w - 0.5`; edges clamped per plane, at the
+//! edges of the source tensor, so a crop reads the pixels around it and a
+//! view does not), then converts YCbCr → RGB, clamps and normalizes. For
+//! imported dma-bufs the driver samples external YUV images that way, so
+//! that rule cannot change; the CPU follows it, and both are tested against
+//! one f64 reference (`tests/common/model_reference.rs`).
 //!
-//! Chroma of 4:2:x sources is the nearest sample (each Cb/Cr pair covers its
-//! two or four pixels); every pixel is converted to RGB before resampling.
-//! (The GPU path resamples the planes, then converts: on smooth chroma the
-//! two agree within the tests' bounds; on chroma edges they may not.)
+//! # How
+//! Per output row, straight into the mapped destination:
+//! 1. `rows`: each plane row that output rows read is resampled across at the
+//!    output columns once (taps worked out once per geometry, `taps`), into
+//!    `u16` in 1/256 steps; two such rows are kept per plane, so consecutive
+//!    output rows share them. RGB, BGR, RGBA, BGRA and GREY resample their
+//!    channels the same way; packed YUYV/UYVY are read with byte offsets.
+//! 2. the vertical blend of each value's two rows (`rows::blend_rows`);
+//! 3. one fused pass: YCbCr → RGB with the [`ColorSpec`] matrix, clamping to
+//!    0..=255 and the [`ModelInput`] affine, in `f32` (`float`: the affine is
+//!    folded into the matrix and the clamp), or in 16-bit fixed point for
+//!    `u8`/`i8` inputs that are the levels themselves (`fixed`: within 0.6 of
+//!    a step of the exact value, 8 lanes a vector); then the element type and
+//!    the layout (`write`: NCHW rows in place, NHWC interleaved).
 //!
-//! One known difference from [`ColorSpec`]'s equations: in limited range,
-//! `yuvutils-rs` 0.8 reads luma below 16 ("footroom", below black) as 16,
-//! so such pixels come out up to ~20 steps brighter in a channel that the
-//! chroma lifts above 0. Luma in 16..=255 and every chroma value follow the
-//! equations within one step.
+//! Converting at the model's 640x640 rather than the crop's 720x720 is also
+//! less work.
+//!
+//! # Measured (`model_input_bench`, 1280x720 NV12 → centre crop → 640x640)
+//! On this project's 2-core AMD EPYC VM (AVX, no AVX2: the build targets
+//! x86-64's baseline SSE2), one thread, shared with other builds, so the
+//! figures are instructions per frame (callgrind, independent of the load)
+//! and times from back-to-back runs (load average 5.5–7):
+//!
+//! | | instructions | fastest | median |
+//! | --- | --- | --- | --- |
+//! | before: yuvutils-rs RGB, then f32 RGB resampling, f32 NCHW ImageNet | 33 M (both cases) | 2.6–3.3 ms | 3.4–3.9 ms |
+//! | before, u8 NHWC | | 3.4–4.2 ms | 4.9–5.0 ms |
+//! | now, f32 NCHW ImageNet | 11.8 M | 1.5–2.0 ms | 1.9–2.6 ms |
+//! | now, u8 NHWC (fixed point) | 12.6 M | 1.1–1.5 ms | 1.2–2.2 ms |
+//! | now, u8 NCHW (fixed point) | 8.9 M | | |
+//!
+//! Of today's 11.8 M: 5.3 M resampling across (about half of it the scalar
+//! gather of each column's bytes, the one loop that does not vectorize),
+//! 1.5 M the vertical blends, 4.8 M the f32 conversion and normalization.
+//!
+//! # Libraries, measured before choosing
+//! - `yuvutils-rs` 0.8 (SIMD YUV → RGB; the path before this one, 2 M of its
+//!   33 M instructions a frame) converts every pixel with its nearest chroma
+//!   (tens of steps off the GPU next to a sharp chroma edge), and read
+//!   limited-range luma below 16 as 16. The GPU's rule resamples the planes
+//!   first, which it has no call for; converting resampled planes with it
+//!   would round each to 8 bits first (half a step each, up to 1.6 after the
+//!   matrix, past the 0.02 bound of normalized floats). Dropped.
+//! - `fast_image_resize` 6.1 (measured before, `docs/benchmarks.md`): on
+//!   8-bit samples it rounds after each pass (1.25 steps off), on 16-bit
+//!   ones it took half the frame time, and it rebuilt its tables (about 1,300
+//!   allocations) every call.
+//! - `half`'s slice conversion for `f16` (F16C on x86-64, found at run time;
+//!   NEON on aarch64): 14 M instructions a frame against 38 M one at a time.
+//!
+//! So the loops are this module's, written for LLVM to vectorize (contiguous
+//! rows, no per-pixel branches) and checked in the generated code on x86-64
+//! (SSE2: `pmulhuw`, `paddw`, `mulps`, 8 or 4 lanes) and built for aarch64
+//! (NEON). What LLVM needed is noted where it matters (`rows::mulhi`,
+//! `rows::blend_rows`, the row window of `rows`). Wider x86 vectors (AVX2)
+//! would need run-time dispatch through `unsafe` `#[target_feature]` calls:
+//! not done (this machine has no AVX2 either).
 
 mod error;
 mod fixed;

@@ -125,7 +125,7 @@ pub(super) fn layout(format: PixelFormat) -> Option<Layout> {
 impl Layout {
     /// Each RGB channel (0..=255) as a multiply-add of the three values
     /// (0..=255): `rows[c] · v + offset[c]` (before clamping to 0..=255).
-    pub(super) fn to_rgb(&self, color: ColorSpec) -> ([[f32; 3]; 3], [f32; 3]) {
+    pub(super) fn rgb_matrix(&self, color: ColorSpec) -> ([[f32; 3]; 3], [f32; 3]) {
         if !self.yuv {
             let identity = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
             return (identity, [0.0; 3]);
