@@ -219,19 +219,19 @@ impl CpuPreprocessor {
         } else {
             Pixels::Float(FloatPixels::new(&layout, color, input))
         };
-        let job = Job {
+        let frame = Frame {
             layout,
+            planes,
+            pixels,
             input,
             target: placed.target,
             pad,
-            planes,
-            pixels: &pixels,
         };
         match dst {
-            TensorDyn::U8(t) => self.store(t, &job, batch_index),
-            TensorDyn::I8(t) => self.store(t, &job, batch_index),
-            TensorDyn::F16(t) => self.store(t, &job, batch_index),
-            TensorDyn::F32(t) => self.store(t, &job, batch_index),
+            TensorDyn::U8(t) => self.store(t, &frame, batch_index),
+            TensorDyn::I8(t) => self.store(t, &frame, batch_index),
+            TensorDyn::F16(t) => self.store(t, &frame, batch_index),
+            TensorDyn::F32(t) => self.store(t, &frame, batch_index),
             _ => Err(CpuConvertError::DestinationDType {
                 expected: input.element_type(),
                 actual: dst.dtype(),
@@ -274,12 +274,12 @@ impl CpuPreprocessor {
     fn store<T: Element + OutElem>(
         &mut self,
         dst: &Tensor<T>,
-        job: &Job<'_>,
+        frame: &Frame<'_>,
         batch_index: usize,
     ) -> Result<(), CpuConvertError> {
         let element = dst.batch(batch_index)?;
         let mut map = element.map_write()?;
-        let input = job.input;
+        let input = frame.input;
         let (w, h) = (input.width(), input.height());
         let e = std::mem::size_of::<T>();
         let packed = match input.layout() {
@@ -294,35 +294,15 @@ impl CpuPreprocessor {
                 })
             }
         }
-        let frame = Frame {
-            layout: job.layout,
-            planes: job.planes,
-            pixels: job.pixels,
-            size: (w, h),
-            target: job.target,
-            model_layout: input.layout(),
-            channels: input.channels(),
-            pad: input.pad_values(job.pad).map(T::from_value),
-        };
         write::write(
             &mut map[..3 * w * h],
-            &frame,
+            frame,
             &mut self.streams,
             &mut self.scratch,
         );
         map.finish()?;
         Ok(())
     }
-}
-
-/// What one conversion reads and how.
-struct Job<'a> {
-    layout: Layout,
-    input: &'a ModelInput,
-    target: Region,
-    pad: [u8; 3],
-    planes: [Option<PlaneBytes<'a>>; 2],
-    pixels: &'a Pixels,
 }
 
 /// `dst` must be the model input's tensor and `batch_index` one of its images.

@@ -13,7 +13,7 @@ use super::fixed::{FixedPixels, Level};
 use super::float::{FloatPixels, Values};
 use super::rows::{blend_rows, PlaneBytes, RowPair, StreamRows};
 use super::source::Layout;
-use crate::model::{ChannelOrder, ModelLayout};
+use crate::model::{ChannelOrder, ModelInput, ModelLayout};
 
 /// An element type a model input can have.
 pub(super) trait OutElem: Copy + Default {
@@ -118,41 +118,43 @@ pub(super) struct Scratch {
     pixels: Vec<f32>,
 }
 
-/// What the row loop reads and writes.
-pub(super) struct Frame<'a, T> {
+/// What one conversion reads and how.
+pub(super) struct Frame<'a> {
     pub(super) layout: Layout,
+    /// The mapped planes of the source.
     pub(super) planes: [Option<PlaneBytes<'a>>; 2],
-    pub(super) pixels: &'a Pixels,
-    pub(super) size: (usize, usize),
+    pub(super) pixels: Pixels,
+    pub(super) input: &'a ModelInput,
+    /// The model pixels the source fills.
     pub(super) target: Region,
-    pub(super) model_layout: ModelLayout,
-    pub(super) channels: ChannelOrder,
-    pub(super) pad: [T; 3],
+    /// The letterbox's bars (RGB, 0..=255).
+    pub(super) pad: [u8; 3],
 }
 
 /// Writes one model image (`3 * width * height` elements of `dst`): the
 /// target's rows from the streams, the pad around them.
 pub(super) fn write<T: OutElem>(
     dst: &mut [T],
-    f: &Frame<'_, T>,
+    f: &Frame<'_>,
     streams: &mut [StreamRows; 2],
     scratch: &mut Scratch,
 ) {
-    let (width, height) = f.size;
+    let (width, height) = (f.input.width(), f.input.height());
+    let pad = f.input.pad_values(f.pad).map(T::from_value);
     let t = f.target;
     let cols = t.x..t.x + t.width;
     let n = t.width;
     let plane_len = width * height;
-    let bgr = f.channels == ChannelOrder::Bgr;
+    let bgr = f.input.channels() == ChannelOrder::Bgr;
     for row in 0..height {
         let inside = (t.y..t.y + t.height).contains(&row);
-        match f.model_layout {
+        match f.input.layout() {
             ModelLayout::Nchw => {
                 let (c0, rest) = dst.split_at_mut(plane_len);
                 let (c1, c2) = rest.split_at_mut(plane_len);
                 let line = row * width..(row + 1) * width;
                 let mut out = [&mut c0[line.clone()], &mut c1[line.clone()], &mut c2[line]];
-                for (c, pad) in out.iter_mut().zip(f.pad) {
+                for (c, pad) in out.iter_mut().zip(pad) {
                     if inside {
                         c[..cols.start].fill(pad);
                         c[cols.end..].fill(pad);
@@ -176,11 +178,11 @@ pub(super) fn write<T: OutElem>(
             ModelLayout::Nhwc => {
                 let line = &mut dst[row * width * 3..(row + 1) * width * 3];
                 if !inside {
-                    pad_pixels(line, f.pad);
+                    pad_pixels(line, pad);
                     continue;
                 }
-                pad_pixels(&mut line[..cols.start * 3], f.pad);
-                pad_pixels(&mut line[cols.end * 3..], f.pad);
+                pad_pixels(&mut line[..cols.start * 3], pad);
+                pad_pixels(&mut line[cols.end * 3..], pad);
                 let out = &mut line[cols.start * 3..cols.end * 3];
                 interleaved_row(f, streams, scratch, row - t.y, n, out);
             }
@@ -190,14 +192,14 @@ pub(super) fn write<T: OutElem>(
 
 /// Target row `r` into three channel rows (RGB order) of the destination.
 fn planar_row<T: OutElem>(
-    f: &Frame<'_, T>,
+    f: &Frame<'_>,
     streams: &mut [StreamRows; 2],
     scratch: &mut Scratch,
     r: usize,
     out: [&mut [T]; 3],
 ) {
     let n = out[0].len();
-    match f.pixels {
+    match &f.pixels {
         Pixels::Float(p) => {
             let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
                 return;
@@ -223,18 +225,18 @@ fn planar_row<T: OutElem>(
 
 /// Target row `r` into `n` interleaved pixels of the destination.
 fn interleaved_row<T: OutElem>(
-    f: &Frame<'_, T>,
+    f: &Frame<'_>,
     streams: &mut [StreamRows; 2],
     scratch: &mut Scratch,
     r: usize,
     n: usize,
     out: &mut [T],
 ) {
-    let order = match f.channels {
+    let order = match f.input.channels() {
         ChannelOrder::Rgb => [0, 1, 2],
         ChannelOrder::Bgr => [2, 1, 0],
     };
-    match f.pixels {
+    match &f.pixels {
         Pixels::Float(p) => {
             let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
                 return;
@@ -279,7 +281,7 @@ fn rows_of<S: Copy + Default>(rows: &mut [Vec<S>; 3], n: usize) -> [&mut [S]; 3]
 /// Target row `r`'s three values, each `n` samples: the vertical blends of
 /// the streams' resampled rows, into `out`.
 fn values<'s>(
-    f: &Frame<'_, impl OutElem>,
+    f: &Frame<'_>,
     streams: &mut [StreamRows; 2],
     r: usize,
     n: usize,
@@ -302,12 +304,7 @@ fn values<'s>(
 }
 
 /// Stream `i`'s two resampled rows for target row `r`.
-fn pair<'a>(
-    f: &Frame<'_, impl OutElem>,
-    rows: &'a mut StreamRows,
-    i: usize,
-    r: usize,
-) -> Option<RowPair<'a>> {
+fn pair<'a>(f: &Frame<'_>, rows: &'a mut StreamRows, i: usize, r: usize) -> Option<RowPair<'a>> {
     let plane = f.layout.streams.get(i).and_then(|s| f.planes[s.plane])?;
     Some(rows.row(plane, r))
 }
