@@ -39,6 +39,14 @@ pub(super) trait OutElem: Copy + Default {
     fn from_level(v: u8) -> Self {
         Self::from_value(f32::from(v))
     }
+    /// Interleaves three rows of levels (output channel order) into pixels;
+    /// `pairs` is scratch.
+    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [Self]) {
+        let [a, b, c] = levels;
+        for (((o, &a), &b), &c) in out.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
+            o.copy_from_slice(&[a, b, c].map(Self::from_level));
+        }
+    }
 }
 
 /// `v` moved half a step away from zero, for a truncating `as` cast to round
@@ -61,6 +69,23 @@ impl OutElem for u8 {
     #[inline]
     fn from_level(v: u8) -> u8 {
         v
+    }
+    /// The first two channels paired into 16 bits (a vector loop), then a
+    /// pixel as one 2-byte and one 1-byte store: 6 instructions a pixel
+    /// against 9 a byte at a time (LLVM does not vectorize a stride-3 byte
+    /// store on SSE2).
+    fn interleave_levels(levels: [&[u8]; 3], pairs: &mut Vec<u16>, out: &mut [u8]) {
+        let [a, b, c] = levels;
+        let n = a.len().min(b.len());
+        pairs.resize(n, 0);
+        let (a, b, ab) = (&a[..n], &b[..n], &mut pairs[..n]);
+        for x in 0..n {
+            ab[x] = u16::from(a[x]) | u16::from(b[x]) << 8;
+        }
+        for ((o, &ab), &c) in out.chunks_exact_mut(3).zip(&*ab).zip(c) {
+            o[..2].copy_from_slice(&ab.to_le_bytes());
+            o[2] = c;
+        }
     }
 }
 impl OutElem for i8 {
@@ -116,6 +141,8 @@ pub(super) struct Scratch {
     values: [Vec<u16>; 3],
     /// Interleaved float pixels.
     pixels: Vec<f32>,
+    /// Two channels of levels paired.
+    pairs: Vec<u16>,
 }
 
 /// What one conversion reads and how.
@@ -261,10 +288,8 @@ fn interleaved_row<T: OutElem>(
                 return;
             };
             p.run(&v, rows_of(&mut scratch.levels, n));
-            let [a, b, c] = order.map(|k| &scratch.levels[k][..n]);
-            for (((o, &a), &b), &c) in out.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
-                o.copy_from_slice(&[a, b, c].map(T::from_level));
-            }
+            let levels = order.map(|k| &scratch.levels[k][..n]);
+            T::interleave_levels(levels, &mut scratch.pairs, out);
         }
     }
 }
