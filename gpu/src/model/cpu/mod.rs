@@ -30,21 +30,28 @@
 //!
 //! # Measured (`model_input_bench`, 1280x720 NV12 → centre crop → 640x640)
 //! On this project's 2-core AMD EPYC VM (AVX, no AVX2: the build targets
-//! x86-64's baseline SSE2), one thread, shared with other builds, so the
-//! figures are instructions per frame (callgrind, independent of the load)
-//! and times from back-to-back runs (load average 5.5–7):
+//! x86-64's baseline SSE2), one thread, shared with other builds: so
+//! instructions per frame (callgrind, independent of the load), and times of
+//! three alternating rounds of 300 runs, load average 4.6–5.2. OpenCV 5.0 +
+//! numpy 2.4 with `cv2.setNumThreads(1)`, the code the bench prints:
 //!
 //! | | instructions | fastest | median |
 //! | --- | --- | --- | --- |
-//! | before: yuvutils-rs RGB, then f32 RGB resampling, f32 NCHW ImageNet | 33 M (both cases) | 2.6–3.3 ms | 3.4–3.9 ms |
-//! | before, u8 NHWC | | 3.4–4.2 ms | 4.9–5.0 ms |
-//! | now, f32 NCHW ImageNet | 11.8 M | 1.5–2.0 ms | 1.9–2.6 ms |
-//! | now, u8 NHWC (fixed point) | 12.6 M | 1.1–1.5 ms | 1.2–2.2 ms |
-//! | now, u8 NCHW (fixed point) | 8.9 M | | |
+//! | OpenCV + numpy, f32 NCHW ImageNet | | 10.3–12.4 ms | 16.0–20.1 ms |
+//! | OpenCV, u8 NHWC | | 1.35–1.56 ms | 2.29–2.69 ms |
+//! | before (yuvutils-rs, f32 RGB resampling), f32 | 33 M (both cases) | 3.0–3.6 ms | 4.3–7.8 ms |
+//! | before, u8 NHWC | | 3.7–3.8 ms | 7.5–8.7 ms |
+//! | now, f32 NCHW ImageNet | 11.9 M | 1.3–2.1 ms | 2.1–2.6 ms |
+//! | now, u8 NHWC (fixed point) | 11.7 M | 1.1–2.0 ms | 1.5–2.3 ms |
 //!
-//! Of today's 11.8 M: 5.3 M resampling across (about half of it the scalar
-//! gather of each column's bytes, the one loop that does not vectorize),
-//! 1.5 M the vertical blends, 4.8 M the f32 conversion and normalization.
+//! And now: u8 NCHW 8.9 M, i8 NHWC 12.9 M, f16 NCHW 14.0 M, f32 letterbox
+//! 9.4 M instructions a frame.
+//!
+//! Of the f32 case's 11.9 M: 5.3 M resampling across (about half of it the
+//! scalar gather of each column's bytes, the one loop that does not
+//! vectorize), 1.5 M the vertical blends, 4.8 M the f32 conversion and
+//! normalization. In the same run the u8 case beat OpenCV's median every
+//! round (by 0.3–1.1 ms), not always its fastest.
 //!
 //! # Libraries, measured before choosing
 //! - `yuvutils-rs` 0.8 (SIMD YUV → RGB; the path before this one, 2 M of its
