@@ -4,9 +4,10 @@
 //! (twice as many a vector as floats). From the three values (`u16` in 1/256
 //! steps, see `rows`), YCbCr → RGB with the matrix in 2^-13 (`mulhi`, giving
 //! 1/32 steps; the offsets folded into one constant a channel), then each
-//! channel rounded to a level and clamped to 0..=255, in one loop. Each truncating multiply loses under 1/32 of a
-//! step (their mean is added back before rounding), so a level is within
-//! one step of the f64 reference.
+//! channel rounded to a level and clamped to 0..=255, in one loop. Each
+//! truncating multiply loses under 1/32 of a step (their mean is added back
+//! before rounding): a level is within 0.6 of a step of the exact value
+//! (`host_model_cpu::plain_levels_are_within_0_6_of_the_exact_value`).
 
 use super::float::Values;
 use super::rows::mulhi;

@@ -1,7 +1,7 @@
 //! The float path's per-pixel arithmetic: per output row, from the three
-//! values (`u16` in 1/256 steps, see `rows`), in `f32`: YCbCr → RGB (the [`ColorSpec`]
-//! matrix; the identity for RGB sources), clamping to 0..=255 and the
-//! model's multiply-add of [`ModelInput::affine`], folded into one
+//! values (`u16` in 1/256 steps, see `rows`), in `f32`: YCbCr → RGB (the
+//! [`ColorSpec`] matrix; the identity for RGB sources), clamping to 0..=255
+//! and the model's multiply-add of [`ModelInput::affine`], folded into one
 //! multiply-add and one clamp per channel:
 //! `clamp(v, 0, 255) * g + b == clamp(v * g + b, min(b, 255g + b), max(..))`.
 //! Each channel row is a contiguous loop of floats (vectorized).

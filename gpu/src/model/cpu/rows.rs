@@ -6,8 +6,9 @@
 //! upscale reads each twice), so no plane row is resampled twice.
 //!
 //! Across a row, two passes: a gather of each output column's bytes as one
-//! word (one load and one store a column, the only scalar loop), then the
-//! blends, which vectorize: the samples lie at the same bits of every word.
+//! word, stored as 16-bit halves, a row of each (one load and a store per
+//! half a column: the only scalar loop), then the blends, which vectorize:
+//! each sample is a byte of one half, the same in every column.
 //!
 //! Resampled samples are `u16` in 1/256 steps (0..=65280), for both the
 //! float and the fixed-point path: a blend is `mulhi(a, 1 - w) + mulhi(b, w)`

@@ -1,10 +1,12 @@
-//! The fused pass of the CPU path, one output row at a time, straight into
-//! the mapped destination: the pixel arithmetic of the float or fixed-point
-//! path ([`FloatPixels`], [`FixedPixels`]) on the streams' resampled rows,
-//! then the element type and layout: NCHW rows are written in place (floats
-//! directly by the arithmetic), NHWC pixels are interleaved from three
-//! channel rows; integer floats are rounded half away from zero (already
-//! clamped to the type's range). The letterbox's bars get the pad.
+//! The row loop of the CPU path, one output row at a time, straight into
+//! the mapped destination: the vertical blends of the streams' resampled
+//! rows, the pixel arithmetic of the float or fixed-point path
+//! ([`FloatPixels`], [`FixedPixels`]), then the element type and layout:
+//! NCHW rows are written in place (`f32` directly by the arithmetic), NHWC
+//! pixels are interleaved from three channel rows; floats bound for integer
+//! types are rounded half away from zero (already clamped to the type's
+//! range), `f16` goes through `half`'s slice conversion. The letterbox's
+//! bars get the pad.
 
 use half::slice::HalfFloatSliceExt;
 use zerocam_tensor::{f16, Region};
