@@ -1,15 +1,113 @@
-//! Single-threaded figures of the CPU model-input path ([`CpuPreprocessor`]):
-//! a 1280x720 NV12 frame, centre-cropped to 640x640,
-//! - to a 1x3x640x640 f32 NCHW input normalized with ImageNet's mean/std;
-//! - to a 1x640x640x3 u8 NHWC input.
+//! Single-threaded figures of the CPU model-input path ([`CpuPreprocessor`]),
+//! from a 1280x720 NV12 frame, centre-cropped to 640x640 (the issue's two
+//! goal cases first, then the other element types and a letterbox):
+//! - a 1x3x640x640 f32 NCHW input normalized with ImageNet's mean/std;
+//! - a 1x640x640x3 u8 NHWC input (plain RGB);
 //!
-//! Median, fastest and 90th percentile over `RUNS` runs (default 60) after 5
-//! warm-up runs: `cargo run --release -p zerocam-gpu --example model_input_bench [RUNS]`.
+//! Per case: the fastest and median time over `RUNS` runs (default 60) after
+//! 5 warm-up runs, and the allocations per frame in steady state (counted
+//! by this example's global allocator; the example fails if any case
+//! allocates), and the OpenCV + numpy code that makes the same tensor:
+//!
+//! `cargo run --release -p zerocam-gpu --example model_input_bench [RUNS] [FILTER]`
+//!
+//! `FILTER` runs only the cases whose name contains it (`f32`, `u8`, ...).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput, ModelLayout};
 use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
+
+/// Counts every allocation and reallocation of the process.
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const STD: [f32; 3] = [0.229, 0.224, 0.225];
+
+/// The OpenCV + numpy steps shared by every case: the NV12 frame (a
+/// 1080x1280 u8 array) to RGB, the centre 720x720, resized bilinearly.
+const OPENCV_RGB: &str = "rgb = cv2.resize(cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12)\
+                          [:, 280:1000], (640, 640), interpolation=cv2.INTER_LINEAR)";
+
+/// One benchmark case: its name, its input, and the OpenCV + numpy code that
+/// makes the same tensor from `rgb` (after [`OPENCV_RGB`], unless it says
+/// otherwise).
+struct Case {
+    name: &'static str,
+    input: ModelInput,
+    opencv: &'static str,
+}
+
+/// The letterbox's `rgb`: the whole frame scaled to 640x360, bars above and
+/// below.
+const OPENCV_LETTERBOX: &str = "rgb = cv2.copyMakeBorder(cv2.resize(cv2.cvtColor(nv12, \
+    cv2.COLOR_YUV2RGB_NV12), (640, 360), interpolation=cv2.INTER_LINEAR), 140, 140, 0, 0, \
+    cv2.BORDER_CONSTANT, value=(114, 114, 114))";
+
+fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
+    let base = || ModelInput::new(640, 640).map(|i| i.fit(Fit::Crop));
+    Ok(vec![
+        Case {
+            name: "1x3x640x640 f32 NCHW, ImageNet mean/std",
+            input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
+            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+        },
+        Case {
+            name: "1x640x640x3 u8 NHWC (RGB)",
+            input: base()?.dtype(DType::U8)?.with_layout(ModelLayout::Nhwc),
+            opencv: "rgb[None]",
+        },
+        Case {
+            name: "1x3x640x640 u8 NCHW (RGB)",
+            input: base()?.dtype(DType::U8)?,
+            opencv: "rgb.transpose(2, 0, 1)[None].copy()",
+        },
+        Case {
+            name: "1x640x640x3 i8 NHWC, scale 1/255 zero point -128",
+            input: base()?
+                .dtype(DType::I8)?
+                .with_layout(ModelLayout::Nhwc)
+                .quantization(1.0 / 255.0, -128)?,
+            opencv: "(rgb.astype(np.int16) - 128).astype(np.int8)[None]",
+        },
+        Case {
+            name: "1x3x640x640 f16 NCHW, ImageNet mean/std",
+            input: base()?.dtype(DType::F16)?.mean_std(MEAN, STD)?,
+            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).astype(np.float16)\
+                     .transpose(2, 0, 1)[None]",
+        },
+        Case {
+            name: "1x3x640x640 f32 NCHW letterbox (YOLO), 0..1",
+            input: ModelInput::new(640, 640)?.fit(Fit::Letterbox { pad: [114; 3] }),
+            opencv: "(rgb.astype(np.float32) / 255).transpose(2, 0, 1)[None]",
+        },
+    ])
+}
 
 fn frame() -> Result<Tensor<u8>, Box<dyn std::error::Error>> {
     let t = Tensor::<u8>::image(1280, 720, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
@@ -21,12 +119,9 @@ fn frame() -> Result<Tensor<u8>, Box<dyn std::error::Error>> {
     Ok(t)
 }
 
-fn bench(
-    name: &str,
-    src: &Tensor<u8>,
-    input: &ModelInput,
-    runs: usize,
-) -> Result<(), Box<dyn std::error::Error>> {
+/// Times `case` and returns its allocations per frame in steady state.
+fn bench(case: &Case, src: &Tensor<u8>, runs: usize) -> Result<usize, Box<dyn std::error::Error>> {
+    let input = &case.input;
     let dst = TensorDyn::new(
         &input.shape(),
         input.element_type(),
@@ -39,45 +134,53 @@ fn bench(
         pre.convert(src, None, color, input, &dst, 0)?;
     }
     let mut times: Vec<Duration> = Vec::with_capacity(runs);
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
     for _ in 0..runs {
         let start = Instant::now();
         pre.convert(src, None, color, input, &dst, 0)?;
         times.push(start.elapsed());
     }
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let per_frame = allocations.div_ceil(runs);
     println!(
-        "{name}: median {:.2} ms, fastest {:.2} ms, p90 {:.2} ms over {runs} runs",
-        ms(times[runs / 2]),
+        "{}: fastest {:.2} ms, median {:.2} ms over {runs} runs, {per_frame} allocations/frame",
+        case.name,
         ms(times[0]),
-        ms(times[runs * 9 / 10]),
+        ms(times[runs / 2]),
     );
-    Ok(())
+    let rgb = match input.fit_mode() {
+        Fit::Letterbox { .. } => OPENCV_LETTERBOX,
+        _ => OPENCV_RGB,
+    };
+    println!("  OpenCV + numpy: {rgb}; {}", case.opencv);
+    Ok(per_frame)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runs = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let runs = args
+        .next()
         .map(|a| a.parse::<usize>())
         .transpose()?
         .unwrap_or(60)
         .max(1);
+    let filter = args.next().unwrap_or_default();
     let src = frame()?;
-    let f32_input = ModelInput::new(640, 640)?
-        .dtype(DType::F32)?
-        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
-        .fit(Fit::Crop);
-    let u8_input = ModelInput::new(640, 640)?
-        .dtype(DType::U8)?
-        .with_layout(ModelLayout::Nhwc)
-        .fit(Fit::Crop);
-    println!("1280x720 NV12 -> centre crop 720x720 -> 640x640, one thread");
-    bench(
-        "1x3x640x640 f32 NCHW, ImageNet mean/std",
-        &src,
-        &f32_input,
-        runs,
-    )?;
-    bench("1x640x640x3 u8 NHWC", &src, &u8_input, runs)?;
-    Ok(())
+    println!(
+        "1280x720 NV12 (BT.601 limited) -> centre crop 720x720 -> 640x640, one thread \
+         (nv12 = the frame as a 1080x1280 u8 array; mean, std = ImageNet's)"
+    );
+    let mut allocating = Vec::new();
+    for case in cases()?.iter().filter(|c| c.name.contains(&filter)) {
+        if bench(case, &src, runs)? > 0 {
+            allocating.push(case.name);
+        }
+    }
+    if allocating.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("allocations in steady state: {allocating:?}").into())
+    }
 }

@@ -17,9 +17,10 @@
 //!   camera buffers make B imports however many frames flow; a destination view
 //!   (a batch element, a tile) is a viewport of its parent's one render target.
 //! - [`CpuPreprocessor`] (and [`convert_cpu`]) makes a [`ModelInput`] on the
-//!   CPU, without EGL: YUV → RGB with `yuvutils-rs` (SIMD, NEON on aarch64),
-//!   then bilinear resampling with half-pixel centres, normalization,
-//!   quantization and layout row by row into the mapped destination.
+//!   CPU, without EGL, sampling as the GPU does: each plane resampled
+//!   bilinearly with half-pixel centres, then YUV → RGB, normalization,
+//!   quantization and layout row by row into the mapped destination
+//!   (vectorized loops: SSE2 on x86-64, NEON on aarch64).
 //! - [`Gpu::convert_model`] turns the same sources into a model's input
 //!   tensor as a [`ModelInput`] describes it: `u8`, `i8`, `f16` or `f32`,
 //!   NCHW or NHWC, mean/std or quantization, stretch, centre crop or

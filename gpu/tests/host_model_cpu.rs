@@ -1,17 +1,19 @@
-//! The CPU model-input path (`CpuPreprocessor`) against the plain f64
-//! reference in `common/model_ref.rs`: every source format, both layouts,
-//! every dtype, each fit, odd sizes, padded strides, views, split planes,
-//! batch elements, BGR, quantization; its typed errors; and that steady
-//! state allocates nothing per frame.
+//! The CPU model-input path (`CpuPreprocessor`) against the GPU path's plain
+//! f64 reference in `common/model_reference.rs` (one reference for both
+//! paths, within 1 step for `u8`/`i8` and 0.02 for floats): every source
+//! format, both layouts, every dtype, each fit, odd sizes, padded strides,
+//! views, crops, split planes, batch elements, BGR, quantization, sharp
+//! chroma edges; its typed errors; and that steady state allocates nothing
+//! per frame.
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/model_ref.rs"]
-mod model_ref;
+#[path = "common/model_reference.rs"]
+mod model_reference;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use model_ref::{read_element, reference_model_input};
+use model_reference::{expected, fit, max_error, Source};
 use zerocam_gpu::{
     convert_cpu, ChannelOrder, ColorSpec, CpuConvertError, CpuPreprocessor, Fit, Matrix,
     ModelInput, ModelInputError, ModelLayout, Range,
@@ -59,16 +61,10 @@ const FORMATS: [PixelFormat; 9] = [
     PixelFormat::Grey,
 ];
 
-/// A busy deterministic sample (edges everywhere): the full 0..=255 range for
-/// RGB and grey, the legal limited range 16..=235 for YUV (yuvutils-rs reads
-/// luma below 16 as 16 in limited range: see `model::cpu`).
-fn sample(format: PixelFormat, plane: usize, row: usize, col: usize) -> u8 {
-    let raw = (col * 37 + row * 91 + col * row * 3 + plane * 50) % 256;
-    let yuv = matches!(
-        format,
-        PixelFormat::Nv12 | PixelFormat::Nv16 | PixelFormat::Yuyv | PixelFormat::Uyvy
-    );
-    (if yuv { 16 + raw * 219 / 255 } else { raw }) as u8
+/// A busy deterministic sample over the full 0..=255 range (edges
+/// everywhere; YUV footroom and headroom too).
+fn sample(plane: usize, row: usize, col: usize) -> u8 {
+    ((col * 37 + row * 91 + col * row * 3 + plane * 50) % 256) as u8
 }
 
 /// A `w`x`h` picture of `format` whose rows are `pad` bytes longer than needed.
@@ -91,7 +87,7 @@ fn fill(t: &Tensor<u8>) {
         let mut v = m.view_mut().unwrap();
         let n = v.ndim();
         for (idx, s) in v.indexed_iter_mut() {
-            *s = sample(format, i, idx[n - 2], idx[n - 1]);
+            *s = sample(i, idx[n - 2], idx[n - 1]);
         }
     }
 }
@@ -124,27 +120,51 @@ fn check(
     .unwrap();
     let placed = convert_cpu(src, crop, color, input, &dst, n).unwrap();
     let full = Region::new(0, 0, src.width().unwrap(), src.height().unwrap());
-    let (want_placed, want) = reference_model_input(src, input, crop.unwrap_or(full), color);
-    assert_eq!(placed, want_placed);
+    let crop = crop.unwrap_or(full);
+    let (s, t) = fit(input, crop);
+    let p = &placed.source;
+    let got_source = [p.x, p.y, p.width, p.height];
+    assert!(
+        got_source.iter().zip(s).all(|(g, w)| (g - w).abs() < 1e-9),
+        "{got_source:?} {s:?}"
+    );
+    let r = placed.target;
+    assert_eq!([r.x, r.y, r.width, r.height].map(|v| v as f64), t);
+    let pad = match input.fit_mode() {
+        Fit::Letterbox { pad } => pad,
+        _ => [0; 3],
+    };
+    let want = expected(
+        input,
+        &Source::new(src, color.matrix, color.range),
+        crop,
+        pad,
+    );
     let got = read_element(&dst, n);
     let tolerance = if integer(input) { 1.0 } else { 0.02 };
-    let (worst, at) = got
-        .iter()
-        .zip(&want)
-        .map(|(g, w)| (g - w).abs())
-        .enumerate()
-        .fold(
-            (0.0f64, 0),
-            |(m, i), (j, d)| if d > m { (d, j) } else { (m, i) },
-        );
+    let (worst, at) = max_error(input, &got, &want);
     assert!(
         worst <= tolerance,
-        "{:?} {src:?}: element {at}: got {} want {} (off by {worst}) for {input:?}",
+        "{:?} {src:?} crop {crop:?}: off by {worst} at (c, y, x) {at:?} for {input:?}",
         src.format(),
-        got[at],
-        want[at],
     );
     dst
+}
+
+/// Batch element `n` of a model input tensor, as f64 in its own layout.
+fn read_element(dst: &TensorDyn, n: usize) -> Vec<f64> {
+    fn read<T: zerocam_tensor::Element>(t: &Tensor<T>, n: usize, f: impl Fn(T) -> f64) -> Vec<f64> {
+        let e = t.batch(n).unwrap();
+        let m = e.map_read().unwrap();
+        m.iter().map(|v| f(*v)).collect()
+    }
+    match dst {
+        TensorDyn::U8(t) => read(t, n, f64::from),
+        TensorDyn::I8(t) => read(t, n, f64::from),
+        TensorDyn::F16(t) => read(t, n, |v| f64::from(v.to_f32())),
+        TensorDyn::F32(t) => read(t, n, f64::from),
+        other => panic!("not a model dtype: {:?}", other.dtype()),
+    }
 }
 
 /// The model inputs every format is checked with: each dtype (floats with
@@ -187,6 +207,24 @@ fn every_format_dtype_layout_and_fit_matches_the_reference() {
         // Odd model sizes, down (19x13) and up (45x31) from the source.
         for input in inputs(19, 13).iter().chain(&inputs(45, 31)) {
             check(&src, None, ColorSpec::default(), input, 0);
+        }
+    }
+}
+
+/// Sources one or two pixels across or down: planes of one texel (a pixel
+/// is its own neighbour), upscaled.
+#[test]
+fn tiny_sources_match_the_reference() {
+    for format in FORMATS {
+        for (w, h) in [(1, 1), (2, 2), (2, 1), (1, 3)] {
+            let (w, h) = size_for(format, w.max(format.subsampling().0), h);
+            let src = picture(format, w, h.max(format.subsampling().1), 3);
+            for input in [
+                ModelInput::new(5, 3).unwrap(),
+                ModelInput::new(4, 4).unwrap().dtype(DType::U8).unwrap(),
+            ] {
+                check(&src, None, ColorSpec::default(), &input, 0);
+            }
         }
     }
 }
@@ -401,6 +439,114 @@ fn bad_sources_and_crops_are_typed_errors() {
             ModelInputError::LetterboxTooSmall { .. }
         ))
     ));
+}
+
+/// A frame of `format` whose luma is mid-grey and whose chroma jumps from
+/// (16, 240) to (240, 16) halfway across (and, with `down`, halfway down):
+/// the sharpest chroma edges there are.
+fn chroma_edges(format: PixelFormat, w: usize, h: usize, down: bool) -> Tensor<u8> {
+    let t = picture(format, w, h, 4);
+    // (Cb, Cr) at pixel (x, y).
+    let chroma = |x: usize, y: usize| {
+        if x >= w / 2 || (down && y >= h / 2) {
+            (240, 16)
+        } else {
+            (16, 240)
+        }
+    };
+    let vs = format.subsampling().1;
+    for i in 0..format.plane_count() {
+        let p = t.plane(i).unwrap();
+        let mut m = p.map().unwrap();
+        let mut v = m.view_mut().unwrap();
+        for (idx, s) in v.indexed_iter_mut() {
+            let (row, col) = (idx[0], idx[1]);
+            *s = match (format, i, col % 4) {
+                (PixelFormat::Yuyv, _, 1) => chroma(col / 2, row).0,
+                (PixelFormat::Yuyv, _, 3) => chroma(col / 2, row).1,
+                (_, 1, _) if col % 2 == 0 => chroma(col, row * vs).0,
+                (_, 1, _) => chroma(col - 1, row * vs).1,
+                _ => 128,
+            };
+        }
+    }
+    t
+}
+
+/// Sharp Cb/Cr edges: both paths sample each plane bilinearly, chroma
+/// centre-sited, and convert after, as the GPU does (converting each pixel
+/// with its nearest chroma first, as the CPU once did, is off by tens of
+/// steps next to such an edge).
+#[test]
+fn sharp_chroma_edges_match_the_reference() {
+    for (format, down) in [
+        (PixelFormat::Nv12, true),
+        (PixelFormat::Nv16, false),
+        (PixelFormat::Yuyv, false),
+    ] {
+        let src = chroma_edges(format, 40, 24, down);
+        for (w, h) in [(17, 11), (64, 40), (40, 24)] {
+            for dtype in [DType::U8, DType::F32] {
+                let input = ModelInput::new(w, h).unwrap().dtype(dtype).unwrap();
+                let input = if dtype == DType::F32 {
+                    input
+                        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+                        .unwrap()
+                } else {
+                    input
+                };
+                check(&src, None, ColorSpec::default(), &input, 0);
+            }
+        }
+    }
+}
+
+/// Edges clamp to the source tensor's edges, as on the GPU: a crop samples
+/// the pixels just outside it, a view of the same pixels does not.
+#[test]
+fn a_crop_reads_past_its_edges_a_view_clamps() {
+    let input = ModelInput::new(48, 36).unwrap().dtype(DType::U8).unwrap();
+    let color = ColorSpec::default();
+    for format in [PixelFormat::Nv12, PixelFormat::Rgb] {
+        let frame = picture(format, 64, 48, 0);
+        let region = Region::new(8, 6, 32, 24);
+        let cropped = check(&frame, Some(region), color, &input, 0);
+        let view = check(&frame.view(region).unwrap(), None, color, &input, 0);
+        // The first column (NCHW, channel 0) samples a quarter pixel left of
+        // the region: a blend with the pixel outside, or the edge alone.
+        let (a, b) = (read_element(&cropped, 0), read_element(&view, 0));
+        assert!((0..36).any(|y| a[y * 48] != b[y * 48]), "{format:?}");
+    }
+}
+
+/// The fixed-point path (plain `u8`/`i8`) rounds to within 0.6 of a step of
+/// the exact value (the 1-step bound of the other tests also lets a value
+/// that should round to 10.4 come out as 11).
+#[test]
+fn plain_levels_are_within_0_6_of_the_exact_value() {
+    for format in [PixelFormat::Nv12, PixelFormat::Uyvy, PixelFormat::Bgr] {
+        let src = picture(format, 64, 48, 2);
+        for (matrix, range) in [
+            (Matrix::Bt601, Range::Limited),
+            (Matrix::Bt709, Range::Full),
+        ] {
+            let color = ColorSpec::new(matrix, range);
+            for (w, h) in [(40, 30), (100, 77)] {
+                let levels = ModelInput::new(w, h).unwrap().dtype(DType::U8).unwrap();
+                let dst = check(&src, None, color, &levels, 0);
+                let exact = ModelInput::new(w, h).unwrap(); // p / 255, in f32
+                let full = Region::new(0, 0, 64, 48);
+                let want = expected(&exact, &Source::new(&src, matrix, range), full, [0; 3]);
+                let got = read_element(&dst, 0);
+                let worst = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, e)| (g - e * 255.0).abs())
+                    .fold(0.0, f64::max);
+                assert!(worst < 0.6, "{format:?} {color:?} {w}x{h}: {worst}");
+            }
+        }
+    }
 }
 
 fn allocations() -> usize {

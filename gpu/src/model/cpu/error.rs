@@ -74,13 +74,14 @@ pub enum CpuConvertError {
         /// The destination element's byte strides.
         strides: Vec<usize>,
     },
-    /// A SIMD library refused its arguments (a bug in this crate: the sizes
-    /// are checked before): its message.
+    /// A step below this path refused what it was given (a bug in this
+    /// crate or the tensor layer: a mapped plane without a row stride): what
+    /// and why.
     #[error("{stage} failed: {message}")]
     Library {
-        /// `yuv` or `resize`.
+        /// The step (`plane map`).
         stage: &'static str,
-        /// The library's message.
+        /// Its message.
         message: String,
     },
 }

@@ -1,42 +1,104 @@
 //! The CPU path from a frame to a model input: [`CpuPreprocessor`].
 //!
-//! Three stages, each over the fewest pixels it can:
-//! 1. the source pixels the fit samples (its bounding box, clamped to the
-//!    crop) to packed 8-bit RGB (`yuvutils-rs`, SIMD);
-//! 2. bilinear resampling with half-pixel centres of the fit's (fractional)
-//!    source rectangle, one output row at a time in f32, edges clamped to
-//!    the crop (`bilinear`: why not `fast_image_resize` is there);
-//! 3. normalization, quantization, channel order and layout of each row as
-//!    it is made, written straight into the mapped destination.
+//! # The rule: the GPU's
+//! The GPU samples each plane bilinearly with half-pixel centres (luma at
+//! luma coordinates; chroma at the same relative position in its own plane,
+//! centre-sited, `(x + 0.5) * cw / w - 0.5`; edges clamped per plane, at the
+//! edges of the source tensor, so a crop reads the pixels around it and a
+//! view does not), then converts YCbCr → RGB, clamps and normalizes. For
+//! imported dma-bufs the driver samples external YUV images that way, so
+//! that rule cannot change; the CPU follows it, and both are tested against
+//! one f64 reference (`tests/common/model_reference.rs`).
 //!
-//! Chroma of 4:2:x sources is the nearest sample (each Cb/Cr pair covers its
-//! two or four pixels); every pixel is converted to RGB before resampling.
-//! (The GPU path resamples the planes, then converts: on smooth chroma the
-//! two agree within the tests' bounds; on chroma edges they may not.)
+//! # How
+//! Per output row, straight into the mapped destination:
+//! 1. `rows`: each plane row that output rows read is resampled across at the
+//!    output columns once (taps worked out once per geometry, `taps`), into
+//!    `u16` in 1/256 steps; two such rows are kept per plane, so consecutive
+//!    output rows share them. RGB, BGR, RGBA, BGRA and GREY resample their
+//!    channels the same way; packed YUYV/UYVY are read with byte offsets.
+//! 2. the vertical blend of each value's two rows (`rows::blend_rows`);
+//! 3. one fused pass: YCbCr → RGB with the [`ColorSpec`] matrix, clamping to
+//!    0..=255 and the [`ModelInput`] affine, in `f32` (`float`: the affine is
+//!    folded into the matrix and the clamp), or in 16-bit fixed point for
+//!    `u8`/`i8` inputs that are the levels themselves (`fixed`: within 0.6 of
+//!    a step of the exact value, 8 lanes a vector); then the element type and
+//!    the layout (`write`: NCHW rows in place, NHWC interleaved).
 //!
-//! One known difference from [`ColorSpec`]'s equations: in limited range,
-//! `yuvutils-rs` 0.8 reads luma below 16 ("footroom", below black) as 16,
-//! so such pixels come out up to ~20 steps brighter in a channel that the
-//! chroma lifts above 0. Luma in 16..=255 and every chroma value follow the
-//! equations within one step.
+//! Converting at the model's 640x640 rather than the crop's 720x720 is also
+//! less work.
+//!
+//! # Measured (`model_input_bench`, 1280x720 NV12 → centre crop → 640x640)
+//! On this project's 2-core AMD EPYC VM (AVX, no AVX2: the build targets
+//! x86-64's baseline SSE2), one thread, shared with other builds: so
+//! instructions per frame (callgrind, independent of the load), and times of
+//! three alternating rounds of 300 runs, load average 4.6–5.2. OpenCV 5.0 +
+//! numpy 2.4 with `cv2.setNumThreads(1)`, the code the bench prints:
+//!
+//! | | instructions | fastest | median |
+//! | --- | --- | --- | --- |
+//! | OpenCV + numpy, f32 NCHW ImageNet | | 10.3–12.4 ms | 16.0–20.1 ms |
+//! | OpenCV, u8 NHWC | | 1.35–1.56 ms | 2.29–2.69 ms |
+//! | before (yuvutils-rs, f32 RGB resampling), f32 | 33 M (both cases) | 3.0–3.6 ms | 4.3–7.8 ms |
+//! | before, u8 NHWC | | 3.7–3.8 ms | 7.5–8.7 ms |
+//! | now, f32 NCHW ImageNet | 11.9 M | 1.3–2.1 ms | 2.1–2.6 ms |
+//! | now, u8 NHWC (fixed point) | 11.7 M | 1.1–2.0 ms | 1.5–2.3 ms |
+//!
+//! And now: u8 NCHW 8.9 M, i8 NHWC 12.9 M, f16 NCHW 14.0 M, f32 letterbox
+//! 9.4 M instructions a frame.
+//!
+//! Of the f32 case's 11.9 M: 5.3 M resampling across (about half of it the
+//! scalar gather of each column's bytes, the one loop that does not
+//! vectorize), 1.5 M the vertical blends, 4.8 M the f32 conversion and
+//! normalization. In the same run the u8 case beat OpenCV's median every
+//! round (by 0.3–1.1 ms), not always its fastest.
+//!
+//! # Libraries, measured before choosing
+//! - `yuvutils-rs` 0.8 (SIMD YUV → RGB; the path before this one, 2 M of its
+//!   33 M instructions a frame) converts every pixel with its nearest chroma
+//!   (tens of steps off the GPU next to a sharp chroma edge), and read
+//!   limited-range luma below 16 as 16. The GPU's rule resamples the planes
+//!   first, which it has no call for; converting resampled planes with it
+//!   would round each to 8 bits first (half a step each, up to 1.6 after the
+//!   matrix, past the 0.02 bound of normalized floats). Dropped.
+//! - `fast_image_resize` 6.1 (measured before, `docs/benchmarks.md`): on
+//!   8-bit samples it rounds after each pass (1.25 steps off), on 16-bit
+//!   ones it took half the frame time, and it rebuilt its tables (about 1,300
+//!   allocations) every call.
+//! - `half`'s slice conversion for `f16` (F16C on x86-64, found at run time;
+//!   NEON on aarch64): 14 M instructions a frame against 38 M one at a time.
+//!
+//! So the loops are this module's, written for LLVM to vectorize (contiguous
+//! rows, no per-pixel branches) and checked in the generated code on x86-64
+//! (SSE2: `pmulhuw`, `paddw`, `mulps`, 8 or 4 lanes) and built for aarch64
+//! (NEON). What LLVM needed is noted where it matters (`rows::mulhi`,
+//! `rows::blend_rows`, the row window of `rows`). Wider x86 vectors (AVX2)
+//! would need run-time dispatch through `unsafe` `#[target_feature]` calls:
+//! not done (this machine has no AVX2 either).
 
-mod bilinear;
 mod error;
-mod rgb;
+mod fixed;
+mod float;
+mod rows;
+mod source;
+mod taps;
 mod write;
 
 pub use error::CpuConvertError;
 
-use zerocam_tensor::{Element, Region, Tensor, TensorDyn};
+use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 
-use super::{Fit, FitPlacement, ModelInput};
+use super::{Fit, FitPlacement, ModelInput, ModelLayout};
 use crate::ColorSpec;
-use bilinear::Resampler;
-use write::{OutElem, Tables};
+use fixed::FixedPixels;
+use float::FloatPixels;
+use rows::{PlaneBytes, StreamRows};
+use source::Layout;
+use write::{Frame, OutElem, Pixels, Scratch};
 
-/// Converts frames to model inputs on the CPU, keeping its scratch buffers
-/// between calls: after the first frame of a size, a conversion allocates no
-/// pixel buffers.
+/// Converts frames to model inputs on the CPU, keeping its taps and scratch
+/// rows between calls: after the first frame of a geometry, a conversion
+/// allocates nothing.
 ///
 /// ```
 /// use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput};
@@ -51,52 +113,32 @@ use write::{OutElem, Tables};
 /// assert_eq!(placed.source.x, 28.0); // the centre 72x72 of the frame
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug, Default)]
 pub struct CpuPreprocessor {
-    rgb: Vec<u8>,
-    tail: Vec<u8>,
-    resampler: Resampler,
+    /// Each stream's taps and kept rows.
+    streams: [StreamRows; 2],
+    /// What the taps were worked out for.
+    geometry: Option<Geometry>,
+    /// Channel rows for layouts and types not written in place.
+    scratch: Scratch,
 }
 
-impl Default for CpuPreprocessor {
-    fn default() -> Self {
-        CpuPreprocessor::new()
-    }
+/// Everything the taps depend on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Geometry {
+    layout: Layout,
+    size: (usize, usize),
+    source: [u64; 4],
+    target: Region,
 }
 
-impl std::fmt::Debug for CpuPreprocessor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuPreprocessor")
-            .field("rgb_capacity", &self.rgb.capacity())
-            .field("resampler", &self.resampler)
-            .finish()
-    }
-}
-
-/// The source pixels bilinear sampling of `p` reads: its rectangle grown by
-/// one pixel, clamped to `crop` and aligned outwards to the chroma
-/// subsampling `(hs, vs)` (`crop` itself is aligned).
-fn bounding_box(p: &FitPlacement, crop: Region, (hs, vs): (usize, usize)) -> Region {
-    let s = &p.source;
-    let span = |start: f64, len: f64, lo: usize, n: usize, sub: usize| {
-        let a = ((start.floor() - 1.0).max(lo as f64) as usize).max(lo);
-        let b = ((start + len).ceil() + 1.0).min((lo + n) as f64) as usize;
-        let a = lo + (a - lo) / sub * sub;
-        let b = (lo + (b - lo).div_ceil(sub) * sub).min(lo + n);
-        (a, b - a)
-    };
-    let (x, w) = span(s.x, s.width, crop.x, crop.width, hs);
-    let (y, h) = span(s.y, s.height, crop.y, crop.height, vs);
-    Region::new(x, y, w, h)
-}
+/// The mapped tensor planes a conversion reads (one or two).
+type Maps = [Option<(TensorMap<u8, ReadOnly>, usize)>; 2];
 
 impl CpuPreprocessor {
-    /// A preprocessor with empty scratch buffers.
+    /// A preprocessor with no taps or scratch rows yet.
     pub fn new() -> CpuPreprocessor {
-        CpuPreprocessor {
-            rgb: Vec::new(),
-            tail: Vec::new(),
-            resampler: Resampler::default(),
-        }
+        CpuPreprocessor::default()
     }
 
     /// Converts `crop` of `src` (all of it for `None`; a rectangle of `src`,
@@ -104,6 +146,11 @@ impl CpuPreprocessor {
     /// describes, reading YUV with `color`. Letterbox bars get the pad
     /// colour. Returns where the source landed (in `src`'s pixels), to map
     /// model-space boxes back.
+    ///
+    /// Sampling is the GPU path's: bilinear with half-pixel centres on each
+    /// plane (chroma centre-sited, at the same relative position), then
+    /// YCbCr → RGB. Edges clamp to `src`'s edges: a crop reads the pixels
+    /// just outside it, a view does not.
     ///
     /// `src` is an image tensor of NV12, NV16, YUYV, UYVY, RGB, BGR, RGBA,
     /// BGRA or GREY, any row stride and memory, a view or a batch element
@@ -134,11 +181,9 @@ impl CpuPreprocessor {
             .placement()
             .ok_or(CpuConvertError::UnsupportedSource { format: None })?;
         let format = placement.root.format;
-        if !rgb::reads(format) {
-            return Err(CpuConvertError::UnsupportedSource {
-                format: Some(format),
-            });
-        }
+        let layout = source::layout(format).ok_or(CpuConvertError::UnsupportedSource {
+            format: Some(format),
+        })?;
         if placement.frames > 1 {
             return Err(CpuConvertError::BatchedSource {
                 frames: placement.frames,
@@ -159,32 +204,41 @@ impl CpuPreprocessor {
             // The tensor layer's typed error names the misaligned crop.
             src.view(crop)?;
         }
-        let bbox = bounding_box(&placed, crop, (hs, vs));
-        let viewed;
-        let bbox_src = if bbox == Region::new(0, 0, width, height) {
-            src
-        } else {
-            viewed = src.view(bbox)?;
-            &viewed
-        };
-        rgb::to_rgb(
-            bbox_src,
-            (bbox.width, bbox.height),
-            format,
-            color,
-            &mut self.rgb,
-            &mut self.tail,
-        )?;
-        self.resampler.prepare(&placed, bbox);
+        let mut maps: Maps = [None, None];
+        for stream in layout.streams {
+            if maps[stream.plane].is_none() {
+                maps[stream.plane] = Some(source::plane(src, stream.plane)?);
+            }
+        }
+        self.prepare(layout, (width, height), &placed);
         let pad = match input.fit_mode() {
             Fit::Letterbox { pad } => pad,
             _ => [0; 3],
         };
+        let planes = maps.each_ref().map(|m| {
+            m.as_ref().map(|(map, stride)| PlaneBytes {
+                bytes: &map[..],
+                stride: *stride,
+            })
+        });
+        let pixels = if fixed::takes_levels(input) {
+            Pixels::Fixed(FixedPixels::new(&layout, color))
+        } else {
+            Pixels::Float(FloatPixels::new(&layout, color, input))
+        };
+        let frame = Frame {
+            layout,
+            planes,
+            pixels,
+            input,
+            target: placed.target,
+            pad,
+        };
         match dst {
-            TensorDyn::U8(t) => self.store(t, input, &placed, pad, batch_index),
-            TensorDyn::I8(t) => self.store(t, input, &placed, pad, batch_index),
-            TensorDyn::F16(t) => self.store(t, input, &placed, pad, batch_index),
-            TensorDyn::F32(t) => self.store(t, input, &placed, pad, batch_index),
+            TensorDyn::U8(t) => self.store(t, &frame, batch_index),
+            TensorDyn::I8(t) => self.store(t, &frame, batch_index),
+            TensorDyn::F16(t) => self.store(t, &frame, batch_index),
+            TensorDyn::F32(t) => self.store(t, &frame, batch_index),
             _ => Err(CpuConvertError::DestinationDType {
                 expected: input.element_type(),
                 actual: dst.dtype(),
@@ -193,22 +247,51 @@ impl CpuPreprocessor {
         Ok(placed)
     }
 
-    /// Stage 3 into batch element `batch_index` of `dst`.
+    /// Works out the taps of each stream, unless they are this geometry's.
+    fn prepare(&mut self, layout: Layout, size: (usize, usize), placed: &FitPlacement) {
+        let s = placed.source;
+        let t = placed.target;
+        let geometry = Geometry {
+            layout,
+            size,
+            source: [s.x, s.y, s.width, s.height].map(f64::to_bits),
+            target: t,
+        };
+        for rows in &mut self.streams {
+            rows.forget();
+        }
+        if self.geometry == Some(geometry) {
+            return;
+        }
+        for (stream, rows) in layout.streams.iter().zip(&mut self.streams) {
+            let (pw, ph) = stream.size(size);
+            rows.columns.fill(
+                (s.x, s.width),
+                t.width,
+                (size.0, pw),
+                (stream.texel, stream.first),
+            );
+            rows.rows.fill((s.y, s.height), t.height, (size.1, ph));
+            rows.prepare(stream, t.width);
+        }
+        self.geometry = Some(geometry);
+    }
+
+    /// The fused pass into batch element `batch_index` of `dst`.
     fn store<T: Element + OutElem>(
         &mut self,
         dst: &Tensor<T>,
-        input: &ModelInput,
-        placed: &FitPlacement,
-        pad: [u8; 3],
+        frame: &Frame<'_>,
         batch_index: usize,
     ) -> Result<(), CpuConvertError> {
         let element = dst.batch(batch_index)?;
         let mut map = element.map_write()?;
+        let input = frame.input;
         let (w, h) = (input.width(), input.height());
         let e = std::mem::size_of::<T>();
         let packed = match input.layout() {
-            super::ModelLayout::Nchw => [h * w * e, w * e, e],
-            super::ModelLayout::Nhwc => [w * 3 * e, 3 * e, e],
+            ModelLayout::Nchw => [h * w * e, w * e, e],
+            ModelLayout::Nhwc => [w * 3 * e, 3 * e, e],
         };
         match map.strides_bytes() {
             Some(s) if s == packed => {}
@@ -218,14 +301,11 @@ impl CpuPreprocessor {
                 })
             }
         }
-        let tables = Tables::<T>::new(input, pad);
         write::write(
             &mut map[..3 * w * h],
-            input.layout(),
-            (w, h),
-            placed.target,
-            (&mut self.resampler, &self.rgb),
-            &tables,
+            frame,
+            &mut self.streams,
+            &mut self.scratch,
         );
         map.finish()?;
         Ok(())

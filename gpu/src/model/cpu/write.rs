@@ -1,21 +1,54 @@
-//! Stage 3 of the CPU path: normalization, quantization, channel order and
-//! layout in one pass over the resampled RGB pixels, one row at a time as
-//! stage 2 makes them, straight into the mapped destination: per element the
-//! multiply-add of [`ModelInput::affine`], then for integer types the
-//! rounding (half away from zero) and clamping of
-//! [`ModelInput::pad_values`]. No float image exists in between.
+//! The row loop of the CPU path, one output row at a time, straight into
+//! the mapped destination: the vertical blends of the streams' resampled
+//! rows, the pixel arithmetic of the float or fixed-point path
+//! ([`FloatPixels`], [`FixedPixels`]), then the element type and layout:
+//! NCHW rows are written in place (`f32` directly by the arithmetic), NHWC
+//! pixels are interleaved from three channel rows; floats bound for integer
+//! types are rounded half away from zero (already clamped to the type's
+//! range), `f16` goes through `half`'s slice conversion. The letterbox's
+//! bars get the pad.
 
+use half::slice::HalfFloatSliceExt;
 use zerocam_tensor::{f16, Region};
 
-use super::bilinear::Resampler;
-
+use super::fixed::{FixedPixels, Level};
+use super::float::{FloatPixels, Values};
+use super::rows::{blend_rows, PlaneBytes, RowPair, StreamRows};
+use super::source::Layout;
 use crate::model::{ChannelOrder, ModelInput, ModelLayout};
 
 /// An element type a model input can have.
 pub(super) trait OutElem: Copy + Default {
-    /// The element for `v`: rounded half away from zero and clamped for
-    /// integer types (`as` saturates), converted for floats.
+    /// The element for `v`, already within the type's range: rounded half
+    /// away from zero for integer types, converted for floats.
     fn from_value(v: f32) -> Self;
+    /// `out` as floats, if this is `f32` (the float path writes it directly).
+    fn as_f32(_out: &mut [Self]) -> Option<&mut [f32]> {
+        None
+    }
+    /// Each of `values` (already within the type's range) into `out`.
+    fn from_values(values: &[f32], out: &mut [Self]) {
+        for (o, &v) in out.iter_mut().zip(values) {
+            *o = Self::from_value(v);
+        }
+    }
+    /// One row of the fixed-point path into `out` (RGB order), if this type
+    /// has one (`u8`, `i8`): whether it did.
+    fn fixed_row(_p: &FixedPixels, _v: &Values<'_>, _out: [&mut [Self]; 3]) -> bool {
+        false
+    }
+    /// The element of level `v` (0..=255) of the fixed-point path.
+    fn from_level(v: u8) -> Self {
+        Self::from_value(f32::from(v))
+    }
+    /// Interleaves three rows of levels (output channel order) into pixels;
+    /// `pairs` is scratch.
+    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [Self]) {
+        let [a, b, c] = levels;
+        for (((o, &a), &b), &c) in out.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
+            o.copy_from_slice(&[a, b, c].map(Self::from_level));
+        }
+    }
 }
 
 /// `v` moved half a step away from zero, for a truncating `as` cast to round
@@ -31,11 +64,44 @@ impl OutElem for u8 {
     fn from_value(v: f32) -> u8 {
         round_half_away(v) as u8
     }
+    fn fixed_row(p: &FixedPixels, v: &Values<'_>, out: [&mut [u8]; 3]) -> bool {
+        p.run(v, out);
+        true
+    }
+    #[inline]
+    fn from_level(v: u8) -> u8 {
+        v
+    }
+    /// The first two channels paired into 16 bits (a vector loop), then a
+    /// pixel as one 2-byte and one 1-byte store: 6 instructions a pixel
+    /// against 9 a byte at a time (LLVM does not vectorize a stride-3 byte
+    /// store on SSE2).
+    fn interleave_levels(levels: [&[u8]; 3], pairs: &mut Vec<u16>, out: &mut [u8]) {
+        let [a, b, c] = levels;
+        let n = a.len().min(b.len());
+        pairs.resize(n, 0);
+        let (a, b, ab) = (&a[..n], &b[..n], &mut pairs[..n]);
+        for x in 0..n {
+            ab[x] = u16::from(a[x]) | u16::from(b[x]) << 8;
+        }
+        for ((o, &ab), &c) in out.chunks_exact_mut(3).zip(&*ab).zip(c) {
+            o[..2].copy_from_slice(&ab.to_le_bytes());
+            o[2] = c;
+        }
+    }
 }
 impl OutElem for i8 {
     #[inline]
     fn from_value(v: f32) -> i8 {
         round_half_away(v) as i8
+    }
+    fn fixed_row(p: &FixedPixels, v: &Values<'_>, out: [&mut [i8]; 3]) -> bool {
+        p.run(v, out);
+        true
+    }
+    #[inline]
+    fn from_level(v: u8) -> i8 {
+        <i8 as Level>::from_level(i16::from(v))
     }
 }
 impl OutElem for f16 {
@@ -43,100 +109,235 @@ impl OutElem for f16 {
     fn from_value(v: f32) -> f16 {
         f16::from_f32(v)
     }
+    /// `half`'s slice conversion: F16C (x86-64, detected at run time) or
+    /// NEON, several a vector; one at a time it was 6 times slower.
+    fn from_values(values: &[f32], out: &mut [f16]) {
+        let n = values.len().min(out.len());
+        out[..n].convert_from_f32_slice(&values[..n]);
+    }
 }
 impl OutElem for f32 {
     #[inline]
     fn from_value(v: f32) -> f32 {
         v
     }
-}
-
-/// Each output channel's multiply-add, the RGB channel it reads, and the pad.
-pub(super) struct Tables<T> {
-    gain: [f32; 3],
-    bias: [f32; 3],
-    source_channel: [usize; 3],
-    pad: [T; 3],
-}
-
-impl<T: OutElem> Tables<T> {
-    pub(super) fn new(input: &ModelInput, pad_rgb: [u8; 3]) -> Tables<T> {
-        let affine = input.affine();
-        Tables {
-            gain: affine.map(|(g, _)| g),
-            bias: affine.map(|(_, b)| b),
-            source_channel: match input.channels() {
-                ChannelOrder::Rgb => [0, 1, 2],
-                ChannelOrder::Bgr => [2, 1, 0],
-            },
-            pad: input.pad_values(pad_rgb).map(T::from_value),
-        }
-    }
-
-    #[inline]
-    fn value(&self, k: usize, px: &[f32]) -> T {
-        T::from_value(px[self.source_channel[k]] * self.gain[k] + self.bias[k])
+    fn as_f32(out: &mut [f32]) -> Option<&mut [f32]> {
+        Some(out)
     }
 }
 
-/// Writes one model image (`3 * width * height` elements of `dst`) in
-/// `layout`: the rows `resampler` makes from `rgb` fill `target`, the pad
-/// fills the rest.
+/// The pixel arithmetic of one conversion.
+#[derive(Debug)]
+pub(super) enum Pixels {
+    Float(FloatPixels),
+    Fixed(FixedPixels),
+}
+
+/// Channel rows of one output row, for layouts and types not written in
+/// place.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    float: [Vec<f32>; 3],
+    levels: [Vec<u8>; 3],
+    /// The three values of an output row.
+    values: [Vec<u16>; 3],
+    /// Interleaved float pixels.
+    pixels: Vec<f32>,
+    /// Two channels of levels paired.
+    pairs: Vec<u16>,
+}
+
+/// What one conversion reads and how.
+pub(super) struct Frame<'a> {
+    pub(super) layout: Layout,
+    /// The mapped planes of the source.
+    pub(super) planes: [Option<PlaneBytes<'a>>; 2],
+    pub(super) pixels: Pixels,
+    pub(super) input: &'a ModelInput,
+    /// The model pixels the source fills.
+    pub(super) target: Region,
+    /// The letterbox's bars (RGB, 0..=255).
+    pub(super) pad: [u8; 3],
+}
+
+/// Writes one model image (`3 * width * height` elements of `dst`): the
+/// target's rows from the streams, the pad around them.
 pub(super) fn write<T: OutElem>(
     dst: &mut [T],
-    layout: ModelLayout,
-    (width, height): (usize, usize),
-    target: Region,
-    (resampler, rgb): (&mut Resampler, &[u8]),
-    t: &Tables<T>,
+    f: &Frame<'_>,
+    streams: &mut [StreamRows; 2],
+    scratch: &mut Scratch,
 ) {
-    let rows = target.y..target.y + target.height;
-    let cols = target.x..target.x + target.width;
-    match layout {
-        ModelLayout::Nchw => {
-            let plane = width * height;
-            for row in 0..height {
-                let line = |k: usize| k * plane + row * width..k * plane + (row + 1) * width;
-                if !rows.contains(&row) {
-                    for k in 0..3 {
-                        dst[line(k)].fill(t.pad[k]);
+    let (width, height) = (f.input.width(), f.input.height());
+    let pad = f.input.pad_values(f.pad).map(T::from_value);
+    let t = f.target;
+    let cols = t.x..t.x + t.width;
+    let n = t.width;
+    let plane_len = width * height;
+    let bgr = f.input.channels() == ChannelOrder::Bgr;
+    for row in 0..height {
+        let inside = (t.y..t.y + t.height).contains(&row);
+        match f.input.layout() {
+            ModelLayout::Nchw => {
+                let (c0, rest) = dst.split_at_mut(plane_len);
+                let (c1, c2) = rest.split_at_mut(plane_len);
+                let line = row * width..(row + 1) * width;
+                let mut out = [&mut c0[line.clone()], &mut c1[line.clone()], &mut c2[line]];
+                for (c, pad) in out.iter_mut().zip(pad) {
+                    if inside {
+                        c[..cols.start].fill(pad);
+                        c[cols.end..].fill(pad);
+                    } else {
+                        c.fill(pad);
                     }
+                }
+                if !inside {
                     continue;
                 }
-                let pixels = resampler.row(rgb, row - target.y);
-                for k in 0..3 {
-                    let out = &mut dst[line(k)];
-                    out[..cols.start].fill(t.pad[k]);
-                    out[cols.end..].fill(t.pad[k]);
-                    for (o, px) in out[cols.clone()].iter_mut().zip(pixels.chunks_exact(3)) {
-                        *o = t.value(k, px);
-                    }
+                let [c0, c1, c2] = out;
+                let (c0, c1, c2) = (
+                    &mut c0[cols.clone()],
+                    &mut c1[cols.clone()],
+                    &mut c2[cols.clone()],
+                );
+                // RGB order: output channel k shows RGB channel order[k].
+                let rgb = if bgr { [c2, c1, c0] } else { [c0, c1, c2] };
+                planar_row(f, streams, scratch, row - t.y, rgb);
+            }
+            ModelLayout::Nhwc => {
+                let line = &mut dst[row * width * 3..(row + 1) * width * 3];
+                if !inside {
+                    pad_pixels(line, pad);
+                    continue;
                 }
+                pad_pixels(&mut line[..cols.start * 3], pad);
+                pad_pixels(&mut line[cols.end * 3..], pad);
+                let out = &mut line[cols.start * 3..cols.end * 3];
+                interleaved_row(f, streams, scratch, row - t.y, n, out);
             }
         }
-        ModelLayout::Nhwc => {
-            let pad_px = |line: &mut [T]| {
-                for o in line.chunks_exact_mut(3) {
-                    o.copy_from_slice(&t.pad);
+    }
+}
+
+/// Target row `r` into three channel rows (RGB order) of the destination.
+fn planar_row<T: OutElem>(
+    f: &Frame<'_>,
+    streams: &mut [StreamRows; 2],
+    scratch: &mut Scratch,
+    r: usize,
+    out: [&mut [T]; 3],
+) {
+    let n = out[0].len();
+    match &f.pixels {
+        Pixels::Float(p) => {
+            let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
+                return;
+            };
+            let [a, b, c] = out;
+            if let (Some(a), Some(b), Some(c)) = (T::as_f32(a), T::as_f32(b), T::as_f32(c)) {
+                p.run(&v, [a, b, c]);
+                return;
+            }
+            let rows = rows_of(&mut scratch.float, n);
+            p.run(&v, rows);
+            for (o, s) in [a, b, c].into_iter().zip(&scratch.float) {
+                T::from_values(&s[..n], o);
+            }
+        }
+        Pixels::Fixed(p) => {
+            if let Some(v) = values(f, streams, r, n, &mut scratch.values) {
+                T::fixed_row(p, &v, out);
+            }
+        }
+    }
+}
+
+/// Target row `r` into `n` interleaved pixels of the destination.
+fn interleaved_row<T: OutElem>(
+    f: &Frame<'_>,
+    streams: &mut [StreamRows; 2],
+    scratch: &mut Scratch,
+    r: usize,
+    n: usize,
+    out: &mut [T],
+) {
+    let order = match f.input.channels() {
+        ChannelOrder::Rgb => [0, 1, 2],
+        ChannelOrder::Bgr => [2, 1, 0],
+    };
+    match &f.pixels {
+        Pixels::Float(p) => {
+            let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
+                return;
+            };
+            p.run(&v, rows_of(&mut scratch.float, n));
+            let [a, b, c] = order.map(|k| &scratch.float[k][..n]);
+            let interleave = |pixels: &mut [f32]| {
+                for (((o, &a), &b), &c) in pixels.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
+                    o.copy_from_slice(&[a, b, c]);
                 }
             };
-            for (row, line) in dst.chunks_exact_mut(width * 3).take(height).enumerate() {
-                if !rows.contains(&row) {
-                    pad_px(line);
-                    continue;
-                }
-                pad_px(&mut line[..cols.start * 3]);
-                pad_px(&mut line[cols.end * 3..]);
-                let pixels = resampler.row(rgb, row - target.y);
-                for (o, px) in line[cols.start * 3..cols.end * 3]
-                    .chunks_exact_mut(3)
-                    .zip(pixels.chunks_exact(3))
-                {
-                    o[0] = t.value(0, px);
-                    o[1] = t.value(1, px);
-                    o[2] = t.value(2, px);
-                }
+            if let Some(pixels) = T::as_f32(out) {
+                interleave(pixels);
+            } else {
+                scratch.pixels.resize(3 * n, 0.0);
+                interleave(&mut scratch.pixels[..3 * n]);
+                T::from_values(&scratch.pixels[..3 * n], out);
             }
         }
+        Pixels::Fixed(p) => {
+            let Some(v) = values(f, streams, r, n, &mut scratch.values) else {
+                return;
+            };
+            p.run(&v, rows_of(&mut scratch.levels, n));
+            let levels = order.map(|k| &scratch.levels[k][..n]);
+            T::interleave_levels(levels, &mut scratch.pairs, out);
+        }
+    }
+}
+
+/// Three scratch rows of `n`.
+fn rows_of<S: Copy + Default>(rows: &mut [Vec<S>; 3], n: usize) -> [&mut [S]; 3] {
+    let [a, b, c] = rows;
+    for r in [&mut *a, &mut *b, &mut *c] {
+        r.resize(n, S::default());
+    }
+    [&mut a[..n], &mut b[..n], &mut c[..n]]
+}
+
+/// Target row `r`'s three values, each `n` samples: the vertical blends of
+/// the streams' resampled rows, into `out`.
+fn values<'s>(
+    f: &Frame<'_>,
+    streams: &mut [StreamRows; 2],
+    r: usize,
+    n: usize,
+    out: &'s mut [Vec<u16>; 3],
+) -> Option<Values<'s>> {
+    let [first, second] = streams;
+    let pairs = [pair(f, first, 0, r), pair(f, second, 1, r)];
+    for ((stream, k), out) in f.layout.values.into_iter().zip(out.iter_mut()) {
+        let (p, q, lanes) = pairs[stream]?;
+        out.resize(n, 0);
+        blend_rows(
+            p.get(k * n..(k + 1) * n)?,
+            q.get(k * n..(k + 1) * n)?,
+            lanes,
+            out,
+        );
+    }
+    let [a, b, c] = out;
+    Some([&a[..], &b[..], &c[..]])
+}
+
+/// Stream `i`'s two resampled rows for target row `r`.
+fn pair<'a>(f: &Frame<'_>, rows: &'a mut StreamRows, i: usize, r: usize) -> Option<RowPair<'a>> {
+    let plane = f.layout.streams.get(i).and_then(|s| f.planes[s.plane])?;
+    Some(rows.row(plane, r))
+}
+
+fn pad_pixels<T: OutElem>(line: &mut [T], value: [T; 3]) {
+    for o in line.chunks_exact_mut(3) {
+        o.copy_from_slice(&value);
     }
 }
