@@ -89,11 +89,28 @@ def ptr(t):
         return v.ptr
 
 
+def upsample2(c, axis):
+    """Doubles `c` along `axis` by bilinear interpolation, samples centre-sited
+    (the GPU's and the CPU's chroma rule), edges clamped."""
+    n = c.shape[axis]
+    pos = (np.arange(2 * n) + 0.5) / 2 - 0.5
+    i0 = np.floor(pos).astype(int)
+    f = pos - i0
+    a = np.take(c, np.clip(i0, 0, n - 1), axis=axis)
+    b = np.take(c, np.clip(i0 + 1, 0, n - 1), axis=axis)
+    shape = [1] * c.ndim
+    shape[axis] = 2 * n
+    f = f.reshape(shape)
+    return a * (1 - f) + b * f
+
+
 def nv12_to_rgb(y, uv):
-    """BT.601 limited range, from the definitions (float, clipped)."""
+    """BT.601 limited range, from the definitions (float, clipped); chroma
+    interpolated to each pixel."""
     y = y.astype(np.float64)
-    cb = np.repeat(np.repeat(uv[:, 0::2], 2, axis=0), 2, axis=1).astype(np.float64) - 128
-    cr = np.repeat(np.repeat(uv[:, 1::2], 2, axis=0), 2, axis=1).astype(np.float64) - 128
+    up = lambda c: upsample2(upsample2(c.astype(np.float64), 0), 1)
+    cb = up(uv[:, 0::2]) - 128
+    cr = up(uv[:, 1::2]) - 128
     luma = (y - 16) * 255 / 219
     c = 255 / 224
     r = luma + c * 1.402 * cr

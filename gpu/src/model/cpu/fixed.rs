@@ -53,7 +53,7 @@ pub(super) struct FixedPixels {
 
 impl FixedPixels {
     pub(super) fn new(layout: &Layout, color: ColorSpec) -> FixedPixels {
-        let m = color.matrix_rows();
+        let m = crate::color::matrix_rows(color);
         let y_offset = match color.range {
             Range::Limited => 16.0,
             Range::Full => 0.0,
