@@ -13,7 +13,7 @@ mod model_reference;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use model_reference::{expected, fit, max_error, Source};
+use model_reference::{expected, fit, max_error, read_element, Source};
 use zerocam_gpu::{
     convert_cpu, ChannelOrder, ColorSpec, CpuConvertError, CpuPreprocessor, Fit, Matrix,
     ModelInput, ModelInputError, ModelLayout, Range,
@@ -149,22 +149,6 @@ fn check(
         src.format(),
     );
     dst
-}
-
-/// Batch element `n` of a model input tensor, as f64 in its own layout.
-fn read_element(dst: &TensorDyn, n: usize) -> Vec<f64> {
-    fn read<T: zerocam_tensor::Element>(t: &Tensor<T>, n: usize, f: impl Fn(T) -> f64) -> Vec<f64> {
-        let e = t.batch(n).unwrap();
-        let m = e.map_read().unwrap();
-        m.iter().map(|v| f(*v)).collect()
-    }
-    match dst {
-        TensorDyn::U8(t) => read(t, n, f64::from),
-        TensorDyn::I8(t) => read(t, n, f64::from),
-        TensorDyn::F16(t) => read(t, n, |v| f64::from(v.to_f32())),
-        TensorDyn::F32(t) => read(t, n, f64::from),
-        other => panic!("not a model dtype: {:?}", other.dtype()),
-    }
 }
 
 /// The model inputs every format is checked with: each dtype (floats with

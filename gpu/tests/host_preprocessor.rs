@@ -1,18 +1,18 @@
 //! `Preprocessor` on the host: the device `Auto` chooses on llvmpipe (the CPU,
 //! saying why), GPU and CPU results against the f64 reference of
-//! `common/model_ref.rs`, the ring (free destinations reused, held ones
+//! `common/model_reference.rs`, the ring (free destinations reused, held ones
 //! never overwritten, all held → `RingFull` naming the depth), no allocation
 //! per frame in steady state, and the per-frame CPU fallback of `Auto` for a
 //! source the GPU cannot take.
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/model_ref.rs"]
-mod model_ref;
+#[path = "common/model_reference.rs"]
+mod model_reference;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use model_ref::{read_element, reference_model_input};
+use model_reference::{expected, max_error, read_element, Source};
 use zerocam_gpu::{
     ChosenDevice, ColorSpec, CpuConvertError, Device, DeviceReason, Fit, Gpu, GpuError, ModelInput,
     ModelInputError, ModelLayout, PreprocessError, Preprocessor, DEFAULT_RING_DEPTH,
@@ -87,13 +87,15 @@ fn f32_input() -> ModelInput {
 /// The largest difference between `got` and the reference of `src`.
 fn worst_against_reference(src: &Tensor<u8>, input: &ModelInput, got: &TensorDyn) -> f64 {
     let full = Region::new(0, 0, src.width().unwrap(), src.height().unwrap());
-    let (_, want) = reference_model_input(src, input, full, ColorSpec::default());
+    let color = ColorSpec::default();
+    let pad = match input.fit_mode() {
+        Fit::Letterbox { pad } => pad,
+        _ => [0; 3],
+    };
+    let want = expected(input, &Source::new(src, color.matrix, color.range), full, pad);
     let got = read_element(got, 0);
     assert_eq!(got.len(), want.len());
-    got.iter()
-        .zip(&want)
-        .map(|(g, w)| (g - w).abs())
-        .fold(0.0, f64::max)
+    max_error(input, &got, &want).0
 }
 
 #[test]

@@ -7,7 +7,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use zerocam_gpu::{ChannelOrder, Fit, Matrix, ModelInput, ModelLayout, Range};
-use zerocam_tensor::{DType, PixelFormat, Region, Tensor, TensorMapTrait};
+use zerocam_tensor::{DType, PixelFormat, Region, Tensor, TensorDyn, TensorMapTrait};
 
 /// One plane: `channels` interleaved samples a texel, rows packed.
 struct Plane {
@@ -235,4 +235,20 @@ pub fn max_error(input: &ModelInput, got: &[f64], want: &[f64]) -> (f64, (usize,
         }
     }
     worst
+}
+
+/// Batch element `n` of a model input tensor, as f64 in its own layout.
+pub fn read_element(dst: &TensorDyn, n: usize) -> Vec<f64> {
+    fn read<T: zerocam_tensor::Element>(t: &Tensor<T>, n: usize, f: impl Fn(T) -> f64) -> Vec<f64> {
+        let e = t.batch(n).unwrap();
+        let m = e.map_read().unwrap();
+        m.iter().map(|v| f(*v)).collect()
+    }
+    match dst {
+        TensorDyn::U8(t) => read(t, n, f64::from),
+        TensorDyn::I8(t) => read(t, n, f64::from),
+        TensorDyn::F16(t) => read(t, n, |v| f64::from(v.to_f32())),
+        TensorDyn::F32(t) => read(t, n, f64::from),
+        other => panic!("not a model dtype: {:?}", other.dtype()),
+    }
 }
