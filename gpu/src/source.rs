@@ -269,6 +269,7 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         let texture = upload.name;
         let storage = (spec.internal, spec.width, spec.height);
         let allocate = upload.storage != Some(storage);
+        st.stats.upload_allocations += u64::from(allocate);
         let plane = src.plane(spec.plane)?;
         let stride = plane.strides().map_or(0, |s| s[s.len() - 2]);
         let map;

@@ -1,7 +1,7 @@
 //! [`ModelInput`]: what a model takes as its input tensor, checked once and
 //! shared by every path that makes it (the GPU, the CPU, Python, C).
 
-use zerocam_tensor::DType;
+use zerocam_tensor::{DType, Element, Tensor, TensorDyn};
 
 use super::error::ModelInputError;
 use super::fit::Fit;
@@ -292,6 +292,110 @@ impl ModelInput {
         }
     }
 
+    /// The packed byte strides of [`shape`](ModelInput::shape).
+    pub fn packed_strides(&self) -> [usize; 4] {
+        let shape = self.shape();
+        let mut strides = [0; 4];
+        let mut acc = self.dtype.size();
+        for (s, d) in strides.iter_mut().zip(shape).rev() {
+            *s = acc;
+            acc *= d;
+        }
+        strides
+    }
+
+    /// Checks that `dst` can take batch element `batch_index` of this input:
+    /// its element type and shape are this input's, `batch_index` is inside
+    /// the batch, and each batch element is packed (row-major, no gaps; the
+    /// batch stride may be larger, as in a view of a wider batch). Every path
+    /// that writes a model input (the GPU, the CPU) checks with this.
+    /// It allocates nothing unless it fails.
+    ///
+    /// ```
+    /// use zerocam_gpu::{ModelInput, ModelInputError};
+    /// use zerocam_tensor::{DType, TensorDyn, TensorMemory};
+    /// let input = ModelInput::new(4, 2)?.dtype(DType::U8)?; // [1, 3, 2, 4]
+    /// let mem = Some(TensorMemory::Mem);
+    /// let dst = TensorDyn::new(&input.shape(), DType::U8, mem, None)?;
+    /// assert!(input.check_destination(&dst, 0).is_ok());
+    /// let f32s = TensorDyn::new(&input.shape(), DType::F32, mem, None)?;
+    /// assert_eq!(
+    ///     input.check_destination(&f32s, 0),
+    ///     Err(ModelInputError::DestinationDType { expected: DType::U8, actual: DType::F32 })
+    /// );
+    /// assert_eq!(
+    ///     input.check_destination(&dst, 1),
+    ///     Err(ModelInputError::BatchIndex { index: 1, batch: 1 })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ModelInputError::DestinationDType`], [`DestinationShape`](ModelInputError::DestinationShape),
+    /// [`BatchIndex`](ModelInputError::BatchIndex) and
+    /// [`DestinationNotPacked`](ModelInputError::DestinationNotPacked), each
+    /// with the expected and the actual values.
+    pub fn check_destination(
+        &self,
+        dst: &TensorDyn,
+        batch_index: usize,
+    ) -> Result<(), ModelInputError> {
+        self.check_parts(dst.dtype(), dst.shape(), batch_index, |axis| {
+            dst.stride(axis)
+        })
+        .map_err(|e| with_strides(e, || dst.strides()))
+    }
+
+    /// [`check_destination`](ModelInput::check_destination) of a typed tensor.
+    pub(crate) fn check_tensor<T: Element>(
+        &self,
+        dst: &Tensor<T>,
+        batch_index: usize,
+    ) -> Result<(), ModelInputError> {
+        self.check_parts(T::DTYPE, dst.shape(), batch_index, |axis| dst.stride(axis))
+            .map_err(|e| with_strides(e, || dst.strides()))
+    }
+
+    /// The checks of `check_destination` on a tensor's parts; a
+    /// `DestinationNotPacked` leaves `actual` empty for the caller to fill.
+    fn check_parts(
+        &self,
+        dtype: DType,
+        shape: &[usize],
+        batch_index: usize,
+        stride: impl Fn(usize) -> Option<usize>,
+    ) -> Result<(), ModelInputError> {
+        if dtype != self.dtype {
+            return Err(ModelInputError::DestinationDType {
+                expected: self.dtype,
+                actual: dtype,
+            });
+        }
+        let expected = self.shape();
+        if shape != expected {
+            return Err(ModelInputError::DestinationShape {
+                expected,
+                actual: shape.to_vec(),
+            });
+        }
+        if batch_index >= self.batch {
+            return Err(ModelInputError::BatchIndex {
+                index: batch_index,
+                batch: self.batch,
+            });
+        }
+        let packed = self.packed_strides();
+        // Axis 0 only matters between images: at least one element apart.
+        let batch_ok = self.batch == 1 || stride(0).is_some_and(|s| s >= packed[0]);
+        if !(batch_ok && (1..4).all(|axis| stride(axis) == Some(packed[axis]))) {
+            return Err(ModelInputError::DestinationNotPacked {
+                expected: packed,
+                actual: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
     /// The output value of each channel for the pad colour `rgb`, in output
     /// channel order (what a letterbox's bars hold).
     pub fn pad_values(&self, rgb: [u8; 3]) -> [f32; 3] {
@@ -307,6 +411,20 @@ impl ModelInput {
             *o = if integer { v.round().clamp(lo, hi) } else { v };
         }
         out
+    }
+}
+
+/// Fills in the actual strides of a `DestinationNotPacked` (on the error
+/// path only: `strides()` allocates).
+fn with_strides(e: ModelInputError, strides: impl FnOnce() -> Option<Vec<usize>>) -> ModelInputError {
+    match e {
+        ModelInputError::DestinationNotPacked { expected, .. } => {
+            ModelInputError::DestinationNotPacked {
+                expected,
+                actual: strides().unwrap_or_default(),
+            }
+        }
+        other => other,
     }
 }
 
