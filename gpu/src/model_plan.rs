@@ -129,8 +129,8 @@ fn target<T: Element>(
 ) -> Result<(TargetGrid, Rects, i32)> {
     input.check_tensor(dst, index)?;
     let dtype = input.element_type();
-    let code = pack_code(dtype, input.layout())
-        .ok_or(ModelInputError::UnsupportedDType { dtype })?;
+    let code =
+        pack_code(dtype, input.layout()).ok_or(ModelInputError::UnsupportedDType { dtype })?;
     let refuse = |reason| GpuError::ModelDestination {
         shape: input.shape().to_vec(),
         dtype,
@@ -250,12 +250,18 @@ mod tests {
             .unwrap()
     }
 
-    fn whole(x: usize, y: usize, width: usize, height: usize) -> (usize, usize, usize, usize, (usize, usize)) {
+    /// A rectangle as `(x, y, width, height, bytes)`.
+    type Piece = (usize, usize, usize, usize, (usize, usize));
+
+    fn whole(x: usize, y: usize, width: usize, height: usize) -> Piece {
         (x, y, width, height, (0, 4))
     }
 
-    fn pieces(rects: &Rects) -> Vec<(usize, usize, usize, usize, (usize, usize))> {
-        rects.iter().map(|r| (r.x, r.y, r.width, r.height, r.bytes)).collect()
+    fn pieces(rects: &Rects) -> Vec<Piece> {
+        rects
+            .iter()
+            .map(|r| (r.x, r.y, r.width, r.height, r.bytes))
+            .collect()
     }
 
     #[test]
@@ -292,7 +298,11 @@ mod tests {
             .unwrap();
         let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
         let (grid, rects, first) = target(&dst, &input, 1).unwrap();
-        assert_eq!((grid.stride, grid.rows), (12, 7), "81 bytes in 12-byte rows");
+        assert_eq!(
+            (grid.stride, grid.rows),
+            (12, 7),
+            "81 bytes in 12-byte rows"
+        );
         // Bytes 27..54: texel 6 from its byte 3, texels 7..13, texel 13 to byte 2.
         assert_eq!(
             pieces(&rects),
@@ -306,10 +316,7 @@ mod tests {
         );
         assert_eq!(first, 27);
         let (_, rects, _) = target(&dst, &input, 0).unwrap();
-        assert_eq!(
-            pieces(&rects),
-            [whole(0, 0, 3, 2), (0, 2, 1, 1, (0, 3))]
-        );
+        assert_eq!(pieces(&rects), [whole(0, 0, 3, 2), (0, 2, 1, 1, (0, 3))]);
         // Every byte of the tensor is written by exactly one element.
         let mut owner = [0usize; 84];
         for n in 0..3 {
@@ -408,6 +415,28 @@ mod tests {
         let m = plan.model.unwrap();
         assert_eq!((m.source.x, m.target), (640.0, p.target));
         assert!((m.pad[0] - 114.0 / 255.0).abs() < 1e-6);
+    }
+
+    /// The plan runs on the caller's thread every frame: no heap allocation
+    /// (a view source, an odd batch element of five rectangles, a letterbox).
+    #[test]
+    fn a_plan_allocates_nothing() {
+        let frame = nv12(1280, 720);
+        let view = frame.view(Region::new(64, 32, 640, 480)).unwrap();
+        let input = ModelInput::new(63, 37)
+            .unwrap()
+            .dtype(DType::U8)
+            .unwrap()
+            .batch(3)
+            .unwrap()
+            .fit(Fit::Letterbox { pad: [114; 3] });
+        let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let opts = ConvertOptions::default();
+        let (planned, allocations) =
+            crate::test_alloc::allocations_during(|| plan(&view, &dst, &input, &opts, 1));
+        let (p, _) = planned.unwrap();
+        assert_eq!(p.rects.iter().count(), 5);
+        assert_eq!(allocations, 0);
     }
 
     #[test]

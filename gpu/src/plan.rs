@@ -103,7 +103,11 @@ impl Rects {
     /// Adds `r`; the callers never add more than [`CAPACITY`](Rects::CAPACITY)
     /// (a debug assertion; a release build drops the extra).
     pub fn push(&mut self, r: Rect) {
-        debug_assert!(self.len < Rects::CAPACITY, "more than {} rectangles", Rects::CAPACITY);
+        debug_assert!(
+            self.len < Rects::CAPACITY,
+            "more than {} rectangles",
+            Rects::CAPACITY
+        );
         if let Some(slot) = self.items.get_mut(self.len) {
             *slot = Some(r);
             self.len += 1;

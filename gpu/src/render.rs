@@ -152,7 +152,13 @@ pub(crate) fn draw(
             if !r.whole_texels() {
                 // A texel shared with another batch element: its bytes only.
                 let (a, b) = r.bytes;
-                let keep = |byte: usize| if (a..b).contains(&byte) { gl::TRUE } else { gl::FALSE };
+                let keep = |byte: usize| {
+                    if (a..b).contains(&byte) {
+                        gl::TRUE
+                    } else {
+                        gl::FALSE
+                    }
+                };
                 gl::ColorMask(keep(0), keep(1), keep(2), keep(3));
             }
             gl::DrawArrays(gl::TRIANGLES, 0, 3);

@@ -377,7 +377,9 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     .memory(TensorMemory::Mem)
     .build()
     .unwrap();
-    let e = gpu.convert_model(&src, &padded, &nhwc, &opts, 0).unwrap_err();
+    let e = gpu
+        .convert_model(&src, &padded, &nhwc, &opts, 0)
+        .unwrap_err();
     assert!(
         matches!(
             &e,

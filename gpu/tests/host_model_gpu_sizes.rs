@@ -17,7 +17,9 @@ use model_gpu::{
     MEAN, STD,
 };
 use zerocam_gpu::{ConvertOptions, Fit, Gpu, GpuStats, ModelInput, ModelLayout, MODEL_DTYPES};
-use zerocam_tensor::{f16, DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
+use zerocam_tensor::{
+    f16, DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
+};
 
 /// Three different sources, one per batch element.
 fn sources() -> [Tensor<u8>; 3] {
@@ -31,7 +33,10 @@ fn sources() -> [Tensor<u8>; 3] {
 /// The input the size tests use for `dtype`: normalized floats, MobileNet
 /// quantized `u8`, plain `i8`; centre crop.
 fn odd_input(w: usize, h: usize, dtype: DType, layout: ModelLayout, batch: usize) -> ModelInput {
-    let i = input(w, h, dtype, layout).batch(batch).unwrap().fit(Fit::Crop);
+    let i = input(w, h, dtype, layout)
+        .batch(batch)
+        .unwrap()
+        .fit(Fit::Crop);
     match dtype {
         DType::F32 | DType::F16 => i.mean_std(MEAN, STD).unwrap(),
         DType::U8 => i
@@ -49,7 +54,11 @@ fn odd_input(w: usize, h: usize, dtype: DType, layout: ModelLayout, batch: usize
 fn check_batch(gpu: &Gpu, sources: &[Tensor<u8>; 3], input: &ModelInput, memory: TensorMemory) {
     let dst = destination(gpu, input, memory);
     let opts = ConvertOptions::default();
-    let order: &[usize] = if input.batch_size() == 3 { &[0, 2, 1] } else { &[0] };
+    let order: &[usize] = if input.batch_size() == 3 {
+        &[0, 2, 1]
+    } else {
+        &[0]
+    };
     let what = format!("{memory:?}");
     for (step, &n) in order.iter().enumerate() {
         gpu.convert_model_dyn(&sources[n], &dst, input, &opts, n)
@@ -88,7 +97,12 @@ fn odd_sizes_in_every_element_type_layout_and_batch() {
 fn odd_sizes_letterboxed_and_stretched() {
     let gpu = Gpu::new().unwrap();
     let sources = sources();
-    for fit in [Fit::Stretch, Fit::Letterbox { pad: [114, 20, 250] }] {
+    for fit in [
+        Fit::Stretch,
+        Fit::Letterbox {
+            pad: [114, 20, 250],
+        },
+    ] {
         for dtype in [DType::U8, DType::F16] {
             for layout in [ModelLayout::Nchw, ModelLayout::Nhwc] {
                 let i = odd_input(31, 19, dtype, layout, 3).fit(fit);
@@ -119,10 +133,13 @@ fn a_batch_view_of_a_wider_tensor_starting_inside_a_texel() {
             gpu.convert_model(&sources[n], &view, &i, &opts, n).unwrap();
         }
         let dst = TensorDyn::U8(view);
-        for n in 0..2 {
-            assert_element(&dst, n, &sources[n], &i, &opts, 1.0, "view");
+        for (n, src) in sources.iter().enumerate().take(2) {
+            assert_element(&dst, n, src, &i, &opts, 1.0, "view");
             let plane0 = &values(&wide, n)[..15];
-            assert!(plane0.iter().all(|&v| v == 90.0), "{memory:?} plane 0 of {n}: {plane0:?}");
+            assert!(
+                plane0.iter().all(|&v| v == 90.0),
+                "{memory:?} plane 0 of {n}: {plane0:?}"
+            );
         }
     }
 }
@@ -147,7 +164,8 @@ fn an_f16_image_batch_two_bytes_into_its_buffer() {
     let dst = fill_dyn(&TensorDyn::F16(t));
     let opts = ConvertOptions::default();
     for n in [0, 2, 1] {
-        gpu.convert_model_dyn(&sources[n], &dst, &i, &opts, n).unwrap();
+        gpu.convert_model_dyn(&sources[n], &dst, &i, &opts, n)
+            .unwrap();
     }
     for (n, src) in sources.iter().enumerate() {
         assert_element(&dst, n, src, &i, &opts, 0.02, "f16 image");
@@ -184,8 +202,8 @@ fn a_steady_stream_repeats_no_gl_work() {
         let i = odd_input(63, 37, dtype, ModelLayout::Nchw, 3);
         let dst = destination(&gpu, &i, memory);
         let opts = ConvertOptions::default();
-        for n in 0..3 {
-            gpu.convert_model_dyn(&frames[n], &dst, &i, &opts, n).unwrap();
+        for (n, f) in frames.iter().enumerate() {
+            gpu.convert_model_dyn(f, &dst, &i, &opts, n).unwrap();
         }
         let first = gpu.stats().unwrap();
         const N: u64 = 12;
@@ -194,8 +212,16 @@ fn a_steady_stream_repeats_no_gl_work() {
                 .unwrap();
         }
         let after = gpu.stats().unwrap();
-        assert_eq!(gl_work(&after), gl_work(&first), "{dtype:?} {memory:?}: {after:?}");
-        assert_eq!(after.targets.hits - first.targets.hits, N, "one cached target");
+        assert_eq!(
+            gl_work(&after),
+            gl_work(&first),
+            "{dtype:?} {memory:?}: {after:?}"
+        );
+        assert_eq!(
+            after.targets.hits - first.targets.hits,
+            N,
+            "one cached target"
+        );
         assert_eq!(after.uploads - first.uploads, N);
         assert_eq!(after.readbacks - first.readbacks, N);
         assert_eq!(after.converts - first.converts, N);

@@ -416,7 +416,10 @@ impl ModelInput {
 
 /// Fills in the actual strides of a `DestinationNotPacked` (on the error
 /// path only: `strides()` allocates).
-fn with_strides(e: ModelInputError, strides: impl FnOnce() -> Option<Vec<usize>>) -> ModelInputError {
+fn with_strides(
+    e: ModelInputError,
+    strides: impl FnOnce() -> Option<Vec<usize>>,
+) -> ModelInputError {
     match e {
         ModelInputError::DestinationNotPacked { expected, .. } => {
             ModelInputError::DestinationNotPacked {
@@ -467,6 +470,66 @@ mod tests {
             .unwrap()
             .with_channels(ChannelOrder::Bgr);
         assert_eq!(i.pad_values([10, 20, 30]), [30.0, 20.0, 10.0]);
+    }
+
+    #[test]
+    fn a_destination_is_checked_with_the_values_named() {
+        use zerocam_tensor::{ImageLayout, PixelFormat, Region, TensorMemory};
+        let mem = Some(TensorMemory::Mem);
+        let nchw = ModelInput::new(4, 2).unwrap().batch(2).unwrap();
+        let t = TensorDyn::new(&[2, 3, 2, 4], DType::F32, mem, None).unwrap();
+        assert_eq!(nchw.packed_strides(), [96, 32, 16, 4]);
+        assert_eq!(nchw.check_destination(&t, 1), Ok(()));
+        let e = nchw.check_destination(&t, 2).unwrap_err();
+        assert_eq!(e, ModelInputError::BatchIndex { index: 2, batch: 2 });
+        let flat = TensorDyn::new(&[48], DType::F32, mem, None).unwrap();
+        let e = nchw.check_destination(&flat, 0).unwrap_err();
+        assert!(e.to_string().contains("[48]") && e.to_string().contains("[2, 3, 2, 4]"));
+        // A batch view of a wider tensor: elements packed, further apart.
+        let wide = Tensor::<f32>::new(&[2, 5, 2, 4], mem, None).unwrap();
+        let view = TensorDyn::F32(wide.view(Region::new(1, 0, 3, 2)).unwrap());
+        assert_eq!(nchw.check_destination(&view, 1), Ok(()));
+        // Padded image rows are not packed.
+        let nhwc = ModelInput::new(4, 2)
+            .unwrap()
+            .with_layout(ModelLayout::Nhwc)
+            .dtype(DType::U8)
+            .unwrap();
+        let padded = Tensor::<u8>::builder_image(
+            ImageLayout::new(4, 2, PixelFormat::Rgb).with_row_stride(16),
+        )
+        .memory(TensorMemory::Mem)
+        .build()
+        .unwrap();
+        let e = nhwc.check_tensor(&padded, 0).unwrap_err();
+        assert_eq!(
+            e,
+            ModelInputError::DestinationShape {
+                expected: [1, 2, 4, 3],
+                actual: vec![2, 4, 3]
+            }
+        );
+        let batch = Tensor::<u8>::builder_image(
+            ImageLayout::new(4, 2, PixelFormat::Rgb)
+                .with_row_stride(16)
+                .with_batch(2),
+        )
+        .memory(TensorMemory::Mem)
+        .build()
+        .unwrap();
+        let e = nhwc
+            .clone()
+            .batch(2)
+            .unwrap()
+            .check_tensor(&batch, 0)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ModelInputError::DestinationNotPacked {
+                expected: [24, 12, 3, 1],
+                actual: vec![32, 16, 3, 1]
+            }
+        );
     }
 
     #[test]
