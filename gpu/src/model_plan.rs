@@ -5,10 +5,10 @@
 //!
 //! Each texel holds 4 bytes: one `f32`, two `f16` or four `u8`/`i8` elements,
 //! consecutive in the tensor. The shader finds each element's `(c, y, x)`
-//! from its index in its batch element, so any grid width works; a row of
-//! one channel plane (NCHW) or of the image (NHWC), or the fewest of them
-//! that fill whole texels, is the natural one. A batch element is the byte
-//! range `b0..b1` of the tensor: when it fills whole grid rows it is one
+//! from its index in its batch element, so any grid width works: a row of
+//! one channel plane (NCHW) or of the image (NHWC), rounded up to a pitch a
+//! GPU renders a linear dma-buf with (256 bytes). A batch element is the
+//! byte range `b0..b1` of the tensor: when it fills whole grid rows it is one
 //! rectangle; when it does not (odd sizes: a `u8` 63x37, an `f16` 3x5, or a
 //! start inside a texel) it is at most five — a first texel it shares with
 //! its neighbour, the rest of that row, the whole rows, the start of the last
@@ -64,18 +64,22 @@ pub(crate) fn unpack_code(code: i32) -> (i32, i32) {
     ((code - 3) / 2, (code - 3) % 2)
 }
 
-/// Texels per grid row: the fewest image rows (NHWC) or channel-plane rows
-/// (NCHW) whose bytes fill whole texels (1, 2 or 4 of them).
+/// Texels per grid row of a render target that is a linear dma-buf: rows
+/// of a multiple of 256 bytes, the pitch GPUs render linear images with
+/// (lavapipe, through zink, crashes importing a 60- or 252-byte pitch; 32,
+/// 64 and 192 render).
+const GRID_ALIGN: usize = 64;
+
+/// Texels per grid row: one row of a channel plane (NCHW) or of the image
+/// (NHWC), rounded up to [`GRID_ALIGN`] texels. Batch elements that fill
+/// whole rows are one rectangle each (a 640x640 `f32`, a 224x224 `f32`);
+/// others are a few more.
 fn grid_width(input: &ModelInput, elem: usize) -> usize {
     let row_bytes = match input.layout() {
         ModelLayout::Nchw => input.width() * elem,
         ModelLayout::Nhwc => 3 * input.width() * elem,
     };
-    let rows = [1, 2, 4]
-        .into_iter()
-        .find(|k| (k * row_bytes) % 4 == 0)
-        .unwrap_or(4);
-    rows * row_bytes / 4
+    row_bytes.div_ceil(4).next_multiple_of(GRID_ALIGN)
 }
 
 /// The rectangles of a grid `width` texels wide that cover bytes `b0..b1`
@@ -265,7 +269,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_element_of_whole_texels_is_a_band_of_whole_rows() {
+    fn a_batch_element_of_whole_rows_is_one_band() {
         let input = ModelInput::new(640, 640).unwrap().batch(2).unwrap();
         let dst = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
         let (grid, rects, first) = target(&dst, &input, 1).unwrap();
@@ -274,23 +278,18 @@ mod tests {
         assert_eq!(first, 640 * 640 * 3);
         assert_eq!(rects.first().map(|r| r.pack), Some(Pack::Model(9)));
         assert_eq!(unpack_code(9), (3, 0));
-        let nhwc = ModelInput::new(5, 4)
-            .unwrap()
-            .with_layout(ModelLayout::Nhwc)
-            .dtype(DType::U8)
-            .unwrap();
-        // 15 bytes a row: four rows make 15 texels, the whole element.
-        assert_eq!(grid_width(&nhwc, 1), 15);
-        let dst = Tensor::<u8>::new(&nhwc.shape(), Some(TensorMemory::Mem), None).unwrap();
-        let (grid, rects, _) = target(&dst, &nhwc, 0).unwrap();
-        assert_eq!((grid.stride, grid.rows), (60, 1));
-        assert_eq!(pieces(&rects), [whole(0, 0, 15, 1)]);
+        // 224 f32 rows are 896 bytes: 1024-byte grid rows, 588 an element.
+        let input = ModelInput::new(224, 224).unwrap();
+        let dst = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let (grid, rects, _) = target(&dst, &input, 0).unwrap();
+        assert_eq!((grid.stride, grid.rows), (1024, 588));
+        assert_eq!(pieces(&rects), [whole(0, 0, 256, 588)]);
     }
 
     #[test]
     fn an_odd_batch_element_shares_its_end_texels_with_its_neighbours() {
-        // u8 3x3 NCHW, batch 3: 27 bytes an element, a grid 3 texels wide.
-        let input = ModelInput::new(3, 3)
+        // u8 63x37 NCHW, batch 3: 6993 bytes an element, 256-byte grid rows.
+        let input = ModelInput::new(63, 37)
             .unwrap()
             .dtype(DType::U8)
             .unwrap()
@@ -298,14 +297,28 @@ mod tests {
             .unwrap();
         let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
         let (grid, rects, first) = target(&dst, &input, 1).unwrap();
-        assert_eq!(
-            (grid.stride, grid.rows),
-            (12, 7),
-            "81 bytes in 12-byte rows"
-        );
-        // Bytes 27..54: texel 6 from its byte 3, texels 7..13, texel 13 to byte 2.
+        assert_eq!((grid.stride, grid.rows), (256, 82));
+        // Bytes 6993..13986: texel 1748 from its byte 1, texels 1749..3496,
+        // texel 3496 to its byte 2.
         assert_eq!(
             pieces(&rects),
+            [
+                (20, 27, 1, 1, (1, 4)),
+                whole(21, 27, 43, 1),
+                whole(0, 28, 64, 26),
+                whole(0, 54, 40, 1),
+                (40, 54, 1, 1, (0, 2)),
+            ]
+        );
+        assert_eq!(first, 6993);
+    }
+
+    #[test]
+    fn the_pieces_of_a_batch_cover_every_byte_once() {
+        // 27-byte elements in a grid 3 texels wide.
+        let pack = Pack::Model(3);
+        assert_eq!(
+            pieces(&span_rects(27, 54, 3, pack)),
             [
                 (0, 2, 1, 1, (3, 4)),
                 whole(1, 2, 2, 1),
@@ -314,50 +327,50 @@ mod tests {
                 (1, 4, 1, 1, (0, 2)),
             ]
         );
-        assert_eq!(first, 27);
-        let (_, rects, _) = target(&dst, &input, 0).unwrap();
-        assert_eq!(pieces(&rects), [whole(0, 0, 3, 2), (0, 2, 1, 1, (0, 3))]);
-        // Every byte of the tensor is written by exactly one element.
-        let mut owner = [0usize; 84];
-        for n in 0..3 {
-            let (_, rects, _) = target(&dst, &input, n).unwrap();
-            for r in rects.iter() {
-                for y in r.y..r.y + r.height {
-                    for x in r.x..r.x + r.width {
-                        for b in r.bytes.0..r.bytes.1 {
-                            owner[(y * 3 + x) * 4 + b] += 1 << (8 * n);
+        assert_eq!(
+            pieces(&span_rects(0, 27, 3, pack)),
+            [whole(0, 0, 3, 2), (0, 2, 1, 1, (0, 3))]
+        );
+        // One texel holds the end of one element and the start of the next.
+        assert_eq!(
+            pieces(&span_rects(3, 6, 1, pack)),
+            [(0, 0, 1, 1, (3, 4)), (0, 1, 1, 1, (0, 2))]
+        );
+        assert_eq!(pieces(&span_rects(5, 7, 4, pack)), [(1, 0, 1, 1, (1, 3))]);
+        for (len, width, lead) in [(27, 3, 0), (3, 1, 0), (45, 5, 3), (6, 2, 2), (13, 4, 1)] {
+            let mut owner = vec![0u32; 4 * 4 * width + 3 * len + 8];
+            for n in 0..3 {
+                let b0 = lead + n * len;
+                for r in span_rects(b0, b0 + len, width, pack).iter() {
+                    for y in r.y..r.y + r.height {
+                        for x in r.x..r.x + r.width {
+                            for b in r.bytes.0..r.bytes.1 {
+                                owner[(y * width + x) * 4 + b] += 1 << (8 * n);
+                            }
                         }
                     }
                 }
             }
-        }
-        for (i, &o) in owner.iter().enumerate() {
-            let want = if i < 81 { 1 << (8 * (i / 27)) } else { 0 };
-            assert_eq!(o, want, "byte {i}");
+            for (i, &o) in owner.iter().enumerate() {
+                let inside = (lead..lead + 3 * len).contains(&i);
+                let want = if inside {
+                    1 << (8 * ((i - lead) / len))
+                } else {
+                    0
+                };
+                assert_eq!(o, want, "byte {i} of {len}-byte elements, width {width}");
+            }
         }
     }
 
     #[test]
-    fn one_texel_can_hold_the_end_of_one_element_and_the_start_of_the_next() {
-        // u8 1x1: 3 bytes an element, texel 0 holds bytes 0..3 and 3..4.
-        let input = ModelInput::new(1, 1)
-            .unwrap()
-            .dtype(DType::U8)
-            .unwrap()
-            .batch(3)
-            .unwrap();
-        let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
-        let (grid, rects, _) = target(&dst, &input, 1).unwrap();
-        assert_eq!((grid.stride, grid.rows), (4, 3));
-        assert_eq!(pieces(&rects), [(0, 0, 1, 1, (3, 4)), (0, 1, 1, 1, (0, 2))]);
-        let (_, rects, _) = target(&dst, &input, 2).unwrap();
-        assert_eq!(pieces(&rects), [(0, 1, 1, 1, (2, 4)), (0, 2, 1, 1, (0, 1))]);
-        // f16 1x1 batch 1: 6 bytes, one whole texel and half of the next.
+    fn an_f16_element_of_odd_area_ends_half_way_into_a_texel() {
+        // f16 1x1: 6 bytes, one whole texel and half of the next.
         let f16s = ModelInput::new(1, 1).unwrap().dtype(DType::F16).unwrap();
         let dst = Tensor::<f16>::new(&f16s.shape(), Some(TensorMemory::Mem), None).unwrap();
         let (grid, rects, _) = target(&dst, &f16s, 0).unwrap();
-        assert_eq!((grid.stride, grid.rows), (4, 2));
-        assert_eq!(pieces(&rects), [whole(0, 0, 1, 1), (0, 1, 1, 1, (0, 2))]);
+        assert_eq!((grid.stride, grid.rows), (256, 1));
+        assert_eq!(pieces(&rects), [whole(0, 0, 1, 1), (1, 0, 1, 1, (0, 2))]);
     }
 
     #[test]
@@ -387,7 +400,7 @@ mod tests {
     #[test]
     fn a_batch_view_of_a_wider_tensor_keeps_its_stride() {
         // [2, 3, 2, 2] of a [2, 4, 2, 2]: from byte 4, elements 16 bytes
-        // apart and 12 long, one texel a grid row.
+        // apart and 12 long.
         let wide = Tensor::<u8>::new(&[2, 4, 2, 2], Some(TensorMemory::Mem), None).unwrap();
         let view = wide.view(Region::new(1, 0, 3, 2)).unwrap();
         let input = ModelInput::new(2, 2)
@@ -397,8 +410,8 @@ mod tests {
             .batch(2)
             .unwrap();
         let (grid, rects, first) = target(&view, &input, 1).unwrap();
-        assert_eq!((grid.start, grid.stride, grid.rows), (4, 4, 7));
-        assert_eq!(pieces(&rects), [whole(0, 4, 1, 3)]);
+        assert_eq!((grid.start, grid.stride, grid.rows), (4, 256, 1));
+        assert_eq!(pieces(&rects), [whole(4, 0, 3, 1)]);
         assert_eq!(first, 16);
     }
 

@@ -69,15 +69,19 @@ vec3 sample_rgb(vec2 uv) {
 ";
 
 /// How an imported dma-buf is sampled: the driver converts YUV to RGB
-/// (colour space and range from the import's hints).
+/// (colour space and range from the import's hints) and filters (zink on
+/// lavapipe samples NV12 nearest). Clamped to 0..1 as the uploaded path
+/// is: the driver need not clamp (lavapipe does not), and a model input's
+/// float output would carry the excess (blue of -16/255 under dark
+/// yellow-greens).
 const SAMPLE_EXTERNAL: &str = "
 uniform highp samplerExternalOES u_tex0;
 
 vec3 sample_rgb(vec2 uv) {
 #if KIND == 1
-    return vec3(texture(u_tex0, uv).r); // grey: an R8 image samples as (r, 0, 0)
+    return vec3(clamp(texture(u_tex0, uv).r, 0.0, 1.0)); // grey: an R8 image samples as (r, 0, 0)
 #else
-    return texture(u_tex0, uv).rgb;
+    return clamp(texture(u_tex0, uv).rgb, 0.0, 1.0);
 #endif
 }
 ";
