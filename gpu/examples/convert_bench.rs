@@ -150,7 +150,7 @@ fn model_rows(gpu: &Gpu, frames: &[Tensor<u8>], import: ImportPolicy, name: &str
     ];
     for (input, pbo, label) in rows {
         let dst = model_tensor(gpu, &input, pbo);
-        run_model(gpu, frames, &dst, &input, 3, import); // warm up
+        run_model(gpu, frames, &dst, &input, BUFFERS, import); // warm up: every buffer imported
         report(
             name,
             label,
