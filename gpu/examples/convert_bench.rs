@@ -16,16 +16,18 @@
 //! Where there is no DMA heap or no dma-buf import (the host), only `upload`
 //! runs, and the first line says so.
 //!
-//! Then the model-input rows: the same frames to a 1x3x640x640 `f32` tensor,
-//! ImageNet mean/std, centre crop ([`Gpu::convert_model`]), into memory (read
+//! Then the model-input rows ([`Gpu::convert_model`], centre crop): the same
+//! frames to a 1x3x640x640 `f32` tensor, ImageNet mean/std, into memory (read
 //! back) and into a PBO (timed with a CPU map of it, which waits for the
-//! GPU), uploaded or (with dma-bufs) imported.
+//! GPU); to 640x640x3 `u8` (NHWC) and to 1x3x299x299 `u8` (NCHW, an odd
+//! size: its last texel is shared, read back byte by byte) in memory;
+//! uploaded or (with dma-bufs) imported. Each row gives min, median and p90.
 #![allow(clippy::unwrap_used)] // a benchmark: failing loudly is the point
 
 use std::time::{Duration, Instant};
 
-use zerocam_gpu::{ConvertOptions, Fit, Gpu, GpuStats, ImportPolicy, ModelInput};
-use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+use zerocam_gpu::{ConvertOptions, Fit, Gpu, GpuStats, ImportPolicy, ModelInput, ModelLayout};
+use zerocam_tensor::{Access, DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
 
 const BUFFERS: usize = 4;
 
@@ -80,7 +82,7 @@ fn run(
 fn run_model(
     gpu: &Gpu,
     frames: &[Tensor<u8>],
-    dst: &Tensor<f32>,
+    dst: &TensorDyn,
     input: &ModelInput,
     n: usize,
     import: ImportPolicy,
@@ -93,12 +95,12 @@ fn run_model(
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
         let t0 = Instant::now();
-        gpu.convert_model(&frames[i % frames.len()], dst, input, &options, 0)
+        gpu.convert_model_dyn(&frames[i % frames.len()], dst, input, &options, 0)
             .unwrap();
         if dst.memory() == TensorMemory::Pbo {
             // A readback into a PBO may still be in flight: a consumer's map
             // waits for it, so the row counts it.
-            drop(dst.map_read().unwrap());
+            drop(dst.map_access(Access::Read).unwrap());
         }
         times.push(t0.elapsed());
     }
@@ -112,18 +114,48 @@ fn run_model(
     (times, delta)
 }
 
-/// The model-input rows: f32 NCHW, ImageNet mean/std, centre crop.
+/// A model-input destination of `input` in memory or (`pbo`) a PBO.
+fn model_tensor(gpu: &Gpu, input: &ModelInput, pbo: bool) -> TensorDyn {
+    let shape = input.shape();
+    match (input.element_type(), pbo) {
+        (dtype, false) => TensorDyn::new(&shape, dtype, Some(TensorMemory::Mem), None).unwrap(),
+        (DType::U8, true) => gpu.pbo_tensor::<u8>(&shape).unwrap().into(),
+        (_, true) => gpu.pbo_tensor::<f32>(&shape).unwrap().into(),
+    }
+}
+
+/// The model-input rows: 1x3x640x640 f32 NCHW, ImageNet mean/std, centre
+/// crop (memory and PBO); 640x640x3 u8 NHWC (whole texels); 1x3x299x299
+/// u8 NCHW, an odd size whose element ends inside a texel (its last texel
+/// read back byte by byte).
 fn model_rows(gpu: &Gpu, frames: &[Tensor<u8>], import: ImportPolicy, name: &str, n: usize) {
-    let input = ModelInput::new(640, 640)
+    let f32s = ModelInput::new(640, 640)
         .unwrap()
         .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
         .unwrap()
         .fit(Fit::Crop);
-    let mem = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
-    let pbo = gpu.pbo_tensor::<f32>(&input.shape()).unwrap();
-    for (dst, label) in [(&mem, "f32 mem"), (&pbo, "f32 pbo+map")] {
-        run_model(gpu, frames, dst, &input, 3, import); // warm up
-        report(name, label, &run_model(gpu, frames, dst, &input, n, import));
+    let u8s = |w, h, layout| {
+        ModelInput::new(w, h)
+            .unwrap()
+            .dtype(DType::U8)
+            .unwrap()
+            .with_layout(layout)
+            .fit(Fit::Crop)
+    };
+    let rows = [
+        (f32s.clone(), false, "f32 mem"),
+        (f32s, true, "f32 pbo+map"),
+        (u8s(640, 640, ModelLayout::Nhwc), false, "u8 nhwc mem"),
+        (u8s(299, 299, ModelLayout::Nchw), false, "u8 299 mem"),
+    ];
+    for (input, pbo, label) in rows {
+        let dst = model_tensor(gpu, &input, pbo);
+        run_model(gpu, frames, &dst, &input, BUFFERS, import); // warm up: every buffer imported
+        report(
+            name,
+            label,
+            &run_model(gpu, frames, &dst, &input, n, import),
+        );
     }
 }
 
@@ -132,7 +164,8 @@ fn report(name: &str, dst: &str, (times, s): &(Vec<Duration>, GpuStats)) {
     let median = times[times.len() / 2];
     let p90 = times[times.len() * 9 / 10];
     println!(
-        "{name:<9} -> {dst:<11}: median {:8.3} ms  p90 {:8.3} ms  ({} frames: {} imports, {} cache hits, {} uploads, {} readbacks)",
+        "{name:<9} -> {dst:<11}: min {:8.3} ms  median {:8.3} ms  p90 {:8.3} ms  ({} frames: {} imports, {} cache hits, {} uploads, {} readbacks)",
+        ms(times[0]),
         ms(median),
         ms(p90),
         times.len(),

@@ -3,9 +3,9 @@
 
 use zerocam_tensor::{Element, Tensor, TensorDyn};
 
-use crate::model::{FitPlacement, ModelInput};
+use crate::model::{FitPlacement, ModelInput, ModelInputError};
 use crate::plan::ConvertOptions;
-use crate::{Gpu, GpuError, Result};
+use crate::{Gpu, Result};
 
 impl Gpu {
     /// Converts `src` (any source [`convert`](Gpu::convert) takes, with
@@ -22,6 +22,9 @@ impl Gpu {
     /// imports it). Its bytes are drawn as a grid of RGBA8 texels, each texel
     /// one `f32`, two `f16` or four `u8`/`i8` elements, so every GLES 3.0
     /// driver renders it; the batch elements are bands of one render target.
+    /// Any size works: where a batch element begins or ends inside a texel
+    /// (a `u8` 63x37, an `f16` 3x5), that texel's other bytes, its
+    /// neighbour's, are left as they were.
     ///
     /// Returns where the source landed, in the source tensor's pixels: the
     /// letterbox's scale and offsets and the way back from model boxes.
@@ -41,13 +44,13 @@ impl Gpu {
     /// ```
     ///
     /// # Errors
-    /// [`GpuError::ModelDType`] and [`GpuError::ModelShape`] for a destination
-    /// that is not what `input` describes; [`GpuError::BatchIndexOutOfRange`];
-    /// [`GpuError::ModelDestination`] for one that is not contiguous, does
-    /// not start on 4 bytes, or whose rows do not fill whole 4-byte texels
-    /// (`u8` NCHW with `width * height` not a multiple of 4, say);
-    /// [`GpuError::ModelInput`] for a letterbox below one pixel; and the
-    /// errors of [`convert`](Gpu::convert) for the source and the GPU.
+    /// [`GpuError::ModelInput`](crate::GpuError::ModelInput) with the error of
+    /// [`ModelInput::check_destination`] for a destination that is not what
+    /// `input` describes (element type, shape, batch index, packing), or
+    /// with [`LetterboxTooSmall`](crate::ModelInputError::LetterboxTooSmall);
+    /// [`GpuError::ModelDestination`](crate::GpuError::ModelDestination) for one whose elements do not start on
+    /// a multiple of their size in the buffer; and the errors of
+    /// [`convert`](Gpu::convert) for the source and the GPU.
     pub fn convert_model<T: Element>(
         &self,
         src: &Tensor<u8>,
@@ -85,10 +88,11 @@ impl Gpu {
             TensorDyn::I8(t) => self.convert_model(src, t, input, options, batch_index),
             TensorDyn::F16(t) => self.convert_model(src, t, input, options, batch_index),
             TensorDyn::F32(t) => self.convert_model(src, t, input, options, batch_index),
-            other => Err(GpuError::ModelDType {
+            other => Err(ModelInputError::DestinationDType {
                 expected: input.element_type(),
-                found: other.dtype(),
-            }),
+                actual: other.dtype(),
+            }
+            .into()),
         }
     }
 }

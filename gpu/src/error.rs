@@ -196,34 +196,8 @@ pub enum GpuError {
         reason: &'static str,
     },
 
-    /// A model-input destination whose element type is not the model input's.
-    #[error("the destination holds {found:?} elements; the model input is {expected:?}")]
-    ModelDType {
-        /// The model input's element type.
-        expected: DType,
-        /// The destination's.
-        found: DType,
-    },
-
-    /// A model-input destination whose shape is not the model input's.
-    #[error("the destination's shape {found:?} is not the model input's {expected:?}")]
-    ModelShape {
-        /// The model input's shape.
-        expected: Vec<usize>,
-        /// The destination's.
-        found: Vec<usize>,
-    },
-
-    /// A batch element past the end of the model input's batch.
-    #[error("batch index {index} is outside the model input's batch of {batch}")]
-    BatchIndexOutOfRange {
-        /// The index asked for.
-        index: usize,
-        /// Images in the batch.
-        batch: usize,
-    },
-
-    /// A model-input destination the GPU cannot lay out as RGBA8 texels.
+    /// A model-input destination the GPU cannot lay out as RGBA8 texels
+    /// (its elements do not start on a multiple of their size in the buffer).
     #[error("model-input destination {shape:?} {dtype:?}: {reason}")]
     ModelDestination {
         /// Its shape.
@@ -234,7 +208,10 @@ pub enum GpuError {
         reason: &'static str,
     },
 
-    /// A model input that cannot take this source (a letterbox below one pixel).
+    /// A model input that cannot take this source (a letterbox below one
+    /// pixel) or this destination (another element type or shape, a batch
+    /// index past the batch, elements not packed:
+    /// [`ModelInput::check_destination`](crate::ModelInput::check_destination)).
     #[error(transparent)]
     ModelInput(#[from] ModelInputError),
 

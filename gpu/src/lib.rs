@@ -89,6 +89,9 @@ mod target;
 #[cfg(feature = "gl")]
 mod worker;
 
+#[cfg(test)]
+mod test_alloc;
+
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use error::{GpuError, Result};
 pub use import::drm_fourcc;

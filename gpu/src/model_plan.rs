@@ -1,18 +1,24 @@
 //! The plan of a model-input conversion ([`Gpu::convert_model`](crate::Gpu::convert_model)),
 //! worked out before any GL: the destination tensor checked against the
-//! [`ModelInput`], its bytes laid out as a grid of RGBA8 texels (one batch
-//! element a band of whole rows), and the values the write shader needs.
+//! [`ModelInput`], its bytes laid out as a grid of RGBA8 texels, the grid
+//! rectangles of one batch element, and the values the write shader needs.
 //!
 //! Each texel holds 4 bytes: one `f32`, two `f16` or four `u8`/`i8` elements,
-//! consecutive in the tensor. The shader finds the elements' `(c, y, x)` from
-//! the texel's index in its batch element, so any grid width that tiles the
-//! element works; a row of the image (NHWC) or of one channel plane (NCHW) is
-//! the natural one.
+//! consecutive in the tensor. The shader finds each element's `(c, y, x)`
+//! from its index in its batch element, so any grid width works: a row of
+//! one channel plane (NCHW) or of the image (NHWC), rounded up to a pitch a
+//! GPU renders a linear dma-buf with (256 bytes). A batch element is the
+//! byte range `b0..b1` of the tensor: when it fills whole grid rows it is one
+//! rectangle; when it does not (odd sizes: a `u8` 63x37, an `f16` 3x5, or a
+//! start inside a texel) it is at most five — a first texel it shares with
+//! its neighbour, the rest of that row, the whole rows, the start of the last
+//! row, a last shared texel — and the shared texels write only this element's
+//! bytes (a colour mask when drawing, a byte-exact copy when reading back).
 
 use zerocam_tensor::{DType, Element, PixelFormat, Region, Tensor};
 
-use crate::model::{Fit, FitPlacement, ModelInput, ModelLayout, SourceRect};
-use crate::plan::{source, ConvertOptions, Pack, Plan, Rect, TargetGrid};
+use crate::model::{Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout, SourceRect};
+use crate::plan::{source, ConvertOptions, Pack, Plan, Rect, Rects, TargetGrid};
 use crate::{GpuError, Result};
 
 /// What the model write shader computes, besides the source.
@@ -26,6 +32,10 @@ pub(crate) struct ModelDraw {
     pub size: (usize, usize),
     /// Texels per grid row.
     pub grid_width: usize,
+    /// Elements in the grid before the batch element's first: element `k`
+    /// of the batch element lies in byte `k - first` of grid texel
+    /// `(k + first) / per texel`.
+    pub first: i32,
     /// `value[c] = (matrix * rgb)[c] + bias[c]` for `rgb` in 0..1: the
     /// [`ModelInput::affine`] with the channel order folded in, column major.
     pub matrix: [f32; 9],
@@ -54,86 +64,115 @@ pub(crate) fn unpack_code(code: i32) -> (i32, i32) {
     ((code - 3) / 2, (code - 3) % 2)
 }
 
-/// Texels per grid row and rows per batch element: the smallest run of whole
-/// image rows (NHWC) or channel-plane rows (NCHW) that fills whole texels.
-fn grid_shape(input: &ModelInput, elem: usize) -> Option<(usize, usize)> {
-    let (w, h) = (input.width(), input.height());
-    let (row_bytes, rows) = match input.layout() {
-        ModelLayout::Nchw => (w * elem, 3 * h),
-        ModelLayout::Nhwc => (3 * w * elem, h),
+/// Texels per grid row of a render target that is a linear dma-buf: rows
+/// of a multiple of 256 bytes, the pitch GPUs render linear images with
+/// (lavapipe, through zink, crashes importing a 60- or 252-byte pitch; 32,
+/// 64 and 192 render).
+const GRID_ALIGN: usize = 64;
+
+/// Texels per grid row: one row of a channel plane (NCHW) or of the image
+/// (NHWC), rounded up to [`GRID_ALIGN`] texels. Batch elements that fill
+/// whole rows are one rectangle each (a 640x640 `f32`, a 224x224 `f32`);
+/// others are a few more.
+fn grid_width(input: &ModelInput, elem: usize) -> usize {
+    let row_bytes = match input.layout() {
+        ModelLayout::Nchw => input.width() * elem,
+        ModelLayout::Nhwc => 3 * input.width() * elem,
     };
-    [1, 2, 4]
-        .into_iter()
-        .find(|&k| (k * row_bytes) % 4 == 0 && rows % k == 0)
-        .map(|k| (k * row_bytes / 4, rows / k))
+    row_bytes.div_ceil(4).next_multiple_of(GRID_ALIGN)
 }
 
-/// Checks `dst` against `input` and lays out the grid and the rectangle of
-/// batch element `index`.
+/// The rectangles of a grid `width` texels wide that cover bytes `b0..b1`
+/// (from the grid's start), each writing `pack`: at most five, see the
+/// module's documentation.
+fn span_rects(b0: usize, b1: usize, width: usize, pack: Pack) -> Rects {
+    let mut rects = Rects::new();
+    let rect = |texel: usize, texels: usize, height: usize, bytes| Rect {
+        x: texel % width,
+        y: texel / width,
+        width: texels,
+        height,
+        pack,
+        bytes,
+    };
+    let (mut g0, mut g1) = (b0 / 4, b1.div_ceil(4));
+    if b0 % 4 != 0 {
+        let end = if g1 - g0 == 1 { b1 - 4 * g0 } else { 4 };
+        rects.push(rect(g0, 1, 1, (b0 % 4, end)));
+        g0 += 1;
+    }
+    let tail = (b1 % 4 != 0 && g1 > g0).then(|| {
+        g1 -= 1;
+        rect(g1, 1, 1, (0, b1 % 4))
+    });
+    if g0 < g1 && g0 % width != 0 {
+        let end = g1.min(g0.next_multiple_of(width));
+        rects.push(rect(g0, end - g0, 1, (0, 4)));
+        g0 = end;
+    }
+    let rows = (g1 - g0) / width;
+    if rows > 0 {
+        rects.push(rect(g0, width, rows, (0, 4)));
+        g0 += rows * width;
+    }
+    if g0 < g1 {
+        rects.push(rect(g0, g1 - g0, 1, (0, 4)));
+    }
+    if let Some(t) = tail {
+        rects.push(t);
+    }
+    rects
+}
+
+/// Checks `dst` against `input` and lays out the grid, the rectangles of
+/// batch element `index` and its [`ModelDraw::first`].
 fn target<T: Element>(
     dst: &Tensor<T>,
     input: &ModelInput,
     index: usize,
-) -> Result<(TargetGrid, Rect, i32)> {
-    let expected = input.element_type();
-    if T::DTYPE != expected {
-        return Err(GpuError::ModelDType {
-            expected,
-            found: T::DTYPE,
-        });
-    }
-    let shape = input.shape();
-    if dst.shape() != shape {
-        return Err(GpuError::ModelShape {
-            expected: shape.to_vec(),
-            found: dst.shape().to_vec(),
-        });
-    }
-    let batch = input.batch_size();
-    if index >= batch {
-        return Err(GpuError::BatchIndexOutOfRange { index, batch });
-    }
+) -> Result<(TargetGrid, Rects, i32)> {
+    input.check_tensor(dst, index)?;
+    let dtype = input.element_type();
+    let code =
+        pack_code(dtype, input.layout()).ok_or(ModelInputError::UnsupportedDType { dtype })?;
     let refuse = |reason| GpuError::ModelDestination {
-        shape: shape.to_vec(),
-        dtype: expected,
+        shape: input.shape().to_vec(),
+        dtype,
         reason,
     };
-    let elem = expected.size();
-    let mut contiguous = [0; 4];
-    let mut acc = elem;
-    for (s, d) in contiguous.iter_mut().zip(shape).rev() {
-        *s = acc;
-        acc *= d;
-    }
-    if dst.strides().as_deref() != Some(&contiguous[..]) {
-        return Err(refuse("it must be contiguous (row-major, no views)"));
-    }
-    let start = dst.plane_offset();
-    if start % 4 != 0 {
+    let elem = dtype.size();
+    let offset = dst.plane_offset();
+    if offset % elem != 0 {
         return Err(refuse(
-            "it must start at a multiple of 4 bytes in its buffer",
+            "its elements must start on a multiple of their size in the buffer",
         ));
     }
-    let (grid_width, rows) = grid_shape(input, elem).ok_or_else(|| {
-        refuse("the bytes of each row, or of 2 or 4 rows, must be a multiple of 4 (width x 3 x element size for NHWC, width x element size for NCHW)")
-    })?;
-    let code = pack_code(expected, input.layout()).ok_or(GpuError::ModelDType {
-        expected,
-        found: T::DTYPE,
-    })?;
+    let element_bytes = 3 * input.width() * input.height() * elem;
+    let batch = input.batch_size();
+    // Checked by `check_tensor`: at least one element apart when batched.
+    let batch_stride = match batch {
+        1 => element_bytes,
+        _ => dst.stride(0).unwrap_or(element_bytes),
+    };
+    // The grid starts on the 4-byte boundary at or before the tensor.
+    let lead = offset % 4;
+    let end = lead + (batch - 1) * batch_stride + element_bytes;
+    if i32::try_from(end).is_err() {
+        return Err(refuse(
+            "it spans more than 2 GiB, past the shader's 32-bit element indices",
+        ));
+    }
+    let width = grid_width(input, elem);
+    let b0 = lead + index * batch_stride;
+    let rects = span_rects(b0, b0 + element_bytes, width, Pack::Model(code));
     let grid = TargetGrid {
-        start,
-        stride: grid_width * 4,
-        rows: rows * batch,
+        start: offset - lead,
+        stride: width * 4,
+        rows: end.div_ceil(width * 4),
     };
-    let rect = Rect {
-        x: 0,
-        y: rows * index,
-        width: grid_width,
-        height: rows,
-        pack: Pack::Model(code),
-    };
-    Ok((grid, rect, code))
+    // `b0 / elem` is exact (`lead` and the stride are whole elements) and
+    // below `end`, which fits an i32.
+    Ok((grid, rects, (b0 / elem) as i32))
 }
 
 /// The shader's affine: [`ModelInput::affine`] per output channel, reading
@@ -168,7 +207,7 @@ pub(crate) fn plan<T: Element>(
         .crop
         .unwrap_or(Region::new(0, 0, view.width, view.height));
     let placement = input.place(relative)?;
-    let (grid, rect, _) = target(dst, input, index)?;
+    let (grid, rects, first) = target(dst, input, index)?;
     let (matrix, bias) = matrix(input);
     let pad = match input.fit_mode() {
         Fit::Letterbox { pad } => input.pad_values(pad),
@@ -184,6 +223,7 @@ pub(crate) fn plan<T: Element>(
         target: placement.target,
         size: (input.width(), input.height()),
         grid_width: grid.texels_wide(),
+        first,
         matrix,
         bias,
         pad,
@@ -194,7 +234,7 @@ pub(crate) fn plan<T: Element>(
         crop,
         target_label: (PixelFormat::Rgba, grid.texels_wide(), grid.rows),
         grid,
-        rects: vec![rect],
+        rects,
         out: draw.size,
         model: Some(draw),
     };
@@ -214,21 +254,123 @@ mod tests {
             .unwrap()
     }
 
+    /// A rectangle as `(x, y, width, height, bytes)`.
+    type Piece = (usize, usize, usize, usize, (usize, usize));
+
+    fn whole(x: usize, y: usize, width: usize, height: usize) -> Piece {
+        (x, y, width, height, (0, 4))
+    }
+
+    fn pieces(rects: &Rects) -> Vec<Piece> {
+        rects
+            .iter()
+            .map(|r| (r.x, r.y, r.width, r.height, r.bytes))
+            .collect()
+    }
+
     #[test]
-    fn a_batch_element_is_a_band_of_whole_rows() {
+    fn a_batch_element_of_whole_rows_is_one_band() {
         let input = ModelInput::new(640, 640).unwrap().batch(2).unwrap();
         let dst = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
-        let (grid, rect, code) = target(&dst, &input, 1).unwrap();
+        let (grid, rects, first) = target(&dst, &input, 1).unwrap();
         assert_eq!((grid.stride, grid.rows), (2560, 3840));
-        assert_eq!((rect.y, rect.width, rect.height), (1920, 640, 1920));
-        assert_eq!(unpack_code(code), (3, 0));
-        let nhwc = ModelInput::new(5, 4)
+        assert_eq!(pieces(&rects), [whole(0, 1920, 640, 1920)]);
+        assert_eq!(first, 640 * 640 * 3);
+        assert_eq!(rects.first().map(|r| r.pack), Some(Pack::Model(9)));
+        assert_eq!(unpack_code(9), (3, 0));
+        // 224 f32 rows are 896 bytes: 1024-byte grid rows, 588 an element.
+        let input = ModelInput::new(224, 224).unwrap();
+        let dst = Tensor::<f32>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let (grid, rects, _) = target(&dst, &input, 0).unwrap();
+        assert_eq!((grid.stride, grid.rows), (1024, 588));
+        assert_eq!(pieces(&rects), [whole(0, 0, 256, 588)]);
+    }
+
+    #[test]
+    fn an_odd_batch_element_shares_its_end_texels_with_its_neighbours() {
+        // u8 63x37 NCHW, batch 3: 6993 bytes an element, 256-byte grid rows.
+        let input = ModelInput::new(63, 37)
             .unwrap()
-            .with_layout(ModelLayout::Nhwc)
             .dtype(DType::U8)
+            .unwrap()
+            .batch(3)
             .unwrap();
-        // 15 bytes a row: four rows make 15 texels.
-        assert_eq!(grid_shape(&nhwc, 1), Some((15, 1)));
+        let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let (grid, rects, first) = target(&dst, &input, 1).unwrap();
+        assert_eq!((grid.stride, grid.rows), (256, 82));
+        // Bytes 6993..13986: texel 1748 from its byte 1, texels 1749..3496,
+        // texel 3496 to its byte 2.
+        assert_eq!(
+            pieces(&rects),
+            [
+                (20, 27, 1, 1, (1, 4)),
+                whole(21, 27, 43, 1),
+                whole(0, 28, 64, 26),
+                whole(0, 54, 40, 1),
+                (40, 54, 1, 1, (0, 2)),
+            ]
+        );
+        assert_eq!(first, 6993);
+    }
+
+    #[test]
+    fn the_pieces_of_a_batch_cover_every_byte_once() {
+        // 27-byte elements in a grid 3 texels wide.
+        let pack = Pack::Model(3);
+        assert_eq!(
+            pieces(&span_rects(27, 54, 3, pack)),
+            [
+                (0, 2, 1, 1, (3, 4)),
+                whole(1, 2, 2, 1),
+                whole(0, 3, 3, 1),
+                whole(0, 4, 1, 1),
+                (1, 4, 1, 1, (0, 2)),
+            ]
+        );
+        assert_eq!(
+            pieces(&span_rects(0, 27, 3, pack)),
+            [whole(0, 0, 3, 2), (0, 2, 1, 1, (0, 3))]
+        );
+        // One texel holds the end of one element and the start of the next.
+        assert_eq!(
+            pieces(&span_rects(3, 6, 1, pack)),
+            [(0, 0, 1, 1, (3, 4)), (0, 1, 1, 1, (0, 2))]
+        );
+        assert_eq!(pieces(&span_rects(5, 7, 4, pack)), [(1, 0, 1, 1, (1, 3))]);
+        for (len, width, lead) in [(27, 3, 0), (3, 1, 0), (45, 5, 3), (6, 2, 2), (13, 4, 1)] {
+            let mut owner = vec![0u32; 4 * 4 * width + 3 * len + 8];
+            for n in 0..3 {
+                let b0 = lead + n * len;
+                for r in span_rects(b0, b0 + len, width, pack).iter() {
+                    for y in r.y..r.y + r.height {
+                        for x in r.x..r.x + r.width {
+                            for b in r.bytes.0..r.bytes.1 {
+                                owner[(y * width + x) * 4 + b] += 1 << (8 * n);
+                            }
+                        }
+                    }
+                }
+            }
+            for (i, &o) in owner.iter().enumerate() {
+                let inside = (lead..lead + 3 * len).contains(&i);
+                let want = if inside {
+                    1 << (8 * ((i - lead) / len))
+                } else {
+                    0
+                };
+                assert_eq!(o, want, "byte {i} of {len}-byte elements, width {width}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_f16_element_of_odd_area_ends_half_way_into_a_texel() {
+        // f16 1x1: 6 bytes, one whole texel and half of the next.
+        let f16s = ModelInput::new(1, 1).unwrap().dtype(DType::F16).unwrap();
+        let dst = Tensor::<f16>::new(&f16s.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let (grid, rects, _) = target(&dst, &f16s, 0).unwrap();
+        assert_eq!((grid.stride, grid.rows), (256, 1));
+        assert_eq!(pieces(&rects), [whole(0, 0, 1, 1), (1, 0, 1, 1, (0, 2))]);
     }
 
     #[test]
@@ -237,10 +379,10 @@ mod tests {
         let f32s = Tensor::<f32>::new(&[1, 3, 8, 8], Some(TensorMemory::Mem), None).unwrap();
         assert!(matches!(
             target(&f32s, &input, 0),
-            Err(GpuError::ModelDType {
+            Err(GpuError::ModelInput(ModelInputError::DestinationDType {
                 expected: DType::F16,
-                found: DType::F32
-            })
+                actual: DType::F32
+            }))
         ));
         let wrong = Tensor::<f16>::new(&[1, 8, 8, 3], Some(TensorMemory::Mem), None).unwrap();
         let e = target(&wrong, &input, 0).unwrap_err();
@@ -248,14 +390,29 @@ mod tests {
         let right = Tensor::<f16>::new(&[1, 3, 8, 8], Some(TensorMemory::Mem), None).unwrap();
         assert!(matches!(
             target(&right, &input, 1),
-            Err(GpuError::BatchIndexOutOfRange { index: 1, batch: 1 })
+            Err(GpuError::ModelInput(ModelInputError::BatchIndex {
+                index: 1,
+                batch: 1
+            }))
         ));
-        let odd = ModelInput::new(3, 3).unwrap().dtype(DType::U8).unwrap();
-        let t = Tensor::<u8>::new(&[1, 3, 3, 3], Some(TensorMemory::Mem), None).unwrap();
-        assert!(matches!(
-            target(&t, &odd, 0),
-            Err(GpuError::ModelDestination { .. })
-        ));
+    }
+
+    #[test]
+    fn a_batch_view_of_a_wider_tensor_keeps_its_stride() {
+        // [2, 3, 2, 2] of a [2, 4, 2, 2]: from byte 4, elements 16 bytes
+        // apart and 12 long.
+        let wide = Tensor::<u8>::new(&[2, 4, 2, 2], Some(TensorMemory::Mem), None).unwrap();
+        let view = wide.view(Region::new(1, 0, 3, 2)).unwrap();
+        let input = ModelInput::new(2, 2)
+            .unwrap()
+            .dtype(DType::U8)
+            .unwrap()
+            .batch(2)
+            .unwrap();
+        let (grid, rects, first) = target(&view, &input, 1).unwrap();
+        assert_eq!((grid.start, grid.stride, grid.rows), (4, 256, 1));
+        assert_eq!(pieces(&rects), [whole(4, 0, 3, 1)]);
+        assert_eq!(first, 16);
     }
 
     #[test]
@@ -271,6 +428,28 @@ mod tests {
         let m = plan.model.unwrap();
         assert_eq!((m.source.x, m.target), (640.0, p.target));
         assert!((m.pad[0] - 114.0 / 255.0).abs() < 1e-6);
+    }
+
+    /// The plan runs on the caller's thread every frame: no heap allocation
+    /// (a view source, an odd batch element of five rectangles, a letterbox).
+    #[test]
+    fn a_plan_allocates_nothing() {
+        let frame = nv12(1280, 720);
+        let view = frame.view(Region::new(64, 32, 640, 480)).unwrap();
+        let input = ModelInput::new(63, 37)
+            .unwrap()
+            .dtype(DType::U8)
+            .unwrap()
+            .batch(3)
+            .unwrap()
+            .fit(Fit::Letterbox { pad: [114; 3] });
+        let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let opts = ConvertOptions::default();
+        let (planned, allocations) =
+            crate::test_alloc::allocations_during(|| plan(&view, &dst, &input, &opts, 1));
+        let (p, _) = planned.unwrap();
+        assert_eq!(p.rects.iter().count(), 5);
+        assert_eq!(allocations, 0);
     }
 
     #[test]

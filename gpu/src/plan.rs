@@ -43,7 +43,7 @@ pub(crate) enum Pack {
     Rgb,
     /// Channel `c` of four consecutive pixels (one plane of planar RGB).
     Channel(u32),
-    /// Model-input elements (`crate::model_plan::ModelPack::code`).
+    /// Model-input elements (`crate::model_plan::pack_code`).
     Model(i32),
 }
 
@@ -67,6 +67,60 @@ pub(crate) struct Rect {
     pub width: usize,
     pub height: usize,
     pub pack: Pack,
+    /// The bytes `start..end` of each texel that are written: `(0, 4)`, or
+    /// fewer in the one-texel rectangles where a model input's batch element
+    /// begins or ends inside a texel (the rest belongs to its neighbours).
+    pub bytes: (usize, usize),
+}
+
+impl Rect {
+    /// Whether every byte of its texels is written.
+    pub fn whole_texels(&self) -> bool {
+        self.bytes == (0, 4)
+    }
+}
+
+/// At most [`Rects::CAPACITY`] rectangles, held inline: a plan allocates
+/// nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rects {
+    items: [Option<Rect>; Rects::CAPACITY],
+    len: usize,
+}
+
+impl Rects {
+    /// Three planes of planar RGB; five pieces of a model batch element
+    /// (two partial texels, two partial rows, the whole rows between).
+    pub const CAPACITY: usize = 5;
+
+    pub fn new() -> Rects {
+        Rects {
+            items: [None; Rects::CAPACITY],
+            len: 0,
+        }
+    }
+
+    /// Adds `r`; the callers never add more than [`CAPACITY`](Rects::CAPACITY)
+    /// (a debug assertion; a release build drops the extra).
+    pub fn push(&mut self, r: Rect) {
+        debug_assert!(
+            self.len < Rects::CAPACITY,
+            "more than {} rectangles",
+            Rects::CAPACITY
+        );
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = Some(r);
+            self.len += 1;
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Rect> {
+        self.items[..self.len].iter().flatten()
+    }
+
+    pub fn first(&self) -> Option<&Rect> {
+        self.iter().next()
+    }
 }
 
 /// The destination as a grid of RGBA8 texels: `stride / 4` wide, `rows` high,
@@ -100,7 +154,7 @@ pub(crate) struct Plan {
     /// input's texel grid reads as RGBA).
     pub target_label: (PixelFormat, usize, usize),
     pub grid: TargetGrid,
-    pub rects: Vec<Rect>,
+    pub rects: Rects,
     /// Output size in pixels.
     pub out: (usize, usize),
     /// What a model-input conversion writes (`None` for an image destination).
@@ -167,7 +221,7 @@ pub(crate) fn source(src: &Tensor<u8>, crop: Option<Region>) -> Result<(ImagePla
 }
 
 /// Checks a destination and lays out its grid and rectangles.
-pub(crate) fn target(dst: &Tensor<u8>) -> Result<(RootLayout, TargetGrid, Vec<Rect>)> {
+pub(crate) fn target(dst: &Tensor<u8>) -> Result<(RootLayout, TargetGrid, Rects)> {
     let p = image(dst, "destination")?;
     let root = p.root;
     let r = p.region;
@@ -215,7 +269,7 @@ pub(crate) fn target(dst: &Tensor<u8>) -> Result<(RootLayout, TargetGrid, Vec<Re
         }
         Ok(d / stride)
     };
-    let mut rects = Vec::with_capacity(planes.len());
+    let mut rects = Rects::new();
     for (c, plane) in planes.iter().enumerate() {
         let pack = match root.format {
             PixelFormat::PlanarRgb => Pack::Channel(c as u32),
@@ -227,6 +281,7 @@ pub(crate) fn target(dst: &Tensor<u8>) -> Result<(RootLayout, TargetGrid, Vec<Re
             width: r.width * bytes_per_pixel / 4,
             height: r.height,
             pack,
+            bytes: (0, 4),
         });
     }
     let last = planes.last().map_or(start, |p| p.offset);
@@ -278,13 +333,14 @@ mod tests {
             (1920, 640, 480)
         );
         assert_eq!(
-            rects,
+            rects.iter().copied().collect::<Vec<_>>(),
             [Rect {
                 x: 0,
                 y: 0,
                 width: 480,
                 height: 640,
-                pack: Pack::Rgb
+                pack: Pack::Rgb,
+                bytes: (0, 4),
             }]
         );
     }
@@ -308,13 +364,14 @@ mod tests {
         assert!(matches!(e, GpuError::Batched { batch: 3, .. }), "{e}");
         assert_eq!(grid.rows, 96);
         assert_eq!(
-            rects,
+            rects.iter().copied().collect::<Vec<_>>(),
             [Rect {
                 x: 4,
                 y: 2 * 32 + 8,
                 width: 16,
                 height: 16,
-                pack: Pack::Rgba
+                pack: Pack::Rgba,
+                bytes: (0, 4),
             }]
         );
     }

@@ -32,6 +32,7 @@ struct ModelUniforms {
     target: i32,
     size: i32,
     grid: i32,
+    first: i32,
     affine: i32,
     bias: i32,
     pad: i32,
@@ -59,6 +60,7 @@ impl Program {
                 target: at("u_target"),
                 size: at("u_size"),
                 grid: at("u_grid"),
+                first: at("u_first"),
                 affine: at("u_affine"),
                 bias: at("u_bias"),
                 pad: at("u_pad"),
@@ -134,12 +136,13 @@ pub(crate) fn draw(
             );
             gl::Uniform2i(u.size, m.size.0 as i32, m.size.1 as i32);
             gl::Uniform1i(u.grid, m.grid_width as i32);
+            gl::Uniform1i(u.first, m.first);
             gl::UniformMatrix3fv(u.affine, 1, gl::FALSE, m.matrix.as_ptr());
             gl::Uniform3fv(u.bias, 1, m.bias.as_ptr());
             gl::Uniform3fv(u.pad, 1, m.pad.as_ptr());
             gl::Uniform2f(u.range, m.range.0, m.range.1);
         }
-        for r in &plan.rects {
+        for r in plan.rects.iter() {
             let channel = match r.pack {
                 Pack::Channel(c) => c as i32,
                 Pack::Rgba | Pack::Rgb | Pack::Model(_) => 0,
@@ -147,7 +150,22 @@ pub(crate) fn draw(
             gl::Uniform1i(program.channel, channel);
             gl::Uniform2i(program.origin, r.x as i32, r.y as i32);
             gl::Viewport(r.x as i32, r.y as i32, r.width as i32, r.height as i32);
+            if !r.whole_texels() {
+                // A texel shared with another batch element: its bytes only.
+                let (a, b) = r.bytes;
+                let keep = |byte: usize| {
+                    if (a..b).contains(&byte) {
+                        gl::TRUE
+                    } else {
+                        gl::FALSE
+                    }
+                };
+                gl::ColorMask(keep(0), keep(1), keep(2), keep(3));
+            }
             gl::DrawArrays(gl::TRIANGLES, 0, 3);
+            if !r.whole_texels() {
+                gl::ColorMask(gl::TRUE, gl::TRUE, gl::TRUE, gl::TRUE);
+            }
         }
         gl::BindTexture(texture_target, 0);
     }

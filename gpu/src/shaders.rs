@@ -69,15 +69,19 @@ vec3 sample_rgb(vec2 uv) {
 ";
 
 /// How an imported dma-buf is sampled: the driver converts YUV to RGB
-/// (colour space and range from the import's hints).
+/// (colour space and range from the import's hints) and filters (zink on
+/// lavapipe samples NV12 nearest). Clamped to 0..1 as the uploaded path
+/// is: the driver need not clamp (lavapipe does not), and a model input's
+/// float output would carry the excess (blue of -16/255 under dark
+/// yellow-greens).
 const SAMPLE_EXTERNAL: &str = "
 uniform highp samplerExternalOES u_tex0;
 
 vec3 sample_rgb(vec2 uv) {
 #if KIND == 1
-    return vec3(texture(u_tex0, uv).r); // grey: an R8 image samples as (r, 0, 0)
+    return vec3(clamp(texture(u_tex0, uv).r, 0.0, 1.0)); // grey: an R8 image samples as (r, 0, 0)
 #else
-    return texture(u_tex0, uv).rgb;
+    return clamp(texture(u_tex0, uv).rgb, 0.0, 1.0);
 #endif
 }
 ";
@@ -120,13 +124,16 @@ void main() {
 
 /// Writes the model-input elements of one texel: one `f32`
 /// (`floatBitsToUint`), two `f16` (`packHalf2x16`) or four `u8`/`i8`, as the
-/// texel's four bytes. Element `k` of the batch element is texel `k / PER`.
+/// texel's four bytes. Grid texel `g` holds the grid's elements
+/// `g * PER .. g * PER + PER`, which are the batch element's from `u_first`
+/// on; where a texel is shared with a neighbouring batch element (odd sizes),
+/// the components outside this one are computed clamped and masked off.
 const WRITE_MODEL: &str = "
 uniform vec4 u_src;      // sampled source rectangle, normalised to the bound texture
 uniform vec4 u_target;   // model pixels it fills: x, y, width, height
 uniform ivec2 u_size;    // model width, height
 uniform int u_grid;      // texels per grid row
-uniform ivec2 u_origin;  // the grid texel holding the batch element's first byte
+uniform int u_first;     // grid elements before the batch element's first
 uniform mat3 u_affine;   // value[c] = (u_affine * rgb)[c] + u_bias[c], rgb in 0..1
 uniform vec3 u_bias;
 uniform vec3 u_pad;      // the letterbox bars' values
@@ -159,24 +166,28 @@ vec3 model_pixel(int pix) {
 }
 
 void main() {
-    ivec2 t = ivec2(gl_FragCoord.xy) - u_origin;
-    int k = (t.y * u_grid + t.x) * PER;
+    ivec2 t = ivec2(gl_FragCoord.xy);
+    // The batch element's index of component 0 (below 0 or past `last` only
+    // in a shared texel, whose other components are masked off).
+    int k = (t.y * u_grid + t.x) * PER - u_first;
+    int last = 3 * u_size.x * u_size.y - 1;
     float v[4] = float[4](0.0, 0.0, 0.0, 0.0);
 #if LAYOUT == 0
     int hw = u_size.x * u_size.y;
     for (int j = 0; j < PER; j++) {
-        int c = (k + j) / hw;
-        v[j] = model_pixel(k + j - c * hw)[c];
+        int e = clamp(k + j, 0, last);
+        int c = e / hw;
+        v[j] = model_pixel(e - c * hw)[c];
     }
 #else
     // PER consecutive interleaved values span at most two pixels.
-    int pix = k / 3;
-    int s = k - 3 * pix;
+    int pix = clamp(k, 0, last) / 3;
+    int s = clamp(k + PER - 1, 0, last) - 3 * pix;
     vec3 a = model_pixel(pix);
-    vec3 b = s + PER > 3 ? model_pixel(pix + 1) : a;
+    vec3 b = s >= 3 ? model_pixel(pix + 1) : a;
     float w[6] = float[6](a.r, a.g, a.b, b.r, b.g, b.b);
     for (int j = 0; j < PER; j++) {
-        v[j] = w[s + j];
+        v[j] = w[clamp(k + j, 0, last) - 3 * pix];
     }
 #endif
 #if DTYPE == 3

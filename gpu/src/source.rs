@@ -208,6 +208,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
 }
 
 /// One texture to upload: GL internal format, format, size, bytes a texel.
+#[derive(Clone, Copy)]
 struct TexSpec {
     plane: usize,
     internal: u32,
@@ -217,7 +218,9 @@ struct TexSpec {
     texel: usize,
 }
 
-fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, Vec<TexSpec>)> {
+/// The shader's source `KIND` and the one or two textures of `format`
+/// (inline: an upload allocates nothing).
+fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, [Option<TexSpec>; 2])> {
     let t = |plane, internal, format, width, height, texel| TexSpec {
         plane,
         internal,
@@ -227,21 +230,23 @@ fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, Vec<TexSpe
         texel,
     };
     Some(match format {
-        PixelFormat::Rgb | PixelFormat::Bgr => (0, vec![t(0, gl::RGB8, gl::RGB, w, h, 3)]),
-        PixelFormat::Rgba | PixelFormat::Bgra => (0, vec![t(0, gl::RGBA8, gl::RGBA, w, h, 4)]),
-        PixelFormat::Grey => (1, vec![t(0, gl::R8, gl::RED, w, h, 1)]),
+        PixelFormat::Rgb | PixelFormat::Bgr => (0, [Some(t(0, gl::RGB8, gl::RGB, w, h, 3)), None]),
+        PixelFormat::Rgba | PixelFormat::Bgra => {
+            (0, [Some(t(0, gl::RGBA8, gl::RGBA, w, h, 4)), None])
+        }
+        PixelFormat::Grey => (1, [Some(t(0, gl::R8, gl::RED, w, h, 1)), None]),
         PixelFormat::Nv12 | PixelFormat::Nv16 => (
             2,
-            vec![
-                t(0, gl::R8, gl::RED, w, h, 1),
-                t(1, gl::RG8, gl::RG, w / 2, format.plane_rows(1, h), 2),
+            [
+                Some(t(0, gl::R8, gl::RED, w, h, 1)),
+                Some(t(1, gl::RG8, gl::RG, w / 2, format.plane_rows(1, h), 2)),
             ],
         ),
         PixelFormat::Yuyv | PixelFormat::Uyvy => (
             if format == PixelFormat::Yuyv { 3 } else { 4 },
-            vec![
-                t(0, gl::RG8, gl::RG, w, h, 2),
-                t(0, gl::RGBA8, gl::RGBA, w / 2, h, 4),
+            [
+                Some(t(0, gl::RG8, gl::RG, w, h, 2)),
+                Some(t(0, gl::RGBA8, gl::RGBA, w / 2, h, 4)),
             ],
         ),
         _ => return None,
@@ -265,12 +270,19 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
     });
     let textures = uploads.map(|u| u.name);
     let pbo = src.pbo_buffer();
-    for (spec, upload) in specs.iter().zip(uploads.iter_mut()) {
+    for (spec, upload) in specs.iter().flatten().zip(uploads.iter_mut()) {
         let texture = upload.name;
         let storage = (spec.internal, spec.width, spec.height);
         let allocate = upload.storage != Some(storage);
+        st.stats.upload_allocations += u64::from(allocate);
         let plane = src.plane(spec.plane)?;
-        let stride = plane.strides().map_or(0, |s| s[s.len() - 2]);
+        // The row stride (`strides()[rank - 2]`, read without allocating).
+        let stride = plane
+            .shape()
+            .len()
+            .checked_sub(2)
+            .and_then(|axis| plane.stride(axis))
+            .unwrap_or(0);
         let map;
         let base: *const u8 = match pbo {
             Some(_) => plane.plane_offset() as *const u8,

@@ -36,6 +36,9 @@ pub(crate) struct GlState {
     pub targets: GpuImageCache<crate::plan::TargetGrid, RenderTarget>,
     pub stats: GpuStats,
     pub pbos: Vec<u32>,
+    /// The 4-byte pack buffer of shared texels read back into a PBO
+    /// (`target::finish`), made on first use.
+    pub scratch_pbo: Option<u32>,
     /// Set when a job panics (shared with the `Gpu` handles).
     pub poison: Arc<PoisonCell>,
     #[cfg(feature = "fault-injection")]
@@ -52,6 +55,7 @@ impl GlState {
             targets: GpuImageCache::new(CACHE_CAPACITY),
             stats: GpuStats::default(),
             pbos: Vec::new(),
+            scratch_pbo: None,
             poison,
             #[cfg(feature = "fault-injection")]
             faults: crate::fault::Faults::default(),
@@ -96,6 +100,7 @@ impl GlState {
             shaders::fragment_planes(kind, pack)
         };
         let p = Program::link(&fragment)?;
+        self.stats.programs_linked += 1;
         self.programs.insert(key, p);
         Ok(p)
     }
@@ -188,6 +193,10 @@ impl GlState {
         for (_, p) in self.programs.drain() {
             // SAFETY: deleting a program this thread linked.
             unsafe { gl::DeleteProgram(p.id) };
+        }
+        if let Some(b) = self.scratch_pbo.take() {
+            // SAFETY: deleting the scratch buffer this thread made.
+            unsafe { gl::DeleteBuffers(1, &b) };
         }
         #[cfg(feature = "fault-injection")]
         self.faults.release();

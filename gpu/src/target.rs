@@ -10,7 +10,7 @@ use zerocam_tensor::{Access, DeviceBorrow, Element, Tensor, TensorMemory};
 use crate::egl::EglImage;
 use crate::glutil;
 use crate::import::target_attribs;
-use crate::plan::{ImportPolicy, Plan};
+use crate::plan::{ImportPolicy, Plan, Rect, TargetGrid};
 use crate::state::GlState;
 use crate::{GpuError, Result};
 
@@ -177,8 +177,41 @@ pub(crate) fn prepare<T: Element>(
     })
 }
 
+/// The bytes of buffer 0 that `r` writes: from its first texel's first
+/// written byte to its last texel's last.
+fn written(g: &TargetGrid, r: &Rect) -> (usize, usize) {
+    let at = g.byte_offset(r);
+    let end = at + (r.height - 1) * g.stride + (r.width - 1) * 4 + r.bytes.1;
+    (at + r.bytes.0, end)
+}
+
+/// The 4-byte pack buffer that a shared texel of a PBO destination is read
+/// into before its own bytes are copied on (made once per GL thread).
+fn scratch_pbo(st: &mut GlState) -> Result<u32> {
+    if let Some(b) = st.scratch_pbo {
+        return Ok(b);
+    }
+    let mut b = 0;
+    // SAFETY: plain GL calls on the current context; no data is read.
+    unsafe {
+        gl::GenBuffers(1, &mut b);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, b);
+        gl::BufferData(gl::PIXEL_PACK_BUFFER, 4, std::ptr::null(), gl::STREAM_COPY);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+    }
+    if let Err(e) = glutil::check("glBufferData (scratch pack buffer)") {
+        // SAFETY: deleting the name just generated.
+        unsafe { gl::DeleteBuffers(1, &b) };
+        return Err(e);
+    }
+    st.scratch_pbo = Some(b);
+    Ok(b)
+}
+
 /// Makes the result visible in `dst`: waits for an in-place render, or reads
-/// each rectangle back into the destination's memory.
+/// each rectangle back into the destination's memory. A rectangle of shared
+/// texels (a model batch element's ends) gives only its own bytes: through a
+/// 4-byte copy on the CPU, or a scratch buffer and a GPU copy into a PBO.
 pub(crate) fn finish<T: Element>(
     st: &mut GlState,
     plan: &Plan,
@@ -191,61 +224,78 @@ pub(crate) fn finish<T: Element>(
         return glutil::check("glFinish");
     }
     let g = plan.grid;
-    let pbo = dst.pbo_buffer();
-    let mut map = match pbo {
-        Some(_) => None,
-        None => Some(dst.map_write()?),
+    let mut map = match dst.pbo_buffer() {
+        Some(pbo) => Err(pbo),
+        None => Ok(dst.map_write()?),
     };
     let span_start = dst.plane_offset();
-    // The map's bytes (elements of any type are read back as bytes).
-    let map_bytes = map.as_ref().map_or(0, |m| std::mem::size_of_val::<[T]>(m));
-    // Where each rectangle goes: a byte offset into the pack PBO, or into the
-    // map (checked to lie inside it before GL is touched).
-    let mut offsets = Vec::with_capacity(plan.rects.len());
-    for r in &plan.rects {
-        let at = g.byte_offset(r);
-        let end = at + (r.height - 1) * g.stride + r.width * 4;
-        match &map {
-            None => offsets.push(at),
-            Some(_) => {
-                let inside = at >= span_start && end - span_start <= map_bytes;
-                if !inside {
-                    return Err(zerocam_tensor::Error::BufferTooSmall {
-                        needed: end.saturating_sub(span_start),
-                        available: map_bytes,
-                    }
-                    .into());
+    if let Ok(m) = &map {
+        // The map's bytes (elements of any type are read back as bytes).
+        let map_bytes = std::mem::size_of_val::<[T]>(m);
+        // Every byte written lies inside the map: checked before GL is touched.
+        for r in plan.rects.iter() {
+            let (at, end) = written(&g, r);
+            if at < span_start || end - span_start > map_bytes {
+                return Err(zerocam_tensor::Error::BufferTooSmall {
+                    needed: end.saturating_sub(span_start),
+                    available: map_bytes,
                 }
-                offsets.push(at - span_start);
+                .into());
             }
         }
     }
     // SAFETY: plain GL state calls on a current context.
     unsafe {
         gl::BindFramebuffer(gl::READ_FRAMEBUFFER, target.framebuffer);
-        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, pbo.unwrap_or(0));
         gl::PixelStorei(gl::PACK_ALIGNMENT, 4);
         gl::PixelStorei(gl::PACK_ROW_LENGTH, g.texels_wide() as i32);
     }
-    for (r, &offset) in plan.rects.iter().zip(&offsets) {
-        let ptr: *mut std::ffi::c_void = match map.as_mut() {
-            None => offset as *mut std::ffi::c_void,
-            // In bounds: `offset + rows` was checked against the map's bytes.
-            Some(m) => m.as_mut_ptr().cast::<u8>().wrapping_add(offset).cast(),
-        };
-        // SAFETY: `ptr` addresses `r.height` rows of `g.stride` bytes inside the
-        // live write map (checked above) or the bound pack PBO; GL writes
-        // `r.width` texels of 4 bytes a row with the pack row length set.
-        unsafe {
-            gl::ReadPixels(
-                r.x as i32,
-                r.y as i32,
-                r.width as i32,
-                r.height as i32,
-                gl::RGBA,
-                gl::UNSIGNED_BYTE,
-                ptr,
-            );
+    for r in plan.rects.iter() {
+        let (at, _) = written(&g, r);
+        let (a, b) = r.bytes;
+        match &mut map {
+            Ok(m) => {
+                // Inside the map: checked above.
+                let to = m.as_mut_ptr().cast::<u8>().wrapping_add(at - span_start);
+                if r.whole_texels() {
+                    // SAFETY: `to` starts `r.height` rows of `g.stride` bytes
+                    // (the last `r.width * 4` long) inside the live write map.
+                    unsafe { read_pixels(r, 0, to.cast()) };
+                } else {
+                    let mut texel = [0u8; 4];
+                    // SAFETY: one texel into a local 4-byte array; then its
+                    // bytes a..b to `to`, which is `b - a` bytes inside the map.
+                    unsafe {
+                        read_pixels(r, 0, texel.as_mut_ptr().cast());
+                        std::ptr::copy_nonoverlapping(texel[a..b].as_ptr(), to, b - a);
+                    }
+                }
+            }
+            Err(pbo) if r.whole_texels() => {
+                // SAFETY: an offset into the bound pack buffer; GL checks the
+                // range against the buffer's size.
+                unsafe { read_pixels(r, *pbo, at as *mut std::ffi::c_void) };
+            }
+            Err(pbo) => {
+                let scratch = scratch_pbo(st)?;
+                // SAFETY: one texel into the 4-byte scratch buffer; then a GPU
+                // copy of its bytes a..b to byte `at` of the live PBO (GL checks
+                // both ranges against the buffers' sizes).
+                unsafe {
+                    read_pixels(r, scratch, std::ptr::null_mut());
+                    gl::BindBuffer(gl::COPY_READ_BUFFER, scratch);
+                    gl::BindBuffer(gl::COPY_WRITE_BUFFER, *pbo);
+                    gl::CopyBufferSubData(
+                        gl::COPY_READ_BUFFER,
+                        gl::COPY_WRITE_BUFFER,
+                        a as isize,
+                        at as isize,
+                        (b - a) as isize,
+                    );
+                    gl::BindBuffer(gl::COPY_READ_BUFFER, 0);
+                    gl::BindBuffer(gl::COPY_WRITE_BUFFER, 0);
+                }
+            }
         }
     }
     // SAFETY: restoring GL state.
@@ -257,4 +307,27 @@ pub(crate) fn finish<T: Element>(
     st.stats.readbacks += 1;
     drop(map);
     Ok(())
+}
+
+/// Reads rectangle `r` of the bound read framebuffer as RGBA8 with the pack
+/// row length set: into pack buffer `buffer` at offset `ptr`, or (`buffer`
+/// 0) into memory at `ptr`.
+///
+/// # Safety
+/// With `buffer` 0, `ptr` must be valid for writes of `r.height` rows of the
+/// pack row length's texels (the last `r.width * 4` bytes long).
+unsafe fn read_pixels(r: &Rect, buffer: u32, ptr: *mut std::ffi::c_void) {
+    // SAFETY: the caller's contract; the context is current (GL thread).
+    unsafe {
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+        gl::ReadPixels(
+            r.x as i32,
+            r.y as i32,
+            r.width as i32,
+            r.height as i32,
+            gl::RGBA,
+            gl::UNSIGNED_BYTE,
+            ptr,
+        );
+    }
 }

@@ -168,6 +168,12 @@ pub struct GpuStats {
     pub uploads: u64,
     /// Destinations read back into their memory (not rendered in place).
     pub readbacks: u64,
+    /// Conversion programs compiled and linked (one per source kind and
+    /// destination packing, on first use): flat once every kind has run.
+    pub programs_linked: u64,
+    /// Times an upload texture was given new storage (a source of another
+    /// size or format than the last): flat while the uploads keep one size.
+    pub upload_allocations: u64,
 }
 
 /// A handle to the GL thread: cheap to clone, shareable across threads.

@@ -5,53 +5,20 @@
 //! normalized floats), and its bad inputs.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/model_gpu.rs"]
+mod model_gpu;
 #[path = "common/model_reference.rs"]
 mod model_reference;
 
+use model_gpu::{f16_values, frame, input, tolerance, values, MEAN, STD};
 use model_reference::{expected, max_error, Source};
 use zerocam_gpu::{
     ChannelOrder, ColorSpec, ConvertOptions, Fit, Gpu, GpuError, Matrix, ModelInput,
     ModelInputError, ModelLayout, Range,
 };
 use zerocam_tensor::{
-    f16, DType, Element, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
+    f16, DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
 };
-
-const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
-const STD: [f32; 3] = [0.229, 0.224, 0.225];
-
-/// A test frame of `format`, rows `stride` bytes apart (None: packed), with
-/// smooth gradients and some texture in every byte (padding included).
-fn frame(format: PixelFormat, w: usize, h: usize, stride: Option<usize>) -> Tensor<u8> {
-    let mut layout = ImageLayout::new(w, h, format);
-    if let Some(s) = stride {
-        layout = layout.with_row_stride(s);
-    }
-    let t = Tensor::<u8>::builder_image(layout)
-        .memory(TensorMemory::Mem)
-        .build()
-        .unwrap();
-    {
-        let mut m = t.map().unwrap();
-        for (i, b) in m.iter_mut().enumerate() {
-            *b = ((i % 97) * 2 + (i / 211) % 40 + (i * 7) % 13) as u8;
-        }
-    }
-    t
-}
-
-/// The values of batch element `n` of `t` as f64, in the tensor's layout.
-fn values<T: Element + Into<f64>>(t: &Tensor<T>, n: usize) -> Vec<f64> {
-    let e = t.batch(n).unwrap();
-    let m = e.map_read().unwrap();
-    m.iter().map(|&v| v.into()).collect()
-}
-
-fn f16_values(t: &Tensor<f16>, n: usize) -> Vec<f64> {
-    let e = t.batch(n).unwrap();
-    let m = e.map_read().unwrap();
-    m.iter().map(|v| f64::from(v.to_f32())).collect()
-}
 
 /// Converts `src` into a new memory tensor of `input` and returns batch
 /// element `n`'s values.
@@ -82,13 +49,6 @@ fn convert(gpu: &Gpu, src: &Tensor<u8>, input: &ModelInput, opts: &ConvertOption
     }
 }
 
-fn tolerance(input: &ModelInput) -> f64 {
-    match input.element_type() {
-        DType::U8 | DType::I8 => 1.0,
-        _ => 0.02,
-    }
-}
-
 /// Converts and compares with the reference.
 fn check(gpu: &Gpu, src: &Tensor<u8>, input: &ModelInput, opts: &ConvertOptions) {
     let got = convert(gpu, src, input, opts);
@@ -111,14 +71,6 @@ fn check(gpu: &Gpu, src: &Tensor<u8>, input: &ModelInput, opts: &ConvertOptions)
         "{:?} -> {input:?} {opts:?}: off by {err} at (c, y, x) {at:?}",
         src.format()
     );
-}
-
-fn input(w: usize, h: usize, dtype: DType, layout: ModelLayout) -> ModelInput {
-    ModelInput::new(w, h)
-        .unwrap()
-        .dtype(dtype)
-        .unwrap()
-        .with_layout(layout)
 }
 
 #[test]
@@ -352,10 +304,10 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     assert!(
         matches!(
             e,
-            GpuError::ModelDType {
+            GpuError::ModelInput(ModelInputError::DestinationDType {
                 expected: DType::F32,
-                found: DType::U8
-            }
+                actual: DType::U8
+            })
         ),
         "{e}"
     );
@@ -364,14 +316,23 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     let e = gpu
         .convert_model(&src, &wrong_shape, &i, &opts, 0)
         .unwrap_err();
-    assert!(matches!(e, GpuError::ModelShape { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            GpuError::ModelInput(ModelInputError::DestinationShape { .. })
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("[1, 8, 16, 3]"), "{e}");
     assert!(e.to_string().contains("[1, 3, 8, 16]"), "{e}");
 
     let right = Tensor::<f32>::new(&i.shape(), mem, None).unwrap();
     let e = gpu.convert_model(&src, &right, &i, &opts, 1).unwrap_err();
     assert!(
-        matches!(e, GpuError::BatchIndexOutOfRange { index: 1, batch: 1 }),
+        matches!(
+            e,
+            GpuError::ModelInput(ModelInputError::BatchIndex { index: 1, batch: 1 })
+        ),
         "{e}"
     );
 
@@ -398,18 +359,35 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     assert!(
         matches!(
             e,
-            GpuError::ModelDType {
-                found: DType::U16,
+            GpuError::ModelInput(ModelInputError::DestinationDType {
+                actual: DType::U16,
                 ..
-            }
+            })
         ),
         "{e}"
     );
 
-    let odd = input(3, 3, DType::U8, ModelLayout::Nchw);
-    let t = Tensor::<u8>::new(&odd.shape(), mem, None).unwrap();
-    let e = gpu.convert_model(&src, &t, &odd, &opts, 0).unwrap_err();
-    assert!(matches!(e, GpuError::ModelDestination { .. }), "{e}");
+    // An RGB image batch has the NHWC shape, but its rows are padded.
+    let nhwc = input(6, 4, DType::U8, ModelLayout::Nhwc).batch(2).unwrap();
+    let padded = Tensor::<u8>::builder_image(
+        ImageLayout::new(6, 4, PixelFormat::Rgb)
+            .with_row_stride(20)
+            .with_batch(2),
+    )
+    .memory(TensorMemory::Mem)
+    .build()
+    .unwrap();
+    let e = gpu
+        .convert_model(&src, &padded, &nhwc, &opts, 0)
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            GpuError::ModelInput(ModelInputError::DestinationNotPacked { expected, actual })
+                if *expected == [72, 18, 3, 1] && *actual == [80, 20, 3, 1]
+        ),
+        "{e}"
+    );
 
     let crop = ConvertOptions {
         crop: Some(Region::new(60, 0, 8, 8)),

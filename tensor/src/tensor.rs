@@ -414,6 +414,22 @@ impl<T: Element> Tensor<T> {
         self.geom.strides().map(|s| s.to_vec())
     }
 
+    /// The byte stride of axis `axis` of [`strides`](Tensor::strides),
+    /// without allocating (for per-frame checks); `None` past the last axis
+    /// or when the layout has no uniform strides.
+    ///
+    /// ```
+    /// use zerocam_tensor::{Region, Tensor, TensorMemory};
+    /// let t = Tensor::<f32>::new(&[2, 6, 4], Some(TensorMemory::Mem), None)?;
+    /// assert_eq!((t.stride(0), t.stride(2), t.stride(3)), (Some(96), Some(4), None));
+    /// let view = t.view(Region::new(0, 0, 3, 2))?; // [2, 3, 4] of the [2, 6, 4]
+    /// assert_eq!(view.stride(0), Some(96));
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    pub fn stride(&self, axis: usize) -> Option<usize> {
+        self.geom.strides().and_then(|s| s.get(axis).copied())
+    }
+
     /// Number of elements of the shape.
     pub fn len(&self) -> usize {
         self.shape.iter().product()

@@ -175,6 +175,11 @@ impl TensorDyn {
         each!(self, t => t.strides())
     }
 
+    /// [`Tensor::stride`]: one axis's byte stride, without allocating.
+    pub fn stride(&self, axis: usize) -> Option<usize> {
+        each!(self, t => t.stride(axis))
+    }
+
     /// Size in bytes of the elements.
     pub fn size(&self) -> usize {
         each!(self, t => t.size())

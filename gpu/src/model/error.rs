@@ -60,6 +60,42 @@ pub enum ModelInputError {
         /// The element type.
         dtype: DType,
     },
+    /// A destination tensor whose element type is not the model input's.
+    #[error("the destination holds {actual:?} elements; the model input is {expected:?}")]
+    DestinationDType {
+        /// The model input's element type.
+        expected: DType,
+        /// The destination's.
+        actual: DType,
+    },
+    /// A destination tensor whose shape is not the model input's.
+    #[error("the destination's shape {actual:?} is not the model input's {expected:?}")]
+    DestinationShape {
+        /// The model input's shape.
+        expected: [usize; 4],
+        /// The destination's.
+        actual: Vec<usize>,
+    },
+    /// A batch element past the end of the model input's batch.
+    #[error("batch index {index} is outside the model input's batch of {batch}")]
+    BatchIndex {
+        /// The element asked for.
+        index: usize,
+        /// Images in the batch.
+        batch: usize,
+    },
+    /// A destination whose batch elements are not packed (a strided view, a
+    /// padded image row) or overlap.
+    #[error(
+        "the destination's byte strides {actual:?} are not packed: the model input \
+         needs {expected:?} (a larger batch stride is fine)"
+    )]
+    DestinationNotPacked {
+        /// The packed byte strides of the input's shape.
+        expected: [usize; 4],
+        /// The destination's byte strides (empty when they are not uniform).
+        actual: Vec<usize>,
+    },
     /// A letterbox that would scale one side of the source below one pixel.
     #[error(
         "a {source_width}x{source_height} source letterboxed into {width}x{height} \

@@ -3,6 +3,7 @@
 //! GPU and CPU paths that make it.
 
 mod cpu;
+mod destination;
 mod error;
 mod fit;
 mod input;

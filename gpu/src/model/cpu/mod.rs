@@ -312,31 +312,29 @@ impl CpuPreprocessor {
     }
 }
 
-/// `dst` must be the model input's tensor and `batch_index` one of its images.
+/// `dst` must be the model input's tensor and `batch_index` one of its images
+/// ([`ModelInput::check_destination`], its errors as this path's own).
 fn check_destination(
     input: &ModelInput,
     dst: &TensorDyn,
     batch_index: usize,
 ) -> Result<(), CpuConvertError> {
-    if dst.dtype() != input.element_type() {
-        return Err(CpuConvertError::DestinationDType {
-            expected: input.element_type(),
-            actual: dst.dtype(),
-        });
-    }
-    if dst.shape() != input.shape() {
-        return Err(CpuConvertError::DestinationShape {
-            expected: input.shape(),
-            actual: dst.shape().to_vec(),
-        });
-    }
-    if batch_index >= input.batch_size() {
-        return Err(CpuConvertError::BatchIndex {
-            index: batch_index,
-            batch: input.batch_size(),
-        });
-    }
-    Ok(())
+    use super::ModelInputError as E;
+    input
+        .check_destination(dst, batch_index)
+        .map_err(|e| match e {
+            E::DestinationDType { expected, actual } => {
+                CpuConvertError::DestinationDType { expected, actual }
+            }
+            E::DestinationShape { expected, actual } => {
+                CpuConvertError::DestinationShape { expected, actual }
+            }
+            E::BatchIndex { index, batch } => CpuConvertError::BatchIndex { index, batch },
+            E::DestinationNotPacked { actual, .. } => {
+                CpuConvertError::DestinationNotPacked { strides: actual }
+            }
+            other => CpuConvertError::Model(other),
+        })
 }
 
 /// One conversion with a fresh [`CpuPreprocessor`] (its buffers are dropped

@@ -1,0 +1,124 @@
+//! Heap allocations of `Gpu::convert_model` in a steady stream, counted by a
+//! counting global allocator: Rust allocations of every thread of this test
+//! binary, and of the calling thread alone. What other threads make is the
+//! GL thread's (Mesa's own C allocations are not Rust's and not counted).
+//! One test in the binary, so nothing else allocates meanwhile.
+#![allow(clippy::unwrap_used)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[path = "common/model_gpu.rs"]
+mod model_gpu;
+#[path = "common/model_reference.rs"]
+mod model_reference;
+
+use model_gpu::{destination, frame, input};
+use zerocam_gpu::{ConvertOptions, Fit, Gpu, ModelLayout};
+use zerocam_tensor::{DType, PixelFormat, TensorMemory};
+
+struct Counting;
+
+static ALL_THREADS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static THIS_THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    ALL_THREADS.fetch_add(1, Ordering::Relaxed);
+    // A const thread-local without a destructor: no allocation, no panic.
+    let _ = THIS_THREAD.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations per run of `f` over `n` runs: `(on this thread, on others)`.
+fn per_call(n: u64, mut f: impl FnMut()) -> (f64, f64) {
+    let all = ALL_THREADS.load(Ordering::Relaxed);
+    let this = THIS_THREAD.with(Cell::get);
+    for _ in 0..n {
+        f();
+    }
+    let this = THIS_THREAD.with(Cell::get) - this;
+    let all = ALL_THREADS.load(Ordering::Relaxed) - all;
+    (this as f64 / n as f64, (all - this) as f64 / n as f64)
+}
+
+/// In a steady stream the GL thread allocates nothing for a frame, and the
+/// caller no more than a bare round trip to the GL thread (`Gpu::stats`)
+/// does: the job's box and its reply channel, plus one registration of the
+/// waiting caller when the reply is not there yet (the GPU's work takes
+/// longer than `stats`', so that one comes with nearly every frame). The
+/// plan itself allocates nothing (`model_plan`'s unit test counts it alone).
+#[test]
+fn convert_model_allocates_nothing_on_the_gl_thread() {
+    let gpu = Gpu::new().unwrap();
+    let src = frame(PixelFormat::Nv12, 128, 72, None);
+    let opts = ConvertOptions::default();
+    for (dtype, memory) in [
+        (DType::F32, TensorMemory::Mem),
+        (DType::U8, TensorMemory::Pbo),
+        (DType::F16, TensorMemory::Shm),
+    ] {
+        // Odd sizes (shared texels, the scratch PBO) and every batch element.
+        let i = input(63, 37, dtype, ModelLayout::Nhwc)
+            .batch(3)
+            .unwrap()
+            .fit(Fit::Crop);
+        let dst = destination(&gpu, &i, memory);
+        for n in 0..3 {
+            gpu.convert_model_dyn(&src, &dst, &i, &opts, n).unwrap(); // warm up
+        }
+        const N: u64 = 30;
+        let (round_trip, stats_gl) = per_call(N, || {
+            gpu.stats().unwrap();
+        });
+        let mut k = 0;
+        let (caller, gl) = per_call(N, || {
+            gpu.convert_model_dyn(&src, &dst, &i, &opts, k % 3).unwrap();
+            k += 1;
+        });
+        println!(
+            "{dtype:?} {memory:?}: a frame makes {caller} allocations on the caller's thread \
+             and {gl} on the GL thread; a stats() round trip {round_trip} and {stats_gl}"
+        );
+        assert_eq!(
+            gl, 0.0,
+            "{dtype:?} {memory:?}: GL-thread allocations a frame"
+        );
+        assert!(
+            caller <= round_trip + 1.0,
+            "{dtype:?} {memory:?}: {caller} allocations a frame on the caller's thread, \
+             a bare round trip makes {round_trip}"
+        );
+    }
+}
