@@ -142,9 +142,6 @@ pub fn gpu_err(e: GpuError) -> PyErr {
         | GpuError::Batched { .. }
         | GpuError::ForeignPbo { .. }
         | GpuError::UnsupportedMemory { .. }
-        | GpuError::ModelDType { .. }
-        | GpuError::ModelShape { .. }
-        | GpuError::BatchIndexOutOfRange { .. }
         | GpuError::ModelDestination { .. } => invalid(msg),
         _ => DeviceError::new_err(msg),
     }
