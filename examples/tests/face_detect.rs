@@ -6,9 +6,9 @@
 #![allow(clippy::unwrap_used)] // tests may panic
 
 mod common;
+#[path = "../../gpu/tests/common/counting_alloc.rs"]
+mod counting_alloc;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -16,34 +16,6 @@ use zerocam_examples::face::{locate_model, FaceDetector, FaceError};
 use zerocam_examples::still::read_png;
 use zerocam_gpu::ColorSpec;
 use zerocam_tensor::{Region, Tensor, TensorDyn};
-
-/// Counts this thread's allocations (tests run on their own threads).
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 /// scikit-image's `data/astronaut.png` (512x512 RGB, public domain), found
 /// through `python3` without importing skimage.
@@ -270,12 +242,12 @@ fn steady_state_allocates_only_inside_litert() {
     for _ in 0..2 {
         d.detect(&image, ColorSpec::default(), 0.5).unwrap(); // buffers grow to size
     }
-    let per_frame: Vec<usize> = (0..4)
+    let per_frame: Vec<u64> = (0..4)
         .map(|_| {
-            let before = ALLOCATIONS.with(Cell::get);
+            let before = counting_alloc::this_thread();
             let (faces, _) = d.detect(&image, ColorSpec::default(), 0.5).unwrap();
             assert_eq!(faces.len(), 1);
-            ALLOCATIONS.with(Cell::get) - before
+            counting_alloc::this_thread() - before
         })
         .collect();
     println!("allocations per frame: {per_frame:?}");

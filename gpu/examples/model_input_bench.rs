@@ -13,38 +13,14 @@
 //!
 //! `FILTER` runs only the cases whose name contains it (`f32`, `u8`, ...).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput, ModelLayout};
 use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
 
-/// Counts every allocation and reallocation of the process.
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+// Counts every allocation of the process (all_threads).
+#[path = "../tests/common/counting_alloc.rs"]
+mod counting_alloc;
 
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const STD: [f32; 3] = [0.229, 0.224, 0.225];
@@ -134,16 +110,18 @@ fn bench(case: &Case, src: &Tensor<u8>, runs: usize) -> Result<usize, Box<dyn st
         pre.convert(src, None, color, input, &dst, 0)?;
     }
     let mut times: Vec<Duration> = Vec::with_capacity(runs);
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting_alloc::all_threads();
     for _ in 0..runs {
         let start = Instant::now();
         pre.convert(src, None, color, input, &dst, 0)?;
         times.push(start.elapsed());
     }
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let allocations = counting_alloc::all_threads() - before;
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let per_frame = allocations.div_ceil(runs);
+    let per_frame = usize::try_from(allocations)
+        .unwrap_or(usize::MAX)
+        .div_ceil(runs);
     println!(
         "{}: fastest {:.2} ms, median {:.2} ms over {runs} runs, {per_frame} allocations/frame",
         case.name,

@@ -90,6 +90,7 @@ mod target;
 mod worker;
 
 #[cfg(test)]
+#[path = "../tests/common/counting_alloc.rs"]
 mod test_alloc;
 
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};

@@ -7,11 +7,10 @@
 //! per frame.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 #[path = "common/model_reference.rs"]
 mod model_reference;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
 use model_reference::{expected, fit, max_error, read_element, Source};
 use zerocam_gpu::{
@@ -19,34 +18,6 @@ use zerocam_gpu::{
     ModelInput, ModelInputError, ModelLayout, Range,
 };
 use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
-
-/// Counts this thread's allocations (tests run on their own threads).
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 /// The CPU path's formats.
 const FORMATS: [PixelFormat; 9] = [
@@ -533,13 +504,9 @@ fn plain_levels_are_within_0_6_of_the_exact_value() {
     }
 }
 
-fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
-}
-
 /// Allocations of one steady-state conversion of a `w`x`h` frame of `format`
 /// to a 64x48 f32 input (after two warm-up frames), twice.
-fn steady_allocations(format: PixelFormat, w: usize, h: usize) -> [usize; 2] {
+fn steady_allocations(format: PixelFormat, w: usize, h: usize) -> [u64; 2] {
     let input = ModelInput::new(64, 48)
         .unwrap()
         .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
@@ -550,9 +517,9 @@ fn steady_allocations(format: PixelFormat, w: usize, h: usize) -> [usize; 2] {
     let mut pre = CpuPreprocessor::new();
     let color = ColorSpec::default();
     let mut frame = || {
-        let before = allocations();
+        let before = counting_alloc::this_thread();
         pre.convert(&src, None, color, &input, &dst, 0).unwrap();
-        allocations() - before
+        counting_alloc::this_thread() - before
     };
     frame();
     frame();

@@ -5,10 +5,8 @@
 //! One test in the binary, so nothing else allocates meanwhile.
 #![allow(clippy::unwrap_used)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 #[path = "common/model_gpu.rs"]
 mod model_gpu;
 #[path = "common/model_reference.rs"]
@@ -18,58 +16,15 @@ use model_gpu::{destination, frame, input};
 use zerocam_gpu::{ConvertOptions, Fit, Gpu, ModelLayout};
 use zerocam_tensor::{DType, PixelFormat, TensorMemory};
 
-struct Counting;
-
-static ALL_THREADS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static THIS_THREAD: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    ALL_THREADS.fetch_add(1, Ordering::Relaxed);
-    // A const thread-local without a destructor: no allocation, no panic.
-    let _ = THIS_THREAD.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
 /// Allocations per run of `f` over `n` runs: `(on this thread, on others)`.
 fn per_call(n: u64, mut f: impl FnMut()) -> (f64, f64) {
-    let all = ALL_THREADS.load(Ordering::Relaxed);
-    let this = THIS_THREAD.with(Cell::get);
+    let all = counting_alloc::all_threads();
+    let this = counting_alloc::this_thread();
     for _ in 0..n {
         f();
     }
-    let this = THIS_THREAD.with(Cell::get) - this;
-    let all = ALL_THREADS.load(Ordering::Relaxed) - all;
+    let this = counting_alloc::this_thread() - this;
+    let all = counting_alloc::all_threads() - all;
     (this as f64 / n as f64, (all - this) as f64 / n as f64)
 }
 

@@ -6,11 +6,10 @@
 //! source the GPU cannot take.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 #[path = "common/model_reference.rs"]
 mod model_reference;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
 use model_reference::{expected, max_error, read_element, Source};
 use zerocam_gpu::{
@@ -18,38 +17,6 @@ use zerocam_gpu::{
     ModelInputError, ModelLayout, PreprocessError, Preprocessor, DEFAULT_RING_DEPTH,
 };
 use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
-
-/// Counts this thread's allocations (tests run on their own threads).
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract is passed through.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
-}
 
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const STD: [f32; 3] = [0.229, 0.224, 0.225];
@@ -92,7 +59,12 @@ fn worst_against_reference(src: &Tensor<u8>, input: &ModelInput, got: &TensorDyn
         Fit::Letterbox { pad } => pad,
         _ => [0; 3],
     };
-    let want = expected(input, &Source::new(src, color.matrix, color.range), full, pad);
+    let want = expected(
+        input,
+        &Source::new(src, color.matrix, color.range),
+        full,
+        pad,
+    );
     let got = read_element(got, 0);
     assert_eq!(got.len(), want.len());
     max_error(input, &got, &want).0
@@ -247,21 +219,29 @@ fn steady_state_allocates_nothing_per_frame() {
     for _ in 0..3 {
         pre.run(&src, None, color).unwrap();
     }
-    let before = allocations();
+    let before = counting_alloc::this_thread();
     for _ in 0..20 {
         let out = pre.run(&src, None, color).unwrap();
         assert_eq!(out.tensor.shape(), &[1, 3, 40, 40]);
     }
-    assert_eq!(allocations() - before, 0, "allocations in 20 frames");
+    assert_eq!(
+        counting_alloc::this_thread() - before,
+        0,
+        "allocations in 20 frames"
+    );
     // One result held while the next is made (a Python loop's `x = pre(f)`).
     let first = pre.run(&src, None, color).unwrap();
     let mut held = pre.run(&src, None, color).unwrap(); // the second destination
     drop(first);
-    let before = allocations();
+    let before = counting_alloc::this_thread();
     for _ in 0..20 {
         held = pre.run(&src, None, color).unwrap();
     }
-    assert_eq!(allocations() - before, 0, "allocations in 20 held frames");
+    assert_eq!(
+        counting_alloc::this_thread() - before,
+        0,
+        "allocations in 20 held frames"
+    );
     drop(held);
     assert_eq!(pre.stats().tensors_allocated, 2);
     assert_eq!(pre.stats().cpu_images, 45);

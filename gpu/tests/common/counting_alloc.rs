@@ -1,18 +1,26 @@
-//! Unit tests only: a global allocator that counts the allocations of each
-//! thread, so a test can assert that a hot-path step allocates nothing.
+//! A global allocator that counts heap allocations (`alloc`, `alloc_zeroed`,
+//! `realloc`) per thread and for the whole process, so a test or bench can
+//! assert that a hot path allocates nothing. A binary has one global
+//! allocator: each test binary, bench or unit-test build that needs it
+//! includes this file once with `#[path]`.
+#![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
+use std::sync::atomic::{AtomicU64, Ordering};
 
 struct Counting;
 
+static ALL_THREADS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static THIS_THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
 fn count() {
+    ALL_THREADS.fetch_add(1, Ordering::Relaxed);
     // A const thread-local without a destructor: no allocation, no panic.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+    let _ = THIS_THREAD.try_with(|c| c.set(c.get() + 1));
 }
 
 // SAFETY: forwards every call to the system allocator unchanged; only counts.
@@ -44,9 +52,19 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// `f`'s result and the heap allocations this thread made while it ran.
+/// Allocations this thread has made so far.
+pub fn this_thread() -> u64 {
+    THIS_THREAD.with(Cell::get)
+}
+
+/// Allocations every thread of the process has made so far.
+pub fn all_threads() -> u64 {
+    ALL_THREADS.load(Ordering::Relaxed)
+}
+
+/// `f`'s result and the allocations this thread made while it ran.
 pub fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = this_thread();
     let r = f();
-    (r, ALLOCATIONS.with(Cell::get) - before)
+    (r, this_thread() - before)
 }
