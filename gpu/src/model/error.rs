@@ -60,6 +60,18 @@ pub enum ModelInputError {
         /// The element type.
         dtype: DType,
     },
+    /// A zero point the element type cannot hold (u8: 0..=255, i8: -128..=127).
+    #[error("quantization zero point {zero_point} is outside {dtype:?}'s {min}..={max}")]
+    ZeroPointOutOfRange {
+        /// Its value.
+        zero_point: i32,
+        /// The element type.
+        dtype: DType,
+        /// The smallest value of the element type.
+        min: i32,
+        /// The largest.
+        max: i32,
+    },
     /// A destination tensor whose element type is not the model input's.
     #[error("the destination holds {actual:?} elements; the model input is {expected:?}")]
     DestinationDType {

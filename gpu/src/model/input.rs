@@ -174,7 +174,9 @@ impl ModelInput {
     ///
     /// # Errors
     /// [`ModelInputError::BadScale`] for a scale that is 0, negative or not
-    /// finite; [`ModelInputError::QuantizedFloat`] on a float element type.
+    /// finite; [`ModelInputError::QuantizedFloat`] on a float element type;
+    /// [`ModelInputError::ZeroPointOutOfRange`] for a zero point the element
+    /// type cannot hold.
     pub fn quantization(
         mut self,
         scale: f32,
@@ -200,6 +202,20 @@ impl ModelInput {
         let float = matches!(self.dtype, DType::F32 | DType::F16);
         if float && self.quantization.is_some() {
             return Err(ModelInputError::QuantizedFloat { dtype: self.dtype });
+        }
+        if let Some(q) = self.quantization {
+            let (min, max) = match self.dtype {
+                DType::I8 => (-128, 127),
+                _ => (0, 255),
+            };
+            if !(min..=max).contains(&q.zero_point) {
+                return Err(ModelInputError::ZeroPointOutOfRange {
+                    zero_point: q.zero_point,
+                    dtype: self.dtype,
+                    min,
+                    max,
+                });
+            }
         }
         Ok(())
     }
@@ -377,6 +393,30 @@ mod tests {
             i.clone().dtype(DType::U8).unwrap().quantization(0.0, 0),
             Err(ModelInputError::BadScale { .. })
         ));
+        assert!(matches!(
+            i.clone().dtype(DType::U8).unwrap().quantization(0.5, 256),
+            Err(ModelInputError::ZeroPointOutOfRange {
+                zero_point: 256,
+                dtype: DType::U8,
+                min: 0,
+                max: 255
+            })
+        ));
+        assert!(matches!(
+            i.clone().dtype(DType::I8).unwrap().quantization(0.5, -129),
+            Err(ModelInputError::ZeroPointOutOfRange {
+                zero_point: -129,
+                min: -128,
+                max: 127,
+                ..
+            })
+        ));
+        assert!(i
+            .clone()
+            .dtype(DType::I8)
+            .unwrap()
+            .quantization(0.5, -128)
+            .is_ok());
         assert!(matches!(
             i.clone().dtype(DType::U16),
             Err(ModelInputError::UnsupportedDType { dtype: DType::U16 })
