@@ -263,10 +263,17 @@ pub(crate) fn finish<T: Element>(
                     unsafe { read_pixels(r, 0, to.cast()) };
                 } else {
                     let mut texel = [0u8; 4];
+                    // A partial rectangle is one texel (`span_rects`); read
+                    // exactly one whatever its size says.
+                    let one = Rect {
+                        width: 1,
+                        height: 1,
+                        ..*r
+                    };
                     // SAFETY: one texel into a local 4-byte array; then its
                     // bytes a..b to `to`, which is `b - a` bytes inside the map.
                     unsafe {
-                        read_pixels(r, 0, texel.as_mut_ptr().cast());
+                        read_pixels(&one, 0, texel.as_mut_ptr().cast());
                         std::ptr::copy_nonoverlapping(texel[a..b].as_ptr(), to, b - a);
                     }
                 }

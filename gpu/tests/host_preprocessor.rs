@@ -257,6 +257,42 @@ fn steady_state_allocates_nothing_per_frame() {
 }
 
 #[test]
+fn auto_sends_a_model_input_too_big_for_the_gpu_to_the_cpu() {
+    // 1x3x5600x64 f32 NCHW: a texel grid 64 wide and 3 x 5600 = 16800 rows,
+    // past llvmpipe's GL_MAX_TEXTURE_SIZE of 16384.
+    let input = ModelInput::new(64, 5600).unwrap();
+    let src = picture(PixelFormat::Rgb, 32, 40, 3);
+    let color = ColorSpec::default();
+    let mut gpu = Preprocessor::new(input.clone(), Device::Gpu).unwrap();
+    let e = gpu.run(&src, None, color).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PreprocessError::Gpu(GpuError::BadSize {
+                what: "destination",
+                ..
+            })
+        ),
+        "the premise: the GPU refuses it ({e})"
+    );
+    let mut auto = Preprocessor::__auto_on_any_gpu(input.clone()).unwrap();
+    let out = auto.run(&src, None, color).unwrap();
+    assert_eq!(out.device, ChosenDevice::Cpu, "converted on the CPU");
+    assert!(worst_against_reference(&src, &input, &out.tensor) <= 0.02);
+    assert_eq!(auto.stats().cpu_fallbacks, 1);
+}
+
+#[test]
+fn a_huge_ring_depth_allocates_nothing_up_front() {
+    let pre = Preprocessor::new(f32_input(), Device::Cpu)
+        .unwrap()
+        .with_ring_depth(usize::MAX)
+        .unwrap();
+    assert_eq!(pre.ring_depth(), usize::MAX);
+    assert_eq!(pre.stats().tensors_allocated, 0);
+}
+
+#[test]
 fn auto_sends_a_source_the_gpu_cannot_take_to_the_cpu() {
     // A PBO of another GL context: its name means nothing to this one.
     let other = Gpu::new().unwrap();

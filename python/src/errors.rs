@@ -181,6 +181,8 @@ pub fn preprocess_err(e: PreprocessError) -> PyErr {
         PreprocessError::Gpu(g) => class_of(gpu_err(g)),
         PreprocessError::Cpu(c) => class_of(cpu_err(c)),
         PreprocessError::Tensor(t) => class_of(tensor_err(t)),
+        // Neither device took it: the CPU's reason says what kind of failure.
+        PreprocessError::NoDeviceTakes { cpu, .. } => class_of(cpu_err(*cpu)),
         _ => invalid(msg),
     }
 }

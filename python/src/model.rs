@@ -105,6 +105,22 @@ fn fit_arg(s: &str, pad: [u8; 3]) -> PyResult<Fit> {
     }
 }
 
+/// `v` as the `f32` the model input holds, refused where that would change
+/// what the caller gave: past `f32`'s range, or a non-zero value that would
+/// become 0 (the Rust checks would then name a value the caller never gave).
+fn to_f32(name: &str, v: f64) -> PyResult<f32> {
+    let f = v as f32;
+    if v.is_finite() && f.is_infinite() {
+        return Err(invalid(format!("{name} {v:e} is outside float32's range")));
+    }
+    if v != 0.0 && f == 0.0 {
+        return Err(invalid(format!(
+            "{name} {v:e} is below float32's smallest value"
+        )));
+    }
+    Ok(f)
+}
+
 /// The integers a zero point of `dtype` can be.
 fn zero_point_range(dtype: DType) -> (i64, i64) {
     match dtype {
@@ -165,9 +181,17 @@ impl PyModelInput {
         let mean = mean.map(|m| per_channel("mean", m)).transpose()?;
         let std = std.map(|s| per_channel("std", s)).transpose()?;
         if mean.is_some() || std.is_some() {
-            let f = |v: [f64; 3]| v.map(|x| x as f32);
             let (m, s) = (mean.unwrap_or([0.0; 3]), std.unwrap_or([1.0; 3]));
-            input = input.mean_std(f(m), f(s)).map_err(model_err)?;
+            let f = |name: &str, v: [f64; 3]| -> PyResult<[f32; 3]> {
+                Ok([
+                    to_f32(name, v[0])?,
+                    to_f32(name, v[1])?,
+                    to_f32(name, v[2])?,
+                ])
+            };
+            input = input
+                .mean_std(f("mean", m)?, f("std", s)?)
+                .map_err(model_err)?;
         }
         match (scale, zero_point) {
             (None, None) => {}
@@ -183,7 +207,9 @@ impl PyModelInput {
                 }
                 // In range of the type (or refused below for a float type).
                 let zp = i32::try_from(zp).unwrap_or(i32::MAX);
-                input = input.quantization(scale as f32, zp).map_err(model_err)?;
+                input = input
+                    .quantization(to_f32("scale", scale)?, zp)
+                    .map_err(model_err)?;
             }
             (Some(s), None) => {
                 return Err(invalid(format!(

@@ -420,6 +420,9 @@ BAD_MODEL_INPUTS = [
     (dict(std=(0.2, 0, 0.2)), "std of channel 1 is 0"),
     (dict(std=-1.0), "std of channel 0 is -1"),
     (dict(mean=(0.5, math.nan, 0.5)), "mean of channel 1 is NaN"),
+    (dict(std=1e-50), "std 1e-50 is below float32's smallest value"),
+    (dict(mean=1e39), "mean 1e39 is outside float32's range"),
+    (dict(dtype="uint8", scale=1e-60, zero_point=0), "scale 1e-60 is below float32's"),
     (dict(mean=(0.5, 0.5)), "mean has 2 values"),
     (dict(mean=MEAN, std=(0.2, 0.2, 0.2, 0.2)), "std has 4 values"),
     (dict(mean="abc"), "mean abc is not a number"),
@@ -458,6 +461,7 @@ def test_bad_preprocessor_arguments_and_sources():
         Preprocessor(mi, ring=0)
     with pytest.raises(InvalidArgument, match="ring -1 is negative"):
         Preprocessor(mi, ring=-1)
+    assert Preprocessor(mi, device="cpu", ring=2**62).ring == 2**62, "nothing allocated up front"
     with pytest.raises(TypeError):
         Preprocessor("8x8")
     pre = Preprocessor(mi, device="cpu")

@@ -6,7 +6,9 @@ use zerocam_tensor::{DType, PixelFormat, Region};
 use crate::model::ModelInputError;
 
 /// A CPU conversion ([`CpuPreprocessor::convert`](crate::CpuPreprocessor::convert))
-/// that cannot run. Nothing is written when one is returned.
+/// that cannot run. Checks of the source and destination come before any
+/// write, so those errors leave the destination untouched; a failure after
+/// the write (the map's sync END) may leave it written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CpuConvertError {
@@ -33,6 +35,13 @@ pub enum CpuConvertError {
     BatchedSource {
         /// Images in the source.
         frames: usize,
+    },
+    /// A source whose rows are too long for this path (over 4 GiB: its
+    /// column offsets are 32-bit).
+    #[error("a {width}-pixel-wide source is too wide for the CPU path (rows over 4 GiB)")]
+    SourceTooWide {
+        /// The source frame's width.
+        width: usize,
     },
     /// A crop that does not lie inside the source.
     #[error("crop {crop:?} does not lie inside the {width}x{height} source")]
@@ -69,10 +78,12 @@ pub enum CpuConvertError {
         batch: usize,
     },
     /// A destination whose elements are not packed (a strided view).
-    #[error("destination strides {strides:?} (bytes) are not packed")]
+    #[error("destination byte strides {actual:?} are not packed (packed: {expected:?})")]
     DestinationNotPacked {
-        /// The destination element's byte strides.
-        strides: Vec<usize>,
+        /// The packed byte strides of the model input's shape.
+        expected: Vec<usize>,
+        /// The destination's byte strides (empty when they are not uniform).
+        actual: Vec<usize>,
     },
     /// A step below this path refused what it was given (a bug in this
     /// crate or the tensor layer: a mapped plane without a row stride): what

@@ -190,6 +190,13 @@ impl CpuPreprocessor {
             });
         }
         let (width, height) = (placement.region.width, placement.region.height);
+        // The resampler's column offsets are u32 bytes within a row.
+        let row_bytes = placement.root.width.saturating_mul(4);
+        if u32::try_from(row_bytes).is_err() {
+            return Err(CpuConvertError::SourceTooWide {
+                width: placement.root.width,
+            });
+        }
         let crop = crop.unwrap_or(Region::new(0, 0, width, height));
         if !crop.fits(width, height) {
             return Err(CpuConvertError::CropOutOfBounds {
@@ -293,11 +300,14 @@ impl CpuPreprocessor {
             ModelLayout::Nchw => [h * w * e, w * e, e],
             ModelLayout::Nhwc => [w * 3 * e, 3 * e, e],
         };
+        // `check_destination` checked the tensor; this checks the element's
+        // map, which the write below relies on.
         match map.strides_bytes() {
             Some(s) if s == packed => {}
             other => {
                 return Err(CpuConvertError::DestinationNotPacked {
-                    strides: other.map(<[usize]>::to_vec).unwrap_or_default(),
+                    expected: packed.to_vec(),
+                    actual: other.map(<[usize]>::to_vec).unwrap_or_default(),
                 })
             }
         }
@@ -330,9 +340,10 @@ fn check_destination(
                 CpuConvertError::DestinationShape { expected, actual }
             }
             E::BatchIndex { index, batch } => CpuConvertError::BatchIndex { index, batch },
-            E::DestinationNotPacked { actual, .. } => {
-                CpuConvertError::DestinationNotPacked { strides: actual }
-            }
+            E::DestinationNotPacked { expected, actual } => CpuConvertError::DestinationNotPacked {
+                expected: expected.to_vec(),
+                actual,
+            },
             other => CpuConvertError::Model(other),
         })
 }

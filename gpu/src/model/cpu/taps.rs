@@ -87,8 +87,10 @@ impl Columns {
         self.start = taps.clone().next().map_or(0, |(t, _)| t * texel + first);
         for (t, w) in taps {
             let w = weights(w);
-            // A row's bytes fit a u32 (an image tensor's size is checked).
-            self.offset.push((t * texel + first - self.start) as u32);
+            // Offsets within one plane row, which `convert` keeps under
+            // 4 GiB (`SourceTooWide`).
+            let offset = t * texel + first - self.start;
+            self.offset.push(u32::try_from(offset).unwrap_or(u32::MAX));
             self.first.push(w.first);
             self.second.push(w.second);
         }

@@ -169,7 +169,9 @@ fn gpu_cannot_take(e: &GpuError) -> bool {
         | GpuError::UnsupportedMemory { role, .. }
         | GpuError::NotAnImage { role, .. }
         | GpuError::ForeignPbo { role, .. } => role.contains("source"),
-        GpuError::BadSize { what, .. } => *what == "source",
+        // A destination too big for GL_MAX_TEXTURE_SIZE is the ring's own
+        // model tensor: the CPU writes any size.
+        GpuError::BadSize { what, .. } => *what == "source" || *what == "destination",
         GpuError::ModelDestination { .. } => true,
         _ => false,
     }

@@ -24,7 +24,9 @@ impl Ring {
             return Err(PreprocessError::ZeroRingDepth { depth });
         }
         Ok(Ring {
-            slots: Vec::with_capacity(depth),
+            // Grown with the slots (lazily, never past `depth`): a huge depth
+            // costs nothing up front.
+            slots: Vec::new(),
             depth,
             next: 0,
             allocated: 0,
