@@ -101,10 +101,7 @@ fn check(
     );
     let r = placed.target;
     assert_eq!([r.x, r.y, r.width, r.height].map(|v| v as f64), t);
-    let pad = match input.fit_mode() {
-        Fit::Letterbox { pad } => pad,
-        _ => [0; 3],
-    };
+    let pad = input.fit_mode().pad();
     let want = expected(
         input,
         &Source::new(src, color.matrix, color.range),

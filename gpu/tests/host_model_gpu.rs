@@ -60,10 +60,7 @@ fn check(gpu: &Gpu, src: &Tensor<u8>, input: &ModelInput, opts: &ConvertOptions)
         src.width().unwrap(),
         src.height().unwrap(),
     ));
-    let pad = match input.fit_mode() {
-        Fit::Letterbox { pad } => pad,
-        _ => [0; 3],
-    };
+    let pad = input.fit_mode().pad();
     let want = expected(input, &source, crop, pad);
     let (err, at) = max_error(input, &got, &want);
     assert!(

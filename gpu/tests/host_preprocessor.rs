@@ -55,10 +55,7 @@ fn f32_input() -> ModelInput {
 fn worst_against_reference(src: &Tensor<u8>, input: &ModelInput, got: &TensorDyn) -> f64 {
     let full = Region::new(0, 0, src.width().unwrap(), src.height().unwrap());
     let color = ColorSpec::default();
-    let pad = match input.fit_mode() {
-        Fit::Letterbox { pad } => pad,
-        _ => [0; 3],
-    };
+    let pad = input.fit_mode().pad();
     let want = expected(
         input,
         &Source::new(src, color.matrix, color.range),

@@ -24,6 +24,17 @@ pub enum Fit {
     },
 }
 
+impl Fit {
+    /// The colour of the bars: the letterbox's pad, black for the fits
+    /// that have none.
+    pub fn pad(self) -> [u8; 3] {
+        match self {
+            Fit::Letterbox { pad } => pad,
+            Fit::Stretch | Fit::Crop => [0; 3],
+        }
+    }
+}
+
 /// A rectangle in source pixels with fractional edges (a centre crop of an odd
 /// size starts between two pixels).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,7 +4,7 @@
 //! declares as `mod model_reference` beside this one).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use zerocam_gpu::{ColorSpec, ConvertOptions, Fit, Gpu, ModelInput, ModelLayout};
+use zerocam_gpu::{ColorSpec, ConvertOptions, Gpu, ModelInput, ModelLayout};
 use zerocam_tensor::{
     f16, DType, Element, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
 };
@@ -135,10 +135,7 @@ pub fn reference(
         src.width().unwrap(),
         src.height().unwrap(),
     ));
-    let pad = match input.fit_mode() {
-        Fit::Letterbox { pad } => pad,
-        _ => [0; 3],
-    };
+    let pad = input.fit_mode().pad();
     expected(input, &source, crop, pad)
 }
 

@@ -88,7 +88,7 @@ pub use error::CpuConvertError;
 
 use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 
-use super::{Fit, FitPlacement, ModelInput, ModelLayout};
+use super::{FitPlacement, ModelInput, ModelLayout};
 use crate::ColorSpec;
 use fixed::FixedPixels;
 use float::FloatPixels;
@@ -218,10 +218,7 @@ impl CpuPreprocessor {
             }
         }
         self.prepare(layout, (width, height), &placed);
-        let pad = match input.fit_mode() {
-            Fit::Letterbox { pad } => pad,
-            _ => [0; 3],
-        };
+        let pad = input.fit_mode().pad();
         let planes = maps.each_ref().map(|m| {
             m.as_ref().map(|(map, stride)| PlaneBytes {
                 bytes: &map[..],
