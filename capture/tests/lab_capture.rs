@@ -3,8 +3,10 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+mod vivid_common;
+use vivid_common::{lock, MULTI, SINGLE, WAIT};
+
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use zerocam_capture::{
@@ -12,22 +14,6 @@ use zerocam_capture::{
     FrameSource, Stream, StreamConfig, CAPTURE_FORMATS,
 };
 use zerocam_tensor::{ColorSpec, FdIdentity, PixelFormat, TensorMemory};
-
-const SINGLE: &str = "/dev/video0";
-const MULTI: &str = "/dev/video1";
-const WAIT: Duration = Duration::from_secs(10);
-
-/// One test at a time per device node.
-fn lock(path: &str) -> MutexGuard<'static, ()> {
-    static SINGLE_LOCK: Mutex<()> = Mutex::new(());
-    static MULTI_LOCK: Mutex<()> = Mutex::new(());
-    let m = if path == SINGLE {
-        &SINGLE_LOCK
-    } else {
-        &MULTI_LOCK
-    };
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// vivid's "100% Red" with the OSD off, as each format carries it: RGB and BGR
 /// at full range; Y'CbCr BT.601 limited (Cr is 239 in vivid's rounding); GREY is

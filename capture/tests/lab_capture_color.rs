@@ -10,27 +10,11 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+mod vivid_common;
+use vivid_common::{lock, MULTI, SINGLE, WAIT};
 
 use zerocam_capture::{CaptureError, CaptureFormat, Device, FrameSource, Stream, StreamConfig};
 use zerocam_tensor::{ColorSpec, Matrix, Range};
-
-const SINGLE: &str = "/dev/video0";
-const MULTI: &str = "/dev/video1";
-const WAIT: Duration = Duration::from_secs(10);
-
-/// One test at a time per device node: the cases change its controls.
-fn lock(path: &str) -> MutexGuard<'static, ()> {
-    static SINGLE_LOCK: Mutex<()> = Mutex::new(());
-    static MULTI_LOCK: Mutex<()> = Mutex::new(());
-    let m = if path == SINGLE {
-        &SINGLE_LOCK
-    } else {
-        &MULTI_LOCK
-    };
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Puts vivid's colour controls back to their defaults when dropped (even
 /// on a failed assertion): the other lab tests run in the same boot. Each is

@@ -1,0 +1,26 @@
+//! What the vivid lab tests share: the two device nodes, the frame timeout,
+//! and a lock per node (tests that change a node's format or controls run
+//! one at a time on it).
+#![allow(dead_code)]
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// vivid's single-planar capture node.
+pub const SINGLE: &str = "/dev/video0";
+/// vivid's multi-planar capture node.
+pub const MULTI: &str = "/dev/video1";
+/// How long a test waits for a frame.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// One test at a time per device node.
+pub fn lock(path: &str) -> MutexGuard<'static, ()> {
+    static SINGLE_LOCK: Mutex<()> = Mutex::new(());
+    static MULTI_LOCK: Mutex<()> = Mutex::new(());
+    let m = if path == SINGLE {
+        &SINGLE_LOCK
+    } else {
+        &MULTI_LOCK
+    };
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
