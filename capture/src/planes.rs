@@ -243,6 +243,94 @@ mod tests {
         );
     }
 
+    /// A `width`x`height` format `name` whose memory planes have rows
+    /// `bytes_per_line` apart.
+    fn format(name: &str, width: u32, height: u32, bytes_per_line: &[u32]) -> StreamFormat {
+        StreamFormat {
+            format: name.parse().unwrap(),
+            width,
+            height,
+            planes: bytes_per_line
+                .iter()
+                .map(|&b| crate::PlaneLayout {
+                    bytes_per_line: b,
+                    size: b * height,
+                })
+                .collect(),
+            color: zerocam_tensor::ColorSpec::default(),
+        }
+    }
+
+    fn owned_plane(length: usize) -> PlaneMemory {
+        let t = Tensor::<u8>::new(&[length], Some(TensorMemory::Shm), None).unwrap();
+        PlaneMemory {
+            file: t.fd_identity().unwrap(),
+            source: PlaneSource::Owned(Box::new(t)),
+            length,
+        }
+    }
+
+    /// A plane exported by a driver: a dma-buf-like fd imported anew on a miss.
+    fn exported_plane(length: usize) -> PlaneMemory {
+        let t = Tensor::<u8>::new(&[length], Some(TensorMemory::Shm), None).unwrap();
+        PlaneMemory {
+            file: t.fd_identity().unwrap(),
+            source: PlaneSource::Exported(t.clone_fd().unwrap()),
+            length,
+        }
+    }
+
+    #[test]
+    #[ignore = "issue 14.5: fails until the layout is part of the key"]
+    fn a_format_change_without_invalidate_gives_the_new_layout() {
+        // Issue 14.5: the same buffer, another size and format, no invalidate.
+        for plane in [owned_plane(256), exported_plane(256)] {
+            let planes = std::slice::from_ref(&plane);
+            let mut cache = ImportCache::new(2);
+            let mut composed = Composed::default();
+            let mut frame = |f: &StreamFormat| {
+                frame_tensor(&mut cache, f, planes, &[0], &mut composed).unwrap()
+            };
+            let nv12 = frame(&format("NV12", 4, 4, &[4]));
+            assert_eq!(nv12.plane(0).unwrap().shape(), &[4, 4]);
+            let wider = frame(&format("NV12", 8, 4, &[8]));
+            assert_eq!(wider.plane(0).unwrap().shape(), &[4, 8], "the new size");
+            assert_eq!(wider.plane(1).unwrap().shape(), &[2, 8]);
+            let yuyv = frame(&format("YUYV", 4, 2, &[8]));
+            assert_eq!(yuyv.shape(), &[2, 4, 2], "the new format");
+            assert_eq!(
+                frame(&format("YUYV", 4, 2, &[8])).buffer_identity(),
+                yuyv.buffer_identity(),
+                "the same layout again is a hit"
+            );
+        }
+    }
+
+    #[test]
+    #[ignore = "issue 14.5: fails until the layout is part of the key"]
+    fn a_format_change_without_invalidate_recomposes_two_buffer_frames() {
+        for planes in [
+            [owned_plane(64), owned_plane(64)],
+            [exported_plane(64), exported_plane(64)],
+        ] {
+            let mut cache = ImportCache::new(4);
+            let mut composed = Composed::default();
+            let mut frame = |f: &StreamFormat| {
+                frame_tensor(&mut cache, f, &planes, &[0, 0], &mut composed).unwrap()
+            };
+            let small = frame(&format("NV12M", 4, 4, &[4, 4]));
+            assert_eq!(small.plane(0).unwrap().shape(), &[4, 4]);
+            let wide = frame(&format("NV12M", 8, 4, &[8, 8]));
+            assert_eq!(wide.plane(0).unwrap().shape(), &[4, 8], "the new size");
+            assert_eq!(wide.plane(1).unwrap().shape(), &[2, 8]);
+            assert_eq!(
+                frame(&format("NV12M", 8, 4, &[8, 8])).buffer_identity(),
+                wide.buffer_identity(),
+                "the same layout again reuses the composed tensor"
+            );
+        }
+    }
+
     #[test]
     fn device_borrows_refuse_a_live_map_and_end_on_release() {
         let (a, ta) = shm_plane();
