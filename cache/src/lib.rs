@@ -32,7 +32,7 @@ pub use gpu::{GpuCacheStats, GpuImageCache, ImageKey};
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
-use zerocam_tensor::{FdIdentity, Tensor};
+use zerocam_tensor::{FdIdentity, ImageLayout, Tensor};
 
 /// The key of one imported plane: the dma-buf's file and the plane's offset in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,12 +116,64 @@ impl ImportCache {
         Ok(t)
     }
 
+    /// The plane `key` laid out as `layout`: the raw import cached for `key`
+    /// (or `import()`'s result, cached when `layout` fits it), with the image
+    /// laid on for this lookup only.
+    ///
+    /// The entry holds the plane as imported, never a layout, so a lookup
+    /// cannot return a stale one: after a format change the same buffers give
+    /// images of the new layout without an [`invalidate`](Self::invalidate),
+    /// with the same [`BufferIdentity`](zerocam_tensor::BufferIdentity) (the
+    /// GPU cache keys on it and on the layout). A hit costs no allocation and
+    /// no syscall.
+    ///
+    /// ```
+    /// use zerocam_cache::{DmaBufKey, ImportCache};
+    /// use zerocam_tensor::{ImageLayout, PixelFormat, Tensor, TensorMemory};
+    ///
+    /// let buffer = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+    /// let key = DmaBufKey::of(&buffer).expect("shm has an fd");
+    /// let mut cache = ImportCache::new(2);
+    /// let import = || Tensor::from_fd(buffer.clone_fd()?, &[64], None);
+    /// let a = cache.get_image(key, ImageLayout::new(8, 8, PixelFormat::Grey), import)?;
+    /// let b = cache.get_image(key, ImageLayout::new(4, 4, PixelFormat::Grey), import)?;
+    /// assert_eq!((a.shape(), b.shape()), (&[8, 8][..], &[4, 4][..]));
+    /// assert_eq!(a.buffer_identity(), b.buffer_identity());
+    /// assert_eq!((cache.stats().misses, cache.stats().hits), (1, 1));
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Whatever `import` returns; [`Tensor::with_image`]'s errors when
+    /// `layout` does not fit the plane, or the import is already an image or
+    /// a view. A miss caches nothing then; a hit keeps its entry.
+    pub fn get_image<E: From<zerocam_tensor::Error>>(
+        &mut self,
+        key: DmaBufKey,
+        layout: ImageLayout,
+        import: impl FnOnce() -> Result<Tensor<u8>, E>,
+    ) -> Result<Tensor<u8>, E> {
+        if let Some(raw) = self.entries.get(&key) {
+            self.stats.hits += 1;
+            return Ok(raw.clone().with_image(layout)?);
+        }
+        let raw = import()?;
+        let image = raw.clone().with_image(layout)?;
+        self.stats.misses += 1;
+        if self.entries.push(key, raw).is_some() {
+            self.stats.evictions += 1;
+        }
+        Ok(image)
+    }
+
     /// Whether `key` is cached (does not count as a lookup or touch the LRU order).
     pub fn contains(&self, key: &DmaBufKey) -> bool {
         self.entries.contains(key)
     }
 
-    /// Drops every entry: on stream stop, format change and device close.
+    /// Drops every entry: on stream stop and device close, when the buffers go
+    /// away. A format change on the same buffers needs none with
+    /// [`get_image`](Self::get_image).
     pub fn invalidate(&mut self) {
         self.stats.invalidated += self.entries.len() as u64;
         self.entries.clear();
