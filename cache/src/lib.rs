@@ -137,7 +137,7 @@ impl ImportCache {
     /// let import = || Tensor::from_fd(buffer.clone_fd()?, &[64], None);
     /// let a = cache.get_image(key, ImageLayout::new(8, 8, PixelFormat::Grey), import)?;
     /// let b = cache.get_image(key, ImageLayout::new(4, 4, PixelFormat::Grey), import)?;
-    /// assert_eq!((a.shape(), b.shape()), (&[8, 8][..], &[4, 4][..]));
+    /// assert_eq!((a.shape(), b.shape()), (&[8, 8, 1][..], &[4, 4, 1][..]));
     /// assert_eq!(a.buffer_identity(), b.buffer_identity());
     /// assert_eq!((cache.stats().misses, cache.stats().hits), (1, 1));
     /// # Ok::<(), zerocam_tensor::Error>(())
@@ -269,6 +269,66 @@ mod tests {
         let r: Result<_, &str> = cache.get_or_import(key, || Err("device gone"));
         assert_eq!(r.unwrap_err(), "device gone");
         assert_eq!(cache.stats(), CacheStats::default());
+    }
+
+    fn grey(w: usize, h: usize) -> ImageLayout {
+        ImageLayout::new(w, h, zerocam_tensor::PixelFormat::Grey)
+    }
+
+    #[test]
+    fn a_layout_change_without_invalidate_gives_the_new_layout() {
+        let b = shm();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let square = cache.get_image(key, grey(8, 8), || import(&b)).unwrap();
+        let strip = cache.get_image(key, grey(16, 2), || import(&b)).unwrap();
+        let rgb = cache
+            .get_image(
+                key,
+                ImageLayout::new(4, 2, zerocam_tensor::PixelFormat::Rgb),
+                || import(&b),
+            )
+            .unwrap();
+        assert_eq!(square.shape(), &[8, 8, 1]);
+        assert_eq!(strip.shape(), &[2, 16, 1], "the new size, no invalidate");
+        assert_eq!(rgb.shape(), &[2, 4, 3], "the new format, no invalidate");
+        assert_eq!(square.buffer_identity(), strip.buffer_identity());
+        assert_eq!(square.buffer_identity(), rgb.buffer_identity());
+        let s = cache.stats();
+        assert_eq!((s.misses, s.hits, s.live), (1, 2, 1), "one import");
+    }
+
+    #[test]
+    fn a_layout_that_does_not_fit_is_an_error_and_a_miss_caches_nothing() {
+        let b = shm();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let err = cache.get_image(key, grey(16, 16), || import(&b));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::BufferTooSmall { .. })
+        ));
+        assert_eq!(cache.stats(), CacheStats::default());
+        cache.get_image(key, grey(8, 8), || import(&b)).unwrap();
+        let err = cache.get_image(key, grey(16, 16), || import(&b));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::BufferTooSmall { .. })
+        ));
+        assert!(cache.contains(&key), "a hit keeps its entry");
+    }
+
+    #[test]
+    fn an_import_that_is_already_an_image_is_refused() {
+        let b = shm();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let err = cache.get_image(key, grey(8, 8), || import(&b)?.with_image(grey(8, 8)));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::UnsupportedFormat { .. })
+        ));
+        assert!(!cache.contains(&key), "no layout is ever cached");
     }
 
     #[test]
