@@ -73,10 +73,37 @@ pub struct CacheStats {
     pub live: usize,
 }
 
+/// One cached plane: the tensor as imported, and the image last laid on it
+/// (reused while the layout asked for is the same, so a hit allocates nothing).
+#[derive(Debug)]
+struct Entry {
+    raw: Tensor<u8>,
+    image: Option<(ImageLayout, Tensor<u8>)>,
+}
+
+impl Entry {
+    fn new(raw: Tensor<u8>) -> Entry {
+        Entry { raw, image: None }
+    }
+
+    /// The raw plane laid out as `layout`: the last image when its layout is
+    /// `layout`, otherwise a new one (same memory and identity), kept.
+    fn image(&mut self, layout: ImageLayout) -> zerocam_tensor::Result<Tensor<u8>> {
+        if let Some((was, image)) = &self.image {
+            if *was == layout {
+                return Ok(image.clone());
+            }
+        }
+        let image = self.raw.clone().with_image(layout)?;
+        self.image = Some((layout, image.clone()));
+        Ok(image)
+    }
+}
+
 /// An LRU-bounded map from [`DmaBufKey`] to the tensor imported for it.
 #[derive(Debug)]
 pub struct ImportCache {
-    entries: LruCache<DmaBufKey, Tensor<u8>>,
+    entries: LruCache<DmaBufKey, Entry>,
     stats: CacheStats,
 }
 
@@ -104,13 +131,13 @@ impl ImportCache {
         key: DmaBufKey,
         import: impl FnOnce() -> Result<Tensor<u8>, E>,
     ) -> Result<Tensor<u8>, E> {
-        if let Some(t) = self.entries.get(&key) {
+        if let Some(e) = self.entries.get(&key) {
             self.stats.hits += 1;
-            return Ok(t.clone());
+            return Ok(e.raw.clone());
         }
         let t = import()?;
         self.stats.misses += 1;
-        if self.entries.push(key, t.clone()).is_some() {
+        if self.entries.push(key, Entry::new(t.clone())).is_some() {
             self.stats.evictions += 1;
         }
         Ok(t)
@@ -124,8 +151,9 @@ impl ImportCache {
     /// cannot return a stale one: after a format change the same buffers give
     /// images of the new layout without an [`invalidate`](Self::invalidate),
     /// with the same [`BufferIdentity`](zerocam_tensor::BufferIdentity) (the
-    /// GPU cache keys on it and on the layout). A hit costs no allocation and
-    /// no syscall.
+    /// GPU cache keys on it and on the layout). A hit with the layout of the
+    /// entry's previous lookup costs no allocation and no syscall; a new
+    /// layout lays a new image on (no syscall).
     ///
     /// ```
     /// use zerocam_cache::{DmaBufKey, ImportCache};
@@ -153,14 +181,14 @@ impl ImportCache {
         layout: ImageLayout,
         import: impl FnOnce() -> Result<Tensor<u8>, E>,
     ) -> Result<Tensor<u8>, E> {
-        if let Some(raw) = self.entries.get(&key) {
+        if let Some(e) = self.entries.get_mut(&key) {
             self.stats.hits += 1;
-            return Ok(raw.clone().with_image(layout)?);
+            return Ok(e.image(layout)?);
         }
-        let raw = import()?;
-        let image = raw.clone().with_image(layout)?;
+        let mut entry = Entry::new(import()?);
+        let image = entry.image(layout)?;
         self.stats.misses += 1;
-        if self.entries.push(key, raw).is_some() {
+        if self.entries.push(key, entry).is_some() {
             self.stats.evictions += 1;
         }
         Ok(image)
