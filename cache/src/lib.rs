@@ -32,7 +32,7 @@ pub use gpu::{GpuCacheStats, GpuImageCache, ImageKey};
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
-use zerocam_tensor::{FdIdentity, Tensor};
+use zerocam_tensor::{FdIdentity, ImageLayout, Tensor};
 
 /// The key of one imported plane: the dma-buf's file and the plane's offset in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,10 +73,37 @@ pub struct CacheStats {
     pub live: usize,
 }
 
+/// One cached plane: the tensor as imported, and the image last laid on it
+/// (reused while the layout asked for is the same, so a hit allocates nothing).
+#[derive(Debug)]
+struct Entry {
+    raw: Tensor<u8>,
+    image: Option<(ImageLayout, Tensor<u8>)>,
+}
+
+impl Entry {
+    fn new(raw: Tensor<u8>) -> Entry {
+        Entry { raw, image: None }
+    }
+
+    /// The raw plane laid out as `layout`: the last image when its layout is
+    /// `layout`, otherwise a new one (same memory and identity), kept.
+    fn image(&mut self, layout: ImageLayout) -> zerocam_tensor::Result<Tensor<u8>> {
+        if let Some((was, image)) = &self.image {
+            if *was == layout {
+                return Ok(image.clone());
+            }
+        }
+        let image = self.raw.clone().with_image(layout)?;
+        self.image = Some((layout, image.clone()));
+        Ok(image)
+    }
+}
+
 /// An LRU-bounded map from [`DmaBufKey`] to the tensor imported for it.
 #[derive(Debug)]
 pub struct ImportCache {
-    entries: LruCache<DmaBufKey, Tensor<u8>>,
+    entries: LruCache<DmaBufKey, Entry>,
     stats: CacheStats,
 }
 
@@ -104,16 +131,67 @@ impl ImportCache {
         key: DmaBufKey,
         import: impl FnOnce() -> Result<Tensor<u8>, E>,
     ) -> Result<Tensor<u8>, E> {
-        if let Some(t) = self.entries.get(&key) {
+        if let Some(e) = self.entries.get(&key) {
             self.stats.hits += 1;
-            return Ok(t.clone());
+            return Ok(e.raw.clone());
         }
         let t = import()?;
         self.stats.misses += 1;
-        if self.entries.push(key, t.clone()).is_some() {
+        if self.entries.push(key, Entry::new(t.clone())).is_some() {
             self.stats.evictions += 1;
         }
         Ok(t)
+    }
+
+    /// The plane `key` laid out as `layout`: the raw import cached for `key`
+    /// (or `import()`'s result, cached when `layout` fits it), with the image
+    /// laid on for this lookup only.
+    ///
+    /// The entry holds the plane as imported, never a layout, so a lookup
+    /// cannot return a stale one: after a format change the same buffers give
+    /// images of the new layout without an [`invalidate`](Self::invalidate),
+    /// with the same [`BufferIdentity`](zerocam_tensor::BufferIdentity) (the
+    /// GPU cache keys on it and on the layout). A hit with the layout of the
+    /// entry's previous lookup costs no allocation and no syscall; a new
+    /// layout lays a new image on (no syscall).
+    ///
+    /// ```
+    /// use zerocam_cache::{DmaBufKey, ImportCache};
+    /// use zerocam_tensor::{ImageLayout, PixelFormat, Tensor, TensorMemory};
+    ///
+    /// let buffer = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+    /// let key = DmaBufKey::of(&buffer).expect("shm has an fd");
+    /// let mut cache = ImportCache::new(2);
+    /// let import = || Tensor::from_fd(buffer.clone_fd()?, &[64], None);
+    /// let a = cache.get_image(key, ImageLayout::new(8, 8, PixelFormat::Grey), import)?;
+    /// let b = cache.get_image(key, ImageLayout::new(4, 4, PixelFormat::Grey), import)?;
+    /// assert_eq!((a.shape(), b.shape()), (&[8, 8, 1][..], &[4, 4, 1][..]));
+    /// assert_eq!(a.buffer_identity(), b.buffer_identity());
+    /// assert_eq!((cache.stats().misses, cache.stats().hits), (1, 1));
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Whatever `import` returns; [`Tensor::with_image`]'s errors when
+    /// `layout` does not fit the plane, or the import is already an image or
+    /// a view. A miss caches nothing then; a hit keeps its entry.
+    pub fn get_image<E: From<zerocam_tensor::Error>>(
+        &mut self,
+        key: DmaBufKey,
+        layout: ImageLayout,
+        import: impl FnOnce() -> Result<Tensor<u8>, E>,
+    ) -> Result<Tensor<u8>, E> {
+        if let Some(e) = self.entries.get_mut(&key) {
+            self.stats.hits += 1;
+            return Ok(e.image(layout)?);
+        }
+        let mut entry = Entry::new(import()?);
+        let image = entry.image(layout)?;
+        self.stats.misses += 1;
+        if self.entries.push(key, entry).is_some() {
+            self.stats.evictions += 1;
+        }
+        Ok(image)
     }
 
     /// Whether `key` is cached (does not count as a lookup or touch the LRU order).
@@ -121,7 +199,9 @@ impl ImportCache {
         self.entries.contains(key)
     }
 
-    /// Drops every entry: on stream stop, format change and device close.
+    /// Drops every entry: on stream stop and device close, when the buffers go
+    /// away. A format change on the same buffers needs none with
+    /// [`get_image`](Self::get_image).
     pub fn invalidate(&mut self) {
         self.stats.invalidated += self.entries.len() as u64;
         self.entries.clear();
@@ -217,6 +297,66 @@ mod tests {
         let r: Result<_, &str> = cache.get_or_import(key, || Err("device gone"));
         assert_eq!(r.unwrap_err(), "device gone");
         assert_eq!(cache.stats(), CacheStats::default());
+    }
+
+    fn grey(w: usize, h: usize) -> ImageLayout {
+        ImageLayout::new(w, h, zerocam_tensor::PixelFormat::Grey)
+    }
+
+    #[test]
+    fn a_layout_change_without_invalidate_gives_the_new_layout() {
+        let b = shm();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let square = cache.get_image(key, grey(8, 8), || import(&b)).unwrap();
+        let strip = cache.get_image(key, grey(16, 2), || import(&b)).unwrap();
+        let rgb = cache
+            .get_image(
+                key,
+                ImageLayout::new(4, 2, zerocam_tensor::PixelFormat::Rgb),
+                || import(&b),
+            )
+            .unwrap();
+        assert_eq!(square.shape(), &[8, 8, 1]);
+        assert_eq!(strip.shape(), &[2, 16, 1], "the new size, no invalidate");
+        assert_eq!(rgb.shape(), &[2, 4, 3], "the new format, no invalidate");
+        assert_eq!(square.buffer_identity(), strip.buffer_identity());
+        assert_eq!(square.buffer_identity(), rgb.buffer_identity());
+        let s = cache.stats();
+        assert_eq!((s.misses, s.hits, s.live), (1, 2, 1), "one import");
+    }
+
+    #[test]
+    fn a_layout_that_does_not_fit_is_an_error_and_a_miss_caches_nothing() {
+        let b = shm();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let err = cache.get_image(key, grey(16, 16), || import(&b));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::BufferTooSmall { .. })
+        ));
+        assert_eq!(cache.stats(), CacheStats::default());
+        cache.get_image(key, grey(8, 8), || import(&b)).unwrap();
+        let err = cache.get_image(key, grey(16, 16), || import(&b));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::BufferTooSmall { .. })
+        ));
+        assert!(cache.contains(&key), "a hit keeps its entry");
+    }
+
+    #[test]
+    fn an_import_that_is_already_an_image_is_refused() {
+        let b = shm();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let err = cache.get_image(key, grey(8, 8), || import(&b)?.with_image(grey(8, 8)));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::UnsupportedFormat { .. })
+        ));
+        assert!(!cache.contains(&key), "no layout is ever cached");
     }
 
     #[test]

@@ -99,12 +99,12 @@ impl DeviceBorrows {
     }
 }
 
-/// The composed two-buffer tensor of a buffer, and the plane tensors it was
-/// composed from: reused while both planes hit the cache, so its identity is
-/// as stable as theirs.
+/// The composed two-buffer tensor of a buffer, and the plane tensors and
+/// layouts it was composed from: reused while both planes hit the cache with
+/// the same layouts, so its identity is as stable as theirs.
 #[derive(Debug, Default)]
 pub(crate) struct Composed {
-    from: Option<(u64, u64)>,
+    from: Option<[(u64, ImageLayout); 2]>,
     tensor: Option<Tensor<u8>>,
 }
 
@@ -141,37 +141,42 @@ pub(crate) fn frame_tensor_at(
             .map_or(0, |p| p.bytes_per_line as usize)
     };
     let offset = |i: usize| offsets.get(i).copied().unwrap_or(0);
+    let laid = |i: usize, layout: ImageLayout| {
+        let stride = stride(i).max(pixel.plane_row_samples(i, w));
+        layout.with_row_stride(stride).with_start_offset(offset(i))
+    };
     let mut plane = |i: usize, layout: ImageLayout| -> zerocam_tensor::Result<Tensor<u8>> {
         let p = planes.get(i).ok_or(zerocam_tensor::Error::NoFd {
             memory: zerocam_tensor::TensorMemory::Dma,
         })?;
         let key = DmaBufKey::new(p.file, offset(i));
-        let stride = stride(i).max(pixel.plane_row_samples(i, w));
-        let layout = layout.with_row_stride(stride).with_start_offset(offset(i));
-        cache.get_or_import(key, || p.import()?.with_image(layout))
+        cache.get_image(key, layout, || p.import())
     };
     if planes.len() < 2 {
         let layout = ImageLayout::new(w, h, pixel);
-        return plane(
-            0,
-            match chroma_offset {
-                Some(o) => layout.with_plane_offset(o),
-                None => layout,
-            },
-        );
+        let layout = match chroma_offset {
+            Some(o) => layout.with_plane_offset(o),
+            None => layout,
+        };
+        return plane(0, laid(0, layout));
     }
-    let luma = plane(0, ImageLayout::new(w, h, PixelFormat::Grey))?.plane(0)?;
+    let luma_layout = laid(0, ImageLayout::new(w, h, PixelFormat::Grey));
     let chroma_rows = pixel.plane_rows(1, h);
-    let chroma = plane(1, ImageLayout::new(w, chroma_rows, PixelFormat::Grey))?.plane(0)?;
-    let ids = (luma.buffer_identity().id(), chroma.buffer_identity().id());
-    if let (Some(from), Some(t)) = (composed.from, &composed.tensor) {
-        if from == ids {
+    let chroma_layout = laid(1, ImageLayout::new(w, chroma_rows, PixelFormat::Grey));
+    let luma = plane(0, luma_layout)?.plane(0)?;
+    let chroma = plane(1, chroma_layout)?.plane(0)?;
+    let from = [
+        (luma.buffer_identity().id(), luma_layout),
+        (chroma.buffer_identity().id(), chroma_layout),
+    ];
+    if let (Some(was), Some(t)) = (composed.from, &composed.tensor) {
+        if was == from {
             return Ok(t.clone());
         }
     }
     let t = Tensor::from_planes(luma, chroma, pixel)?;
     *composed = Composed {
-        from: Some(ids),
+        from: Some(from),
         tensor: Some(t.clone()),
     };
     Ok(t)
@@ -241,6 +246,92 @@ mod tests {
             f.buffer_identity().id(),
             "a cache hit"
         );
+    }
+
+    /// A `width`x`height` format `name` whose memory planes have rows
+    /// `bytes_per_line` apart.
+    fn format(name: &str, width: u32, height: u32, bytes_per_line: &[u32]) -> StreamFormat {
+        StreamFormat {
+            format: name.parse().unwrap(),
+            width,
+            height,
+            planes: bytes_per_line
+                .iter()
+                .map(|&b| crate::PlaneLayout {
+                    bytes_per_line: b,
+                    size: b * height,
+                })
+                .collect(),
+            color: zerocam_tensor::ColorSpec::default(),
+        }
+    }
+
+    fn owned_plane(length: usize) -> PlaneMemory {
+        let t = Tensor::<u8>::new(&[length], Some(TensorMemory::Shm), None).unwrap();
+        PlaneMemory {
+            file: t.fd_identity().unwrap(),
+            source: PlaneSource::Owned(Box::new(t)),
+            length,
+        }
+    }
+
+    /// A plane exported by a driver: a dma-buf-like fd imported anew on a miss.
+    fn exported_plane(length: usize) -> PlaneMemory {
+        let t = Tensor::<u8>::new(&[length], Some(TensorMemory::Shm), None).unwrap();
+        PlaneMemory {
+            file: t.fd_identity().unwrap(),
+            source: PlaneSource::Exported(t.clone_fd().unwrap()),
+            length,
+        }
+    }
+
+    #[test]
+    fn a_format_change_without_invalidate_gives_the_new_layout() {
+        // Issue 14.5: the same buffer, another size and format, no invalidate.
+        for plane in [owned_plane(256), exported_plane(256)] {
+            let planes = std::slice::from_ref(&plane);
+            let mut cache = ImportCache::new(2);
+            let mut composed = Composed::default();
+            let mut frame = |f: &StreamFormat| {
+                frame_tensor(&mut cache, f, planes, &[0], &mut composed).unwrap()
+            };
+            let nv12 = frame(&format("NV12", 4, 4, &[4]));
+            assert_eq!(nv12.plane(0).unwrap().shape(), &[4, 4]);
+            let wider = frame(&format("NV12", 8, 4, &[8]));
+            assert_eq!(wider.plane(0).unwrap().shape(), &[4, 8], "the new size");
+            assert_eq!(wider.plane(1).unwrap().shape(), &[2, 8]);
+            let yuyv = frame(&format("YUYV", 4, 2, &[8]));
+            assert_eq!(yuyv.shape(), &[2, 4, 2], "the new format");
+            assert_eq!(
+                frame(&format("YUYV", 4, 2, &[8])).buffer_identity(),
+                yuyv.buffer_identity(),
+                "the same layout again is a hit"
+            );
+        }
+    }
+
+    #[test]
+    fn a_format_change_without_invalidate_recomposes_two_buffer_frames() {
+        for planes in [
+            [owned_plane(64), owned_plane(64)],
+            [exported_plane(64), exported_plane(64)],
+        ] {
+            let mut cache = ImportCache::new(4);
+            let mut composed = Composed::default();
+            let mut frame = |f: &StreamFormat| {
+                frame_tensor(&mut cache, f, &planes, &[0, 0], &mut composed).unwrap()
+            };
+            let small = frame(&format("NV12M", 4, 4, &[4, 4]));
+            assert_eq!(small.plane(0).unwrap().shape(), &[4, 4]);
+            let wide = frame(&format("NV12M", 8, 4, &[8, 8]));
+            assert_eq!(wide.plane(0).unwrap().shape(), &[4, 8], "the new size");
+            assert_eq!(wide.plane(1).unwrap().shape(), &[2, 8]);
+            assert_eq!(
+                frame(&format("NV12M", 8, 4, &[8, 8])).buffer_identity(),
+                wide.buffer_identity(),
+                "the same layout again reuses the composed tensor"
+            );
+        }
     }
 
     #[test]
