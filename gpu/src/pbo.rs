@@ -32,12 +32,13 @@ fn pbo_error(buffer: u32, e: GpuError) -> Error {
     }
 }
 
-// SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
-// 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
-// storage in place; the GL thread (which would delete the buffer and destroy
-// the context on exit) is kept alive by the strong link held from map to
-// unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
-// PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
+                      // SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
+                      // 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
+                      // storage in place; the GL thread (which would delete the buffer and destroy
+                      // the context on exit) is kept alive by the strong link held from map to
+                      // unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
+                      // PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
 unsafe impl PboOps for GlPbo {
     fn map(&self, buffer: u32, len: usize, access: Access) -> zerocam_tensor::Result<NonNull<u8>> {
         let link = self
@@ -91,6 +92,7 @@ unsafe impl PboOps for GlPbo {
 }
 
 impl GlState {
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub(crate) fn create_pbo(&mut self, len: usize) -> Result<u32> {
         let size = isize::try_from(len).map_err(|_| GpuError::Gl {
             call: "glBufferData (size)",
@@ -119,6 +121,7 @@ impl GlState {
         Ok(b)
     }
 
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     fn map_pbo(&mut self, buffer: u32, len: usize, access: Access) -> Result<usize> {
         let bits = match access {
             Access::Read => gl::MAP_READ_BIT,
@@ -144,6 +147,7 @@ impl GlState {
         Ok(p as usize)
     }
 
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     fn unmap_pbo(&mut self, buffer: u32) -> Result<()> {
         // SAFETY: plain GL calls on one of this thread's PBOs.
         let ok = unsafe {
@@ -163,6 +167,7 @@ impl GlState {
     }
 
     /// Fails with `PboMapped` if the CPU has `buffer` mapped.
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub(crate) fn check_unmapped(&self, buffer: u32, role: &'static str) -> Result<()> {
         let mut mapped = 0;
         // SAFETY: plain GL queries on one of this thread's PBOs.
@@ -177,6 +182,7 @@ impl GlState {
         Ok(())
     }
 
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub(crate) fn delete_pbo(&mut self, buffer: u32) {
         if let Some(i) = self.pbos.iter().position(|&b| b == buffer) {
             self.pbos.swap_remove(i);

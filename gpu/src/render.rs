@@ -85,6 +85,7 @@ fn model_source(m: &ModelDraw, source: &Bound) -> [f32; 4] {
 }
 
 /// Draws every rectangle of `plan` into `target`, sampling `source`.
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 pub(crate) fn draw(
     program: &Program,
     plan: &Plan,

@@ -134,6 +134,7 @@ impl GlState {
         }
     }
 
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub fn clear_caches(&mut self) {
         self.clear_imports();
         for t in self.targets.clear() {
@@ -146,6 +147,7 @@ impl GlState {
     }
 
     /// Runs a planned conversion.
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub fn convert<T: Element>(
         &mut self,
         plan: &Plan,
@@ -187,6 +189,7 @@ impl GlState {
     /// (their images destroyed), upload textures, programs. After a panic
     /// (nothing draws again) and at thread exit. PBOs stay: a CPU map of one
     /// may be live, and its tensor deletes it when it drops.
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub fn release_all(&mut self) {
         self.clear_caches();
         self.sources.free_uploads();
@@ -204,6 +207,7 @@ impl GlState {
 }
 
 impl Drop for GlState {
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     fn drop(&mut self) {
         self.release_all();
         if !self.pbos.is_empty() {
