@@ -176,3 +176,25 @@ pub fn delete_framebuffer(fb: u32) {
     // SAFETY: deleting a name.
     unsafe { gl::DeleteFramebuffers(1, &fb) };
 }
+
+/// Waits until every GL command issued so far has completed (`glFinish`).
+pub fn finish() {
+    // SAFETY: glFinish takes no arguments and touches no client memory.
+    unsafe { gl::Finish() };
+}
+
+/// Deletes a program (0 and unknown names are ignored by GL).
+pub fn delete_program(program: u32) {
+    // SAFETY: deleting a name; GL ignores 0 and names it does not know.
+    unsafe { gl::DeleteProgram(program) };
+}
+
+/// Deletes buffer objects (0 and unknown names are ignored by GL).
+pub fn delete_buffers(names: &[u32]) {
+    if names.is_empty() {
+        return;
+    }
+    let count = i32::try_from(names.len()).unwrap_or(i32::MAX);
+    // SAFETY: GL reads `count` <= names.len() names from the live slice.
+    unsafe { gl::DeleteBuffers(count, names.as_ptr()) };
+}

@@ -134,7 +134,6 @@ impl GlState {
         }
     }
 
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub fn clear_caches(&mut self) {
         self.clear_imports();
         for t in self.targets.clear() {
@@ -142,12 +141,10 @@ impl GlState {
         }
         // Drivers free deleted objects (and close their imported fds) when the
         // work that used them retires.
-        // SAFETY: plain GL call on the current context.
-        unsafe { gl::Finish() };
+        glutil::finish();
     }
 
     /// Runs a planned conversion.
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub fn convert<T: Element>(
         &mut self,
         plan: &Plan,
@@ -176,8 +173,7 @@ impl GlState {
         if bound.external && !target.in_place && dst.pbo_buffer().is_some() {
             // A readback into a PBO is asynchronous: the draw may not have read
             // the imported source yet. Its borrow (below) must outlast that.
-            // SAFETY: plain GL call on the current context.
-            unsafe { gl::Finish() };
+            glutil::finish();
         }
         drop(bound); // its borrows end: the GPU is done with the source
         finished?;
@@ -189,17 +185,14 @@ impl GlState {
     /// (their images destroyed), upload textures, programs. After a panic
     /// (nothing draws again) and at thread exit. PBOs stay: a CPU map of one
     /// may be live, and its tensor deletes it when it drops.
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub fn release_all(&mut self) {
         self.clear_caches();
         self.sources.free_uploads();
         for (_, p) in self.programs.drain() {
-            // SAFETY: deleting a program this thread linked.
-            unsafe { gl::DeleteProgram(p.id) };
+            glutil::delete_program(p.id);
         }
         if let Some(b) = self.scratch_pbo.take() {
-            // SAFETY: deleting the scratch buffer this thread made.
-            unsafe { gl::DeleteBuffers(1, &b) };
+            glutil::delete_buffers(&[b]);
         }
         #[cfg(feature = "fault-injection")]
         self.faults.release();
@@ -207,12 +200,8 @@ impl GlState {
 }
 
 impl Drop for GlState {
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     fn drop(&mut self) {
         self.release_all();
-        if !self.pbos.is_empty() {
-            // SAFETY: deleting the live PBO names this thread created.
-            unsafe { gl::DeleteBuffers(self.pbos.len() as i32, self.pbos.as_ptr()) };
-        }
+        glutil::delete_buffers(&self.pbos);
     }
 }
