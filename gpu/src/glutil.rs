@@ -198,3 +198,59 @@ pub fn delete_buffers(names: &[u32]) {
     // SAFETY: GL reads `count` <= names.len() names from the live slice.
     unsafe { gl::DeleteBuffers(count, names.as_ptr()) };
 }
+
+/// A new `GL_PIXEL_PACK_BUFFER` holding a copy of `data` (`usage` as for
+/// `glBufferData`), left unbound. Check [`check`] for allocation failure.
+pub fn new_pack_buffer(data: &[u8], usage: u32) -> u32 {
+    let size = isize::try_from(data.len()).unwrap_or(isize::MAX);
+    let mut b = 0;
+    // SAFETY: GL writes one name into `b`; glBufferData reads at most `size`
+    // (<= data.len()) bytes from the live slice and copies them.
+    unsafe {
+        gl::GenBuffers(1, &mut b);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, b);
+        gl::BufferData(gl::PIXEL_PACK_BUFFER, size, data.as_ptr().cast(), usage);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+    }
+    b
+}
+
+/// Maps the first `len` bytes of pack buffer `buffer` with `access` bits
+/// (`glMapBufferRange`); NULL if GL refused (see [`check`]). The pointer is
+/// only dereferenced by whoever holds the map, until [`unmap_pack_buffer`].
+pub fn map_pack_buffer(buffer: u32, len: usize, access: u32) -> *mut std::ffi::c_void {
+    let len = isize::try_from(len).unwrap_or(isize::MAX);
+    // SAFETY: binding and mapping a name read no client memory; GL validates
+    // the name, range and bits (an error, not UB), and nothing is dereferenced.
+    unsafe {
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+        let p = gl::MapBufferRange(gl::PIXEL_PACK_BUFFER, 0, len, access);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+        p
+    }
+}
+
+/// Unmaps pack buffer `buffer` (`glUnmapBuffer`): false if its contents were lost.
+pub fn unmap_pack_buffer(buffer: u32) -> bool {
+    // SAFETY: binding and unmapping a name touch no client memory; GL
+    // validates the name. A CPU map of it ends here, as its owner asked.
+    let ok = unsafe {
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+        let ok = gl::UnmapBuffer(gl::PIXEL_PACK_BUFFER);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+        ok
+    };
+    ok != gl::FALSE
+}
+
+/// Whether pack buffer `buffer` is mapped (`GL_BUFFER_MAPPED`).
+pub fn pack_buffer_mapped(buffer: u32) -> bool {
+    let mut mapped = 0;
+    // SAFETY: GL writes one integer into `mapped`, a live local.
+    unsafe {
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
+        gl::GetBufferParameteriv(gl::PIXEL_PACK_BUFFER, gl::BUFFER_MAPPED, &mut mapped);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+    }
+    mapped != 0
+}
