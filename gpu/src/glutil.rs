@@ -254,3 +254,91 @@ pub fn pack_buffer_mapped(buffer: u32) -> bool {
     }
     mapped != 0
 }
+
+/// Binds framebuffer `fb` at `target` (`glBindFramebuffer`).
+pub fn bind_framebuffer(target: u32, fb: u32) {
+    // SAFETY: binding a name reads no client memory; GL validates it.
+    unsafe { gl::BindFramebuffer(target, fb) };
+}
+
+/// Makes `program` the current program (`glUseProgram`).
+pub fn use_program(program: u32) {
+    // SAFETY: binding a name reads no client memory; GL validates it.
+    unsafe { gl::UseProgram(program) };
+}
+
+/// Disables capability `cap` (`glDisable`).
+pub fn disable(cap: u32) {
+    // SAFETY: an enum argument only; GL validates it.
+    unsafe { gl::Disable(cap) };
+}
+
+/// Makes texture unit `unit` the active one (`glActiveTexture`).
+pub fn active_texture(unit: u32) {
+    // SAFETY: an enum argument only; GL validates it.
+    unsafe { gl::ActiveTexture(gl::TEXTURE0 + unit) };
+}
+
+/// Binds `texture` at `target` on the active unit (`glBindTexture`).
+pub fn bind_texture(target: u32, texture: u32) {
+    // SAFETY: binding a name reads no client memory; GL validates it.
+    unsafe { gl::BindTexture(target, texture) };
+}
+
+/// Sets an `int`/sampler uniform of the current program (`glUniform1i`).
+pub fn uniform_1i(location: i32, v: i32) {
+    // SAFETY: values only; GL ignores location -1 and validates the rest.
+    unsafe { gl::Uniform1i(location, v) };
+}
+
+/// Sets an `ivec2` uniform of the current program (`glUniform2i`).
+pub fn uniform_2i(location: i32, x: i32, y: i32) {
+    // SAFETY: values only; GL ignores location -1 and validates the rest.
+    unsafe { gl::Uniform2i(location, x, y) };
+}
+
+/// Sets a `vec2` uniform of the current program (`glUniform2f`).
+pub fn uniform_2f(location: i32, x: f32, y: f32) {
+    // SAFETY: values only; GL ignores location -1 and validates the rest.
+    unsafe { gl::Uniform2f(location, x, y) };
+}
+
+/// Sets a `vec3` uniform of the current program (`glUniform3fv`, count 1).
+pub fn uniform_3f(location: i32, v: &[f32; 3]) {
+    // SAFETY: GL reads exactly 3 floats (one vec3) from the live array.
+    unsafe { gl::Uniform3fv(location, 1, v.as_ptr()) };
+}
+
+/// Sets a `vec4` uniform of the current program (`glUniform4fv`, count 1).
+pub fn uniform_4f(location: i32, v: &[f32; 4]) {
+    // SAFETY: GL reads exactly 4 floats (one vec4) from the live array.
+    unsafe { gl::Uniform4fv(location, 1, v.as_ptr()) };
+}
+
+/// Sets a `mat3` uniform of the current program from 9 column-major floats
+/// (`glUniformMatrix3fv`, count 1, not transposed).
+pub fn uniform_mat3(location: i32, columns: &[f32; 9]) {
+    // SAFETY: GL reads exactly 9 floats (one mat3) from the live array.
+    unsafe { gl::UniformMatrix3fv(location, 1, gl::FALSE, columns.as_ptr()) };
+}
+
+/// Sets the viewport (`glViewport`).
+pub fn viewport(x: i32, y: i32, width: i32, height: i32) {
+    // SAFETY: values only; GL validates them.
+    unsafe { gl::Viewport(x, y, width, height) };
+}
+
+/// Sets which colour channels (R, G, B, A) draws write (`glColorMask`).
+pub fn color_mask(write: [bool; 4]) {
+    let b = |w: bool| if w { gl::TRUE } else { gl::FALSE };
+    // SAFETY: values only.
+    unsafe { gl::ColorMask(b(write[0]), b(write[1]), b(write[2]), b(write[3])) };
+}
+
+/// Draws one triangle from vertices 0..3 (`glDrawArrays(GL_TRIANGLES, 0, 3)`);
+/// the vertex shader makes the positions, so no vertex array is read.
+pub fn draw_triangle() {
+    // SAFETY: no vertex attribute array is enabled, so GL reads no client
+    // memory; the current program generates the vertices from gl_VertexID.
+    unsafe { gl::DrawArrays(gl::TRIANGLES, 0, 3) };
+}
