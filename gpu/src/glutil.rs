@@ -342,3 +342,32 @@ pub fn draw_triangle() {
     // memory; the current program generates the vertices from gl_VertexID.
     unsafe { gl::DrawArrays(gl::TRIANGLES, 0, 3) };
 }
+
+/// Allocates immutable storage for the 2D texture bound at `GL_TEXTURE_2D`:
+/// one level of `format` (`glTexStorage2D`).
+pub fn tex_storage_2d(format: u32, width: i32, height: i32) {
+    // SAFETY: values only; GL validates them and reads no client memory.
+    unsafe { gl::TexStorage2D(gl::TEXTURE_2D, 1, format, width, height) };
+}
+
+/// `GL_MAX_TEXTURE_SIZE` (0 if GL does not say).
+pub fn max_texture_size() -> i32 {
+    let mut max = 0;
+    // SAFETY: GL writes one integer into `max`, a live local.
+    unsafe { gl::GetIntegerv(gl::MAX_TEXTURE_SIZE, &mut max) };
+    max
+}
+
+/// A new `GL_PIXEL_PACK_BUFFER` of `size` undefined bytes (`usage` as for
+/// `glBufferData`), left unbound. Check [`check`] for allocation failure.
+pub fn new_pack_buffer_uninit(size: isize, usage: u32) -> u32 {
+    let mut b = 0;
+    // SAFETY: GL writes one name into `b`; a NULL data pointer reads nothing.
+    unsafe {
+        gl::GenBuffers(1, &mut b);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, b);
+        gl::BufferData(gl::PIXEL_PACK_BUFFER, size, std::ptr::null(), usage);
+        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
+    }
+    b
+}
