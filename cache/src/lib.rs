@@ -25,6 +25,8 @@
 //! # Ok::<(), zerocam_tensor::Error>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod gpu;
 
 pub use gpu::{GpuCacheStats, GpuImageCache, ImageKey};

@@ -23,6 +23,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![deny(unsafe_code)]
+
 mod buffers;
 mod colorimetry;
 mod controls;
@@ -38,6 +40,7 @@ mod plan;
 mod planes;
 mod queue;
 mod stream;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod v4l2;
 
 pub use colorimetry::Colorimetry;

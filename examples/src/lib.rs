@@ -1,5 +1,7 @@
 //! Code shared by zerocam's example binaries and the `zerocam` CLI.
 
+#![deny(unsafe_code)]
+
 pub mod blazeface;
 pub mod cli;
 pub mod convert;

@@ -57,6 +57,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![deny(unsafe_code)]
+
 mod color;
 mod error;
 mod import;
@@ -67,10 +69,12 @@ mod plan;
 #[cfg(feature = "gl")]
 mod convert_model;
 #[cfg(feature = "gl")]
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod egl;
 #[cfg(feature = "fault-injection")]
 mod fault;
 #[cfg(feature = "gl")]
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod glutil;
 #[cfg(feature = "gl")]
 mod pbo;
@@ -91,6 +95,7 @@ mod worker;
 
 #[cfg(test)]
 #[path = "../tests/common/counting_alloc.rs"]
+#[allow(unsafe_code)] // test-only: a GlobalAlloc is an unsafe impl by nature (issue 14.3)
 mod test_alloc;
 
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};

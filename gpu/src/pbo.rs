@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use zerocam_tensor::{Access, Element, Error, ImageLayout, PboOps, PixelFormat, Tensor};
 
+use crate::glutil;
 use crate::state::GlState;
 use crate::worker::Link;
 use crate::{Gpu, GpuError, Result};
@@ -32,12 +33,13 @@ fn pbo_error(buffer: u32, e: GpuError) -> Error {
     }
 }
 
-// SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
-// 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
-// storage in place; the GL thread (which would delete the buffer and destroy
-// the context on exit) is kept alive by the strong link held from map to
-// unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
-// PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
+                      // SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
+                      // 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
+                      // storage in place; the GL thread (which would delete the buffer and destroy
+                      // the context on exit) is kept alive by the strong link held from map to
+                      // unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
+                      // PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
 unsafe impl PboOps for GlPbo {
     fn map(&self, buffer: u32, len: usize, access: Access) -> zerocam_tensor::Result<NonNull<u8>> {
         let link = self
@@ -92,27 +94,14 @@ unsafe impl PboOps for GlPbo {
 
 impl GlState {
     pub(crate) fn create_pbo(&mut self, len: usize) -> Result<u32> {
-        let size = isize::try_from(len).map_err(|_| GpuError::Gl {
+        isize::try_from(len).map_err(|_| GpuError::Gl {
             call: "glBufferData (size)",
             code: gl::OUT_OF_MEMORY,
         })?;
-        let mut b = 0;
         let zeros = vec![0u8; len];
-        // SAFETY: plain GL calls on the current context; `zeros` holds `size` bytes.
-        unsafe {
-            gl::GenBuffers(1, &mut b);
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, b);
-            gl::BufferData(
-                gl::PIXEL_PACK_BUFFER,
-                size,
-                zeros.as_ptr().cast(),
-                gl::DYNAMIC_READ,
-            );
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
-        }
-        if let Err(e) = crate::glutil::check("glBufferData (PBO)") {
-            // SAFETY: deleting the name just generated.
-            unsafe { gl::DeleteBuffers(1, &b) };
+        let b = glutil::new_pack_buffer(&zeros, gl::DYNAMIC_READ);
+        if let Err(e) = glutil::check("glBufferData (PBO)") {
+            glutil::delete_buffers(&[b]);
             return Err(e);
         }
         self.pbos.push(b);
@@ -125,15 +114,10 @@ impl GlState {
             Access::Write => gl::MAP_WRITE_BIT,
             Access::ReadWrite => gl::MAP_READ_BIT | gl::MAP_WRITE_BIT,
         };
-        // SAFETY: plain GL calls; `buffer` is one of this thread's PBOs and
-        // `len` its size (the tensor's storage length).
-        let p = unsafe {
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
-            let p = gl::MapBufferRange(gl::PIXEL_PACK_BUFFER, 0, len as isize, bits);
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
-            p
-        };
-        crate::glutil::check("glMapBufferRange")?;
+        // `buffer` is one of this thread's PBOs and `len` its size (the
+        // tensor's storage length).
+        let p = glutil::map_pack_buffer(buffer, len, bits);
+        glutil::check("glMapBufferRange")?;
         if p.is_null() || (p as usize) % 64 != 0 {
             let _ = self.unmap_pbo(buffer);
             return Err(GpuError::Gl {
@@ -145,15 +129,9 @@ impl GlState {
     }
 
     fn unmap_pbo(&mut self, buffer: u32) -> Result<()> {
-        // SAFETY: plain GL calls on one of this thread's PBOs.
-        let ok = unsafe {
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
-            let ok = gl::UnmapBuffer(gl::PIXEL_PACK_BUFFER);
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
-            ok
-        };
-        crate::glutil::check("glUnmapBuffer")?;
-        if ok == gl::FALSE {
+        let kept = glutil::unmap_pack_buffer(buffer);
+        glutil::check("glUnmapBuffer")?;
+        if !kept {
             return Err(GpuError::Gl {
                 call: "glUnmapBuffer (contents lost)",
                 code: 0,
@@ -164,14 +142,7 @@ impl GlState {
 
     /// Fails with `PboMapped` if the CPU has `buffer` mapped.
     pub(crate) fn check_unmapped(&self, buffer: u32, role: &'static str) -> Result<()> {
-        let mut mapped = 0;
-        // SAFETY: plain GL queries on one of this thread's PBOs.
-        unsafe {
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
-            gl::GetBufferParameteriv(gl::PIXEL_PACK_BUFFER, gl::BUFFER_MAPPED, &mut mapped);
-            gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
-        }
-        if mapped != 0 {
+        if glutil::pack_buffer_mapped(buffer) {
             return Err(GpuError::PboMapped { role, buffer });
         }
         Ok(())
@@ -180,8 +151,7 @@ impl GlState {
     pub(crate) fn delete_pbo(&mut self, buffer: u32) {
         if let Some(i) = self.pbos.iter().position(|&b| b == buffer) {
             self.pbos.swap_remove(i);
-            // SAFETY: deleting a live PBO name of this thread, once.
-            unsafe { gl::DeleteBuffers(1, &buffer) };
+            glutil::delete_buffers(&[buffer]);
         }
     }
 }

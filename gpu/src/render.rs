@@ -94,80 +94,66 @@ pub(crate) fn draw(
     let offsets = color::offsets(source.color);
     let matrix = color::matrix_columns(source.color);
     let (out_w, out_h) = (plan.out.0 as f32, plan.out.1 as f32);
-    // SAFETY: plain GL calls on the current context; the program, textures
-    // and framebuffer are live objects of this context; the uniform arrays
-    // outlive the calls.
-    unsafe {
-        gl::BindFramebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);
-        gl::UseProgram(program.id);
-        gl::Disable(gl::BLEND);
-        gl::Disable(gl::DEPTH_TEST);
-        gl::Disable(gl::SCISSOR_TEST);
-        let texture_target = if source.external {
-            TEXTURE_EXTERNAL_OES
-        } else {
-            gl::TEXTURE_2D
-        };
-        for (unit, &texture) in source.textures.iter().enumerate() {
-            if texture != 0 {
-                gl::ActiveTexture(gl::TEXTURE0 + unit as u32);
-                gl::BindTexture(texture_target, texture);
-            }
+    glutil::bind_framebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);
+    glutil::use_program(program.id);
+    glutil::disable(gl::BLEND);
+    glutil::disable(gl::DEPTH_TEST);
+    glutil::disable(gl::SCISSOR_TEST);
+    let texture_target = if source.external {
+        TEXTURE_EXTERNAL_OES
+    } else {
+        gl::TEXTURE_2D
+    };
+    for (unit, &texture) in source.textures.iter().enumerate() {
+        if texture != 0 {
+            glutil::active_texture(unit as u32);
+            glutil::bind_texture(texture_target, texture);
         }
-        gl::ActiveTexture(gl::TEXTURE0);
-        gl::Uniform1i(program.tex0, 0);
-        gl::Uniform1i(program.tex1, 1);
-        gl::Uniform1i(program.swap_rb, i32::from(source.swap_rb));
-        gl::UniformMatrix3fv(program.yuv, 1, gl::FALSE, matrix.as_ptr());
-        gl::Uniform3fv(program.yuv_offset, 1, offsets.as_ptr());
-        gl::Uniform4fv(program.crop, 1, source.crop.as_ptr());
-        gl::Uniform2f(program.out, out_w, out_h);
-        if let Some(m) = &plan.model {
-            let u = program.model;
-            let src = model_source(m, source);
-            let t = m.target;
-            gl::Uniform4fv(u.src, 1, src.as_ptr());
-            gl::Uniform4f(
-                u.target,
-                t.x as f32,
-                t.y as f32,
-                t.width as f32,
-                t.height as f32,
-            );
-            gl::Uniform2i(u.size, m.size.0 as i32, m.size.1 as i32);
-            gl::Uniform1i(u.grid, m.grid_width as i32);
-            gl::Uniform1i(u.first, m.first);
-            gl::UniformMatrix3fv(u.affine, 1, gl::FALSE, m.matrix.as_ptr());
-            gl::Uniform3fv(u.bias, 1, m.bias.as_ptr());
-            gl::Uniform3fv(u.pad, 1, m.pad.as_ptr());
-            gl::Uniform2f(u.range, m.range.0, m.range.1);
-        }
-        for r in plan.rects.iter() {
-            let channel = match r.pack {
-                Pack::Channel(c) => c as i32,
-                Pack::Rgba | Pack::Rgb | Pack::Model(_) => 0,
-            };
-            gl::Uniform1i(program.channel, channel);
-            gl::Uniform2i(program.origin, r.x as i32, r.y as i32);
-            gl::Viewport(r.x as i32, r.y as i32, r.width as i32, r.height as i32);
-            if !r.whole_texels() {
-                // A texel shared with another batch element: its bytes only.
-                let (a, b) = r.bytes;
-                let keep = |byte: usize| {
-                    if (a..b).contains(&byte) {
-                        gl::TRUE
-                    } else {
-                        gl::FALSE
-                    }
-                };
-                gl::ColorMask(keep(0), keep(1), keep(2), keep(3));
-            }
-            gl::DrawArrays(gl::TRIANGLES, 0, 3);
-            if !r.whole_texels() {
-                gl::ColorMask(gl::TRUE, gl::TRUE, gl::TRUE, gl::TRUE);
-            }
-        }
-        gl::BindTexture(texture_target, 0);
     }
+    glutil::active_texture(0);
+    glutil::uniform_1i(program.tex0, 0);
+    glutil::uniform_1i(program.tex1, 1);
+    glutil::uniform_1i(program.swap_rb, i32::from(source.swap_rb));
+    glutil::uniform_mat3(program.yuv, &matrix);
+    glutil::uniform_3f(program.yuv_offset, &offsets);
+    glutil::uniform_4f(program.crop, &source.crop);
+    glutil::uniform_2f(program.out, out_w, out_h);
+    if let Some(m) = &plan.model {
+        let u = program.model;
+        let src = model_source(m, source);
+        let t = m.target;
+        glutil::uniform_4f(u.src, &src);
+        glutil::uniform_4f(
+            u.target,
+            &[t.x as f32, t.y as f32, t.width as f32, t.height as f32],
+        );
+        glutil::uniform_2i(u.size, m.size.0 as i32, m.size.1 as i32);
+        glutil::uniform_1i(u.grid, m.grid_width as i32);
+        glutil::uniform_1i(u.first, m.first);
+        glutil::uniform_mat3(u.affine, &m.matrix);
+        glutil::uniform_3f(u.bias, &m.bias);
+        glutil::uniform_3f(u.pad, &m.pad);
+        glutil::uniform_2f(u.range, m.range.0, m.range.1);
+    }
+    for r in plan.rects.iter() {
+        let channel = match r.pack {
+            Pack::Channel(c) => c as i32,
+            Pack::Rgba | Pack::Rgb | Pack::Model(_) => 0,
+        };
+        glutil::uniform_1i(program.channel, channel);
+        glutil::uniform_2i(program.origin, r.x as i32, r.y as i32);
+        glutil::viewport(r.x as i32, r.y as i32, r.width as i32, r.height as i32);
+        if !r.whole_texels() {
+            // A texel shared with another batch element: its bytes only.
+            let (a, b) = r.bytes;
+            let keep = |byte: usize| (a..b).contains(&byte);
+            glutil::color_mask([keep(0), keep(1), keep(2), keep(3)]);
+        }
+        glutil::draw_triangle();
+        if !r.whole_texels() {
+            glutil::color_mask([true; 4]);
+        }
+    }
+    glutil::bind_texture(texture_target, 0);
     glutil::check("glDrawArrays (convert)")
 }

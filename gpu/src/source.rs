@@ -253,6 +253,7 @@ fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, [Option<Te
     })
 }
 
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
     let view = plan.source.region;
     let format = plan.source.root.format;

@@ -141,8 +141,7 @@ impl GlState {
         }
         // Drivers free deleted objects (and close their imported fds) when the
         // work that used them retires.
-        // SAFETY: plain GL call on the current context.
-        unsafe { gl::Finish() };
+        glutil::finish();
     }
 
     /// Runs a planned conversion.
@@ -174,8 +173,7 @@ impl GlState {
         if bound.external && !target.in_place && dst.pbo_buffer().is_some() {
             // A readback into a PBO is asynchronous: the draw may not have read
             // the imported source yet. Its borrow (below) must outlast that.
-            // SAFETY: plain GL call on the current context.
-            unsafe { gl::Finish() };
+            glutil::finish();
         }
         drop(bound); // its borrows end: the GPU is done with the source
         finished?;
@@ -191,12 +189,10 @@ impl GlState {
         self.clear_caches();
         self.sources.free_uploads();
         for (_, p) in self.programs.drain() {
-            // SAFETY: deleting a program this thread linked.
-            unsafe { gl::DeleteProgram(p.id) };
+            glutil::delete_program(p.id);
         }
         if let Some(b) = self.scratch_pbo.take() {
-            // SAFETY: deleting the scratch buffer this thread made.
-            unsafe { gl::DeleteBuffers(1, &b) };
+            glutil::delete_buffers(&[b]);
         }
         #[cfg(feature = "fault-injection")]
         self.faults.release();
@@ -206,9 +202,6 @@ impl GlState {
 impl Drop for GlState {
     fn drop(&mut self) {
         self.release_all();
-        if !self.pbos.is_empty() {
-            // SAFETY: deleting the live PBO names this thread created.
-            unsafe { gl::DeleteBuffers(self.pbos.len() as i32, self.pbos.as_ptr()) };
-        }
+        glutil::delete_buffers(&self.pbos);
     }
 }

@@ -47,8 +47,7 @@ fn too_big(plan: &Plan, max: i32) -> GpuError {
 
 fn own_texture(w: i32, h: i32) -> Result<u32> {
     let t = glutil::texture(gl::TEXTURE_2D);
-    // SAFETY: plain GL calls on a current context with a bound texture.
-    unsafe { gl::TexStorage2D(gl::TEXTURE_2D, 1, gl::RGBA8, w, h) };
+    glutil::tex_storage_2d(gl::RGBA8, w, h);
     if let Err(e) = glutil::check("glTexStorage2D (render target)") {
         glutil::delete_textures(&[t]);
         return Err(e);
@@ -98,9 +97,7 @@ fn create<T: Element>(
     dst: &Tensor<T>,
     policy: ImportPolicy,
 ) -> Result<RenderTarget> {
-    let mut max = 0;
-    // SAFETY: a query into a local.
-    unsafe { gl::GetIntegerv(gl::MAX_TEXTURE_SIZE, &mut max) };
+    let max = glutil::max_texture_size();
     let (w, h) = (plan.grid.texels_wide(), plan.grid.rows);
     let (Ok(wi), Ok(hi)) = (i32::try_from(w), i32::try_from(h)) else {
         return Err(too_big(plan, max));
@@ -191,17 +188,9 @@ fn scratch_pbo(st: &mut GlState) -> Result<u32> {
     if let Some(b) = st.scratch_pbo {
         return Ok(b);
     }
-    let mut b = 0;
-    // SAFETY: plain GL calls on the current context; no data is read.
-    unsafe {
-        gl::GenBuffers(1, &mut b);
-        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, b);
-        gl::BufferData(gl::PIXEL_PACK_BUFFER, 4, std::ptr::null(), gl::STREAM_COPY);
-        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
-    }
+    let b = glutil::new_pack_buffer_uninit(4, gl::STREAM_COPY);
     if let Err(e) = glutil::check("glBufferData (scratch pack buffer)") {
-        // SAFETY: deleting the name just generated.
-        unsafe { gl::DeleteBuffers(1, &b) };
+        glutil::delete_buffers(&[b]);
         return Err(e);
     }
     st.scratch_pbo = Some(b);
@@ -212,6 +201,7 @@ fn scratch_pbo(st: &mut GlState) -> Result<u32> {
 /// each rectangle back into the destination's memory. A rectangle of shared
 /// texels (a model batch element's ends) gives only its own bytes: through a
 /// 4-byte copy on the CPU, or a scratch buffer and a GPU copy into a PBO.
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 pub(crate) fn finish<T: Element>(
     st: &mut GlState,
     plan: &Plan,
@@ -219,8 +209,8 @@ pub(crate) fn finish<T: Element>(
     target: &Prepared,
 ) -> Result<()> {
     if target.in_place {
-        // SAFETY: plain GL call; returns when the draw has reached the dma-buf.
-        unsafe { gl::Finish() };
+        // Returns when the draw has reached the dma-buf.
+        glutil::finish();
         return glutil::check("glFinish");
     }
     let g = plan.grid;
@@ -323,6 +313,7 @@ pub(crate) fn finish<T: Element>(
 /// # Safety
 /// With `buffer` 0, `ptr` must be valid for writes of `r.height` rows of the
 /// pack row length's texels (the last `r.width * 4` bytes long).
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 unsafe fn read_pixels(r: &Rect, buffer: u32, ptr: *mut std::ffi::c_void) {
     // SAFETY: the caller's contract; the context is current (GL thread).
     unsafe {

@@ -12,19 +12,25 @@
 //! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
 //! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
+#![deny(unsafe_code)]
+
 #[cfg(all(feature = "buffer-protocol", feature = "abi3-py39"))]
 compile_error!("feature buffer-protocol needs --no-default-features (it targets abi3-py311)");
 
 #[cfg(feature = "buffer-protocol")]
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod buffer;
 mod camera;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod capsule;
 mod convert;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod dlpack;
 mod errors;
 mod format;
 mod hostpin;
 mod lease;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod mapview;
 mod model;
 mod preprocess;

@@ -134,6 +134,7 @@ impl PyTensor {
     /// a map or array of those lives, else the process dies of `SIGBUS`.
     #[staticmethod]
     #[pyo3(signature = (fd, shape, dtype=None, *, unchecked=false))]
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     fn from_fd(
         py: Python<'_>,
         fd: &Bound<'_, PyAny>,
@@ -384,6 +385,7 @@ fn fd_arg(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
 /// The number is never treated as a live fd before the kernel says it is one:
 /// a closed number raises `DeviceError` (an `OSError`) with errno `EBADF`, a
 /// negative one `InvalidArgument`.
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 pub fn dup_fd(fd: i32) -> PyResult<OwnedFd> {
     if fd < 0 {
         return Err(invalid(format!(

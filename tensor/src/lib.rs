@@ -53,6 +53,8 @@
 //! taking the first that succeeds; `ZEROCAM_TENSOR_FORCE_MEM=1` goes straight to
 //! the heap.
 
+#![deny(unsafe_code)]
+
 mod access;
 mod buffer;
 mod color;
@@ -62,13 +64,16 @@ mod fd;
 mod format;
 mod geometry;
 mod identity;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod map;
 mod memory;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod pin;
 mod placement;
 mod planes;
 mod region;
 mod storage;
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod sys;
 mod tensor;
 mod tensor_dyn;

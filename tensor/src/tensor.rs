@@ -306,6 +306,7 @@ impl<T: Element> Tensor<T> {
     /// # Errors
     /// As [`from_fd`](Tensor::from_fd), less [`Error::ShrinkableFile`] and
     /// [`Error::CannotSeal`].
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub unsafe fn from_fd_unchecked(
         fd: OwnedFd,
         shape: &[usize],

@@ -138,6 +138,7 @@ impl TensorDyn {
     /// As [`Tensor::from_fd_unchecked`]: nobody truncates the file below its
     /// present size while any tensor, view or map of it lives, else an access
     /// kills the process with `SIGBUS`.
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub unsafe fn from_fd_unchecked(
         fd: OwnedFd,
         shape: &[usize],

@@ -13,6 +13,8 @@
 //! The model input is a PBO tensor where the GPU has no dma-buf import (it
 //! stays on the GPU until mapped), a dma-buf rendered in place where it has.
 
+#![deny(unsafe_code)]
+
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 

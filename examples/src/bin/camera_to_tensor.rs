@@ -10,6 +10,8 @@
 //! The "inference" reads the frame through ndarray without copying it: the mean
 //! luma of a centre crop (a view: same buffer) and the mean chroma.
 
+#![deny(unsafe_code)]
+
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 

@@ -12,6 +12,8 @@
 //! as every frame. Each line: the frame, its faces as `score [x0, y0, x1, y1]`
 //! in frame pixels, and the time of each step (`--no-timings` leaves them out).
 
+#![deny(unsafe_code)]
+
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -3,6 +3,8 @@
 //! camera present, every subcommand runs on the built-in pattern source and
 //! says so on its first line.
 
+#![deny(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

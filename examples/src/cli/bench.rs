@@ -77,6 +77,7 @@ impl BenchReport {
     }
 }
 
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 fn cpu_time() -> Duration {
     // SAFETY: getrusage writes into the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -41,6 +41,7 @@ impl FdStorage {
     /// # Safety
     /// Nobody truncates the file while the storage lives (a later access would
     /// die of `SIGBUS`).
+    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     pub unsafe fn import_unchecked(fd: OwnedFd) -> Result<FdStorage> {
         let info = classify(fd.as_fd(), Policy::AnyMappable)?;
         Self::map(fd, info)

@@ -20,6 +20,7 @@ use crate::{Access, Error, Result, TensorMemory};
 /// writes of `len` bytes, 64-byte aligned, until the matching
 /// [`unmap`](PboOps::unmap) returns, and the memory must not be otherwise
 /// accessed by GL meanwhile.
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 pub unsafe trait PboOps: Send + Sync + Debug {
     /// Maps `len` bytes of buffer `buffer` (`glMapBufferRange`) for `access`.
     fn map(&self, buffer: u32, len: usize, access: Access) -> Result<NonNull<u8>>;
@@ -50,10 +51,12 @@ pub(crate) struct PboStorage {
     state: Mutex<MapState>,
 }
 
-// SAFETY: the cached base pointer is only handed out under the state mutex and
-// is valid while `users > 0`, per the `PboOps` contract.
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
+                      // SAFETY: the cached base pointer is only handed out under the state mutex and
+                      // is valid while `users > 0`, per the `PboOps` contract.
 unsafe impl Send for PboStorage {}
-// SAFETY: as above.
+#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
+                      // SAFETY: as above.
 unsafe impl Sync for PboStorage {}
 
 impl PboStorage {
