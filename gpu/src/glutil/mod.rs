@@ -38,3 +38,6 @@ pub use textures::{
     TEXTURE_EXTERNAL_OES,
 };
 pub use upload::{upload_texture, TexUpload, UploadFrom};
+
+#[cfg(test)]
+mod tests;
