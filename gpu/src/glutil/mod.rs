@@ -6,8 +6,9 @@
 //! A wrapper that reads or writes client memory takes it as a slice and checks
 //! its length against what GL will touch before GL is called, so no caller
 //! can make GL read or write outside it; the pixel store state those lengths
-//! depend on (unpack and pack row lengths, alignment) is set by the same
-//! wrapper that reads or writes, never by another.
+//! depend on (unpack and pack row lengths, alignment, the bound unpack or
+//! pack buffer) is set by the wrapper that reads or writes, before it does;
+//! no wrapper sets the skip parameters.
 
 mod buffers;
 mod draw;
