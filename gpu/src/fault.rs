@@ -35,11 +35,9 @@ impl Faults {
 }
 
 /// A 4x4 RGBA8 texture and an EGLImage of it.
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 fn texture_image(st: &GlState) -> Result<(u32, EglImage)> {
     let texture = glutil::texture(gl::TEXTURE_2D);
-    // SAFETY: plain GL call on the current context, a texture bound.
-    unsafe { gl::TexStorage2D(gl::TEXTURE_2D, 1, gl::RGBA8, 4, 4) };
+    glutil::tex_storage_2d(gl::RGBA8, 4, 4);
     match st.egl.create_texture_image(texture) {
         Ok(image) => Ok((texture, image)),
         Err(error) => {
@@ -55,15 +53,10 @@ fn texture_image(st: &GlState) -> Result<(u32, EglImage)> {
 /// Leaves GL state half-set, as a bug between two GL calls would (a bound
 /// pack buffer, a pack row length, a bound texture, an
 /// EGLImage in hand), then panics with `message`.
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 fn panic_mid_job(st: &mut GlState, message: String) -> Result<()> {
     let in_hand = texture_image(st)?;
     let pbo = st.pbos.first().copied().unwrap_or(0);
-    // SAFETY: plain GL state calls on the current context.
-    unsafe {
-        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, pbo);
-        gl::PixelStorei(gl::PACK_ROW_LENGTH, 7);
-    }
+    glutil::leave_pack_state_dirty(pbo, 7);
     let _unwound_with = in_hand; // destroyed by the unwinding, not leaked
     panic!("{message}");
 }

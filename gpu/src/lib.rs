@@ -60,8 +60,8 @@
 #![deny(unsafe_code)]
 
 mod color;
+mod egl_attributes;
 mod error;
-mod import;
 mod model;
 mod model_plan;
 mod plan;
@@ -69,12 +69,12 @@ mod plan;
 #[cfg(feature = "gl")]
 mod convert_model;
 #[cfg(feature = "gl")]
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the EGL FFI edge: loading EGL, its calls and EGLImages
 mod egl;
 #[cfg(feature = "fault-injection")]
 mod fault;
 #[cfg(feature = "gl")]
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the GL FFI edge: every raw GL call, behind safe wrappers
 mod glutil;
 #[cfg(feature = "gl")]
 mod pbo;
@@ -95,12 +95,12 @@ mod worker;
 
 #[cfg(test)]
 #[path = "../tests/common/counting_alloc.rs"]
-#[allow(unsafe_code)] // test-only: a GlobalAlloc is an unsafe impl by nature (issue 14.3)
+#[allow(unsafe_code)] // test-only: a GlobalAlloc is an unsafe impl by nature
 mod test_alloc;
 
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
+pub use egl_attributes::drm_fourcc;
 pub use error::{GpuError, Result};
-pub use import::drm_fourcc;
 pub use model::{
     convert_cpu, is_software_renderer, ChannelOrder, ChosenDevice, CpuConvertError,
     CpuPreprocessor, Device, DeviceReason, Fit, FitPlacement, ModelInput, ModelInputError,

@@ -33,13 +33,17 @@ fn pbo_error(buffer: u32, e: GpuError) -> Error {
     }
 }
 
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
-                      // SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
-                      // 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
-                      // storage in place; the GL thread (which would delete the buffer and destroy
-                      // the context on exit) is kept alive by the strong link held from map to
-                      // unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
-                      // PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
+// The edge of zerocam-tensor's unsafe `PboOps` trait: implementing it is the
+// promise itself (no unsafe block here), and what keeps that promise is this
+// file's own map/unmap logic (the strong link held from `map` to `unmap`), so
+// the impl stays beside it rather than behind a GL wrapper.
+#[allow(unsafe_code)]
+// SAFETY: `map` returns glMapBufferRange's pointer, checked non-NULL and
+// 64-byte aligned. It stays valid until `unmap`: GL keeps a mapped buffer's
+// storage in place; the GL thread (which would delete the buffer and destroy
+// the context on exit) is kept alive by the strong link held from map to
+// unmap; and the GL side never uses a mapped buffer (`convert` refuses a mapped
+// PBO with `PboMapped`, and GL itself refuses other uses of mapped buffers).
 unsafe impl PboOps for GlPbo {
     fn map(&self, buffer: u32, len: usize, access: Access) -> zerocam_tensor::Result<NonNull<u8>> {
         let link = self

@@ -4,11 +4,11 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use zerocam_cache::{GpuImageCache, ImageKey};
-use zerocam_tensor::{Access, DeviceBorrow, PixelFormat, RootLayout, Tensor, TensorMemory};
+use zerocam_tensor::{Access, DeviceBorrow, PixelFormat, Region, RootLayout, Tensor, TensorMemory};
 
 use crate::egl::EglImage;
-use crate::glutil::{self, TEXTURE_EXTERNAL_OES};
-use crate::import::{normalized, source_attribs};
+use crate::egl_attributes::source_attribs;
+use crate::glutil::{self, TexUpload, UploadFrom, TEXTURE_EXTERNAL_OES};
 use crate::plan::{ImportPolicy, Plan};
 use crate::state::GlState;
 use crate::{ColorSpec, ConvertOptions, GpuError, Result};
@@ -207,7 +207,19 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
     })
 }
 
-/// One texture to upload: GL internal format, format, size, bytes a texel.
+/// The source rectangle normalised to a `width`x`height` texture whose top-left
+/// pixel is `origin`.
+pub fn normalized(crop: Region, origin: (usize, usize), width: usize, height: usize) -> [f32; 4] {
+    let (w, h) = (width as f32, height as f32);
+    [
+        (crop.x - origin.0) as f32 / w,
+        (crop.y - origin.1) as f32 / h,
+        crop.width as f32 / w,
+        crop.height as f32 / h,
+    ]
+}
+
+/// One texture to upload: its plane, GL internal format, format and size.
 #[derive(Clone, Copy)]
 struct TexSpec {
     plane: usize,
@@ -215,45 +227,40 @@ struct TexSpec {
     format: u32,
     width: usize,
     height: usize,
-    texel: usize,
 }
 
 /// The shader's source `KIND` and the one or two textures of `format`
 /// (inline: an upload allocates nothing).
 fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, [Option<TexSpec>; 2])> {
-    let t = |plane, internal, format, width, height, texel| TexSpec {
+    let t = |plane, internal, format, width, height| TexSpec {
         plane,
         internal,
         format,
         width,
         height,
-        texel,
     };
     Some(match format {
-        PixelFormat::Rgb | PixelFormat::Bgr => (0, [Some(t(0, gl::RGB8, gl::RGB, w, h, 3)), None]),
-        PixelFormat::Rgba | PixelFormat::Bgra => {
-            (0, [Some(t(0, gl::RGBA8, gl::RGBA, w, h, 4)), None])
-        }
-        PixelFormat::Grey => (1, [Some(t(0, gl::R8, gl::RED, w, h, 1)), None]),
+        PixelFormat::Rgb | PixelFormat::Bgr => (0, [Some(t(0, gl::RGB8, gl::RGB, w, h)), None]),
+        PixelFormat::Rgba | PixelFormat::Bgra => (0, [Some(t(0, gl::RGBA8, gl::RGBA, w, h)), None]),
+        PixelFormat::Grey => (1, [Some(t(0, gl::R8, gl::RED, w, h)), None]),
         PixelFormat::Nv12 | PixelFormat::Nv16 => (
             2,
             [
-                Some(t(0, gl::R8, gl::RED, w, h, 1)),
-                Some(t(1, gl::RG8, gl::RG, w / 2, format.plane_rows(1, h), 2)),
+                Some(t(0, gl::R8, gl::RED, w, h)),
+                Some(t(1, gl::RG8, gl::RG, w / 2, format.plane_rows(1, h))),
             ],
         ),
         PixelFormat::Yuyv | PixelFormat::Uyvy => (
             if format == PixelFormat::Yuyv { 3 } else { 4 },
             [
-                Some(t(0, gl::RG8, gl::RG, w, h, 2)),
-                Some(t(0, gl::RGBA8, gl::RGBA, w / 2, h, 4)),
+                Some(t(0, gl::RG8, gl::RG, w, h)),
+                Some(t(0, gl::RGBA8, gl::RGBA, w / 2, h)),
             ],
         ),
         _ => return None,
     })
 }
 
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
     let view = plan.source.region;
     let format = plan.source.root.format;
@@ -284,78 +291,29 @@ fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
             .checked_sub(2)
             .and_then(|axis| plane.stride(axis))
             .unwrap_or(0);
+        let upload_spec = TexUpload {
+            texture,
+            internal: spec.internal,
+            format: spec.format,
+            width: spec.width,
+            height: spec.height,
+            stride,
+            allocate,
+        };
         let map;
-        let base: *const u8 = match pbo {
-            Some(_) => plane.plane_offset() as *const u8,
+        let from = match pbo {
+            Some(buffer) => UploadFrom::UnpackBuffer {
+                buffer,
+                offset: plane.plane_offset(),
+            },
             None => {
                 map = plane.map_read()?;
-                map.as_ptr()
+                UploadFrom::Memory(&map)
             }
         };
-        // Rows a whole number of texels apart go up in one call; others (RGB
-        // rows padded to, say, 64 bytes) row by row.
-        let whole = stride % spec.texel == 0;
-        // SAFETY: the context is current; `base` is either an offset into the
-        // bound unpack PBO or points into a live read map of the plane, which
-        // holds `height` rows of `stride` bytes (the last one `width * texel`
-        // long): every row read below lies inside it.
-        unsafe {
-            gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, pbo.unwrap_or(0));
-            gl::PixelStorei(gl::UNPACK_ALIGNMENT, 1);
-            gl::PixelStorei(
-                gl::UNPACK_ROW_LENGTH,
-                if whole {
-                    (stride / spec.texel) as i32
-                } else {
-                    0
-                },
-            );
-            gl::BindTexture(gl::TEXTURE_2D, texture);
-            if allocate {
-                gl::TexImage2D(
-                    gl::TEXTURE_2D,
-                    0,
-                    spec.internal as i32,
-                    spec.width as i32,
-                    spec.height as i32,
-                    0,
-                    spec.format,
-                    gl::UNSIGNED_BYTE,
-                    std::ptr::null(),
-                );
-            }
-            if whole {
-                gl::TexSubImage2D(
-                    gl::TEXTURE_2D,
-                    0,
-                    0,
-                    0,
-                    spec.width as i32,
-                    spec.height as i32,
-                    spec.format,
-                    gl::UNSIGNED_BYTE,
-                    base.cast(),
-                );
-            } else {
-                for row in 0..spec.height {
-                    gl::TexSubImage2D(
-                        gl::TEXTURE_2D,
-                        0,
-                        0,
-                        row as i32,
-                        spec.width as i32,
-                        1,
-                        spec.format,
-                        gl::UNSIGNED_BYTE,
-                        base.wrapping_add(row * stride).cast(),
-                    );
-                }
-            }
-            gl::PixelStorei(gl::UNPACK_ROW_LENGTH, 0);
-            gl::BindBuffer(gl::PIXEL_UNPACK_BUFFER, 0);
-        }
         // A failed upload leaves the storage unknown: allocate next time.
         upload.storage = None;
+        glutil::upload_texture(&upload_spec, from)?;
         glutil::check("glTexSubImage2D (source upload)")?;
         upload.storage = Some(storage);
     }

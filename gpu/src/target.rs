@@ -8,8 +8,8 @@ use zerocam_cache::ImageKey;
 use zerocam_tensor::{Access, DeviceBorrow, Element, Tensor, TensorMemory};
 
 use crate::egl::EglImage;
-use crate::glutil;
-use crate::import::target_attribs;
+use crate::egl_attributes::target_attribs;
+use crate::glutil::{self, PixelRect, Readback};
 use crate::plan::{ImportPolicy, Plan, Rect, TargetGrid};
 use crate::state::GlState;
 use crate::{GpuError, Result};
@@ -201,7 +201,6 @@ fn scratch_pbo(st: &mut GlState) -> Result<u32> {
 /// each rectangle back into the destination's memory. A rectangle of shared
 /// texels (a model batch element's ends) gives only its own bytes: through a
 /// 4-byte copy on the CPU, or a scratch buffer and a GPU copy into a PBO.
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
 pub(crate) fn finish<T: Element>(
     st: &mut GlState,
     plan: &Plan,
@@ -234,98 +233,35 @@ pub(crate) fn finish<T: Element>(
             }
         }
     }
-    // SAFETY: plain GL state calls on a current context.
-    unsafe {
-        gl::BindFramebuffer(gl::READ_FRAMEBUFFER, target.framebuffer);
-        gl::PixelStorei(gl::PACK_ALIGNMENT, 4);
-        gl::PixelStorei(gl::PACK_ROW_LENGTH, g.texels_wide() as i32);
-    }
+    let readback = Readback::begin(target.framebuffer, g.texels_wide())?;
     for r in plan.rects.iter() {
         let (at, _) = written(&g, r);
         let (a, b) = r.bytes;
+        let pixels = PixelRect {
+            x: r.x,
+            y: r.y,
+            width: r.width,
+            height: r.height,
+        };
         match &mut map {
+            // Inside the map: checked above (and again by the wrapper).
+            Ok(m) if r.whole_texels() => readback.to_memory(pixels, &mut m[..], at - span_start)?,
+            // A partial rectangle is one texel (`span_rects`): only its bytes
+            // a..b are this destination's.
             Ok(m) => {
-                // Inside the map: checked above.
-                let to = m.as_mut_ptr().cast::<u8>().wrapping_add(at - span_start);
-                if r.whole_texels() {
-                    // SAFETY: `to` starts `r.height` rows of `g.stride` bytes
-                    // (the last `r.width * 4` long) inside the live write map.
-                    unsafe { read_pixels(r, 0, to.cast()) };
-                } else {
-                    let mut texel = [0u8; 4];
-                    // A partial rectangle is one texel (`span_rects`); read
-                    // exactly one whatever its size says.
-                    let one = Rect {
-                        width: 1,
-                        height: 1,
-                        ..*r
-                    };
-                    // SAFETY: one texel into a local 4-byte array; then its
-                    // bytes a..b to `to`, which is `b - a` bytes inside the map.
-                    unsafe {
-                        read_pixels(&one, 0, texel.as_mut_ptr().cast());
-                        std::ptr::copy_nonoverlapping(texel[a..b].as_ptr(), to, b - a);
-                    }
-                }
+                readback.texel_part_to_memory((r.x, r.y), a..b, &mut m[..], at - span_start)?
             }
-            Err(pbo) if r.whole_texels() => {
-                // SAFETY: an offset into the bound pack buffer; GL checks the
-                // range against the buffer's size.
-                unsafe { read_pixels(r, *pbo, at as *mut std::ffi::c_void) };
-            }
+            Err(pbo) if r.whole_texels() => readback.to_buffer(pixels, *pbo, at)?,
             Err(pbo) => {
                 let scratch = scratch_pbo(st)?;
-                // SAFETY: one texel into the 4-byte scratch buffer; then a GPU
-                // copy of its bytes a..b to byte `at` of the live PBO (GL checks
-                // both ranges against the buffers' sizes).
-                unsafe {
-                    read_pixels(r, scratch, std::ptr::null_mut());
-                    gl::BindBuffer(gl::COPY_READ_BUFFER, scratch);
-                    gl::BindBuffer(gl::COPY_WRITE_BUFFER, *pbo);
-                    gl::CopyBufferSubData(
-                        gl::COPY_READ_BUFFER,
-                        gl::COPY_WRITE_BUFFER,
-                        a as isize,
-                        at as isize,
-                        (b - a) as isize,
-                    );
-                    gl::BindBuffer(gl::COPY_READ_BUFFER, 0);
-                    gl::BindBuffer(gl::COPY_WRITE_BUFFER, 0);
-                }
+                readback.texel_part_to_buffer((r.x, r.y), a..b, scratch, *pbo, at)?;
             }
         }
     }
-    // SAFETY: restoring GL state.
-    unsafe {
-        gl::PixelStorei(gl::PACK_ROW_LENGTH, 0);
-        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, 0);
-    }
+    // Row length 0 and no pack buffer again, before the check.
+    drop(readback);
     glutil::check("glReadPixels (readback)")?;
     st.stats.readbacks += 1;
     drop(map);
     Ok(())
-}
-
-/// Reads rectangle `r` of the bound read framebuffer as RGBA8 with the pack
-/// row length set: into pack buffer `buffer` at offset `ptr`, or (`buffer`
-/// 0) into memory at `ptr`.
-///
-/// # Safety
-/// With `buffer` 0, `ptr` must be valid for writes of `r.height` rows of the
-/// pack row length's texels (the last `r.width * 4` bytes long).
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
-unsafe fn read_pixels(r: &Rect, buffer: u32, ptr: *mut std::ffi::c_void) {
-    // SAFETY: the caller's contract; the context is current (GL thread).
-    unsafe {
-        gl::BindBuffer(gl::PIXEL_PACK_BUFFER, buffer);
-        gl::ReadPixels(
-            r.x as i32,
-            r.y as i32,
-            r.width as i32,
-            r.height as i32,
-            gl::RGBA,
-            gl::UNSIGNED_BYTE,
-            ptr,
-        );
-    }
 }

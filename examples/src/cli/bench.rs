@@ -4,6 +4,8 @@
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::time::{TimeVal, TimeValLike};
 
 use crate::source::{open, SourceSpec};
 use crate::CliError;
@@ -77,16 +79,15 @@ impl BenchReport {
     }
 }
 
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
+/// The process's CPU time so far, user plus system (`getrusage(RUSAGE_SELF)`,
+/// through nix's safe wrapper); zero if the kernel refuses.
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid out pointer.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
         return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    let micros =
+        |t: TimeVal| Duration::from_micros(u64::try_from(t.num_microseconds()).unwrap_or(0));
+    micros(usage.user_time()) + micros(usage.system_time())
 }
 
 /// Captures `frames` frames, timing zerocam's part of each.

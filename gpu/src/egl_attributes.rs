@@ -4,7 +4,7 @@
 
 use std::os::fd::RawFd;
 
-use zerocam_tensor::{PixelFormat, Region, RootLayout};
+use zerocam_tensor::{PixelFormat, RootLayout};
 
 use crate::{ColorSpec, GpuError, Matrix, Range, Result};
 
@@ -147,18 +147,6 @@ pub fn target_attribs(
     a.extend(linear(0, modifiers));
     a.push(NONE);
     Some(a)
-}
-
-/// The source rectangle normalised to a `width`x`height` texture whose top-left
-/// pixel is `origin`.
-pub fn normalized(crop: Region, origin: (usize, usize), width: usize, height: usize) -> [f32; 4] {
-    let (w, h) = (width as f32, height as f32);
-    [
-        (crop.x - origin.0) as f32 / w,
-        (crop.y - origin.1) as f32 / h,
-        crop.width as f32 / w,
-        crop.height as f32 / h,
-    ]
 }
 
 #[cfg(test)]
