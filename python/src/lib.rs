@@ -35,7 +35,7 @@ mod mapview;
 mod model;
 mod preprocess;
 mod tensor;
-#[allow(unsafe_code)] // the FFI edge: Python's `unchecked=True` is from_fd_unchecked's promise (issue 14.3)
+#[allow(unsafe_code)] // the FFI edge: `unchecked=True`, the Python caller's promise (issue 14.3)
 mod unchecked;
 
 use pyo3::prelude::*;
