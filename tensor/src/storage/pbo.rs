@@ -2,12 +2,12 @@
 //!
 //! The tensor crate does not talk to GL. The GL backend implements [`PboOps`]
 //! (typically by sending messages to its GL thread through a weak sender, so
-//! the thread can exit while tensors live on; later calls then fail with
-//! [`Error::PboDisconnected`], and a GL call that fails with [`Error::Pbo`]).
-//! The storage maps the PBO on the first CPU access and unmaps it when the
-//! last one ends; a CPU access that asks for more than the mapping it would
-//! share (a write while it is mapped for reading) is refused with
-//! [`Error::Pbo`].
+//! the thread can exit while tensors live on). A map or unmap after that
+//! thread has exited fails with [`Error::PboDisconnected`]; a GL call that
+//! fails gives [`Error::Pbo`], saying what failed. The storage maps the PBO
+//! on the first CPU access and unmaps it when the last one ends; an access
+//! that asks for more than the mapping it would share (a write while the PBO
+//! is mapped for reading) is refused with [`Error::Pbo`] too.
 
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicPtr;
