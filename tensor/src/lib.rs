@@ -78,8 +78,7 @@ mod sys;
 mod tensor;
 mod tensor_dyn;
 mod traits;
-#[allow(unsafe_code)]
-// the unchecked import: public `unsafe fn`s, the caller's promise (issue 14.3)
+#[allow(unsafe_code)] // the unchecked import's `unsafe fn`s: the caller's promise (issue 14.3)
 mod unchecked;
 
 pub use access::{DeviceBorrow, FileAccess};
