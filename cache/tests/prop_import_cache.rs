@@ -1,10 +1,11 @@
-//! Property test of `ImportCache` (issue 12): random sequences of lookups
-//! (hits, imports, failed imports), invalidations and dropped tensors over
-//! real shared-memory buffers, checked step by step against a plain LRU model
-//! written here: the counters, which keys are present, that a hit is the
-//! tensor imported for its key (same `BufferIdentity`, import not called),
-//! that a failed import caches nothing, that an entry keeps its tensor alive
-//! and an evicted one does not, and that no fd is left behind.
+//! Property test of `ImportCache` (issues 12 and 14.5): random sequences of
+//! `get_image` lookups (hits, imports, failed imports, in one of two layouts),
+//! invalidations and dropped tensors over real shared-memory buffers, checked
+//! step by step against a plain LRU model written here: the counters, which
+//! keys are present, that a hit is the tensor imported for its key (same
+//! `BufferIdentity`, import not called) in the layout asked for now, that a
+//! failed import caches nothing, that an entry keeps its tensor alive and an
+//! evicted one does not, and that no fd is left behind.
 #![allow(clippy::unwrap_used)] // tests may panic
 
 use std::cell::Cell;
@@ -14,7 +15,7 @@ use std::sync::Weak;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use zerocam_cache::{CacheStats, DmaBufKey, ImportCache};
-use zerocam_tensor::{Error, Tensor, TensorMemory};
+use zerocam_tensor::{Error, ImageLayout, PixelFormat, Tensor, TensorMemory};
 
 /// Bytes of each buffer: two planes of `PLANE` bytes.
 const PLANE: usize = 32;
@@ -27,9 +28,15 @@ fn open_fds() -> usize {
 /// One step of a sequence.
 #[derive(Debug, Clone)]
 enum Op {
-    /// `get_or_import` of key `key` (an index into the case's keys); the
-    /// import fails when `fails`; the tensor is held by the test when `hold`.
-    Lookup { key: usize, fails: bool, hold: bool },
+    /// `get_image` of key `key` (an index into the case's keys) in layout
+    /// `wide` (see [`layout`]); the import fails when `fails`; the tensor is
+    /// held by the test when `hold`.
+    Lookup {
+        key: usize,
+        wide: bool,
+        fails: bool,
+        hold: bool,
+    },
     /// `contains` of key `key`: must not count or touch the LRU order.
     Contains { key: usize },
     /// `invalidate`.
@@ -40,8 +47,8 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        10 => (0usize..16, prop::bool::weighted(0.1), prop::bool::weighted(0.3))
-            .prop_map(|(key, fails, hold)| Op::Lookup { key, fails, hold }),
+        10 => (0usize..16, any::<bool>(), prop::bool::weighted(0.1), prop::bool::weighted(0.3))
+            .prop_map(|(key, wide, fails, hold)| Op::Lookup { key, wide, fails, hold }),
         2 => (0usize..16).prop_map(|key| Op::Contains { key }),
         1 => Just(Op::Invalidate),
         2 => any::<usize>().prop_map(|index| Op::Drop { index }),
@@ -93,10 +100,17 @@ impl Model {
     }
 }
 
-/// The tensor for `key`, imported as a driver's plane is: a new import of
-/// the buffer's fd, and the plane at the key's offset.
-fn import(buffer: &Tensor<u8>, key: DmaBufKey) -> Result<Tensor<u8>, Error> {
-    Tensor::<u8>::from_fd(buffer.clone_fd()?, &[2, PLANE], None)?.batch(key.plane_offset / PLANE)
+/// The import of `buffer` as a driver's buffer is imported: a new import of
+/// its fd, whole.
+fn import(buffer: &Tensor<u8>) -> Result<Tensor<u8>, Error> {
+    Tensor::<u8>::from_fd(buffer.clone_fd()?, &[2 * PLANE], None)
+}
+
+/// One of two layouts of a plane (a format change on the same buffers),
+/// starting at the key's offset: `PLANE` × 1 or `PLANE / 2` × 2 grey.
+fn layout(key: DmaBufKey, wide: bool) -> ImageLayout {
+    let (w, h) = if wide { (PLANE, 1) } else { (PLANE / 2, 2) };
+    ImageLayout::new(w, h, PixelFormat::Grey).with_start_offset(key.plane_offset)
 }
 
 /// Runs `ops` on a cache of `capacity` over `buffers` shared-memory buffers,
@@ -126,18 +140,32 @@ fn run(capacity: usize, buffers: usize, ops: &[Op]) -> Result<(), TestCaseError>
     let mut imported: Vec<(u64, Weak<()>)> = Vec::new();
     for op in ops {
         match *op {
-            Op::Lookup { key, fails, hold } => {
+            Op::Lookup {
+                key,
+                wide,
+                fails,
+                hold,
+            } => {
                 let (b, key) = keys[key % keys.len()];
+                let layout = layout(key, wide);
                 let called = Cell::new(false);
-                let got = cache.get_or_import(key, || {
+                let got = cache.get_image(key, layout, || {
                     called.set(true);
                     if fails {
                         return Err(Error::NoFd {
                             memory: TensorMemory::Dma,
                         });
                     }
-                    import(&pool[b], key)
+                    import(&pool[b])
                 });
+                if let Ok(t) = &got {
+                    prop_assert_eq!(
+                        (t.width(), t.height()),
+                        (Some(layout.width), Some(layout.height)),
+                        "{:?}: the layout asked for now",
+                        key
+                    );
+                }
                 match (model.position(key), got) {
                     (Some(at), Ok(t)) => {
                         prop_assert!(!called.get(), "a hit of {:?} imported", key);

@@ -4,7 +4,7 @@
 //!
 //! | module | Python |
 //! | --- | --- |
-//! | `tensor.rs` | `Tensor` (+ DLPack and the capsule protocol, `dlpack.rs`, `capsule.rs`) |
+//! | `tensor.rs` | `Tensor` (+ DLPack and the capsule protocol, `dlpack.rs`, `capsule.rs`; `from_fd(unchecked=True)`, `unchecked.rs`) |
 //! | `mapview.rs`, `lease.rs`, `buffer.rs` | `Tensor.map()`, the numpy exports, the buffer protocol (feature `buffer-protocol`) |
 //! | `hostpin.rs` | `Tensor.pin_host()`, `HostPin.cpu_access()` |
 //! | `camera.rs` | `Camera`, `Frame`, `list_devices()` |
@@ -35,6 +35,8 @@ mod mapview;
 mod model;
 mod preprocess;
 mod tensor;
+#[allow(unsafe_code)] // the FFI edge: `unchecked=True`, the Python caller's promise (issue 14.3)
+mod unchecked;
 
 use pyo3::prelude::*;
 

@@ -1,11 +1,11 @@
 //! `zerocam.Tensor`: a handle on zero-copy memory (heap, shared memory,
 //! DMA-BUF), its views, maps, pins and exports.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use zerocam_tensor::{Access, ImageLayout, Tensor, TensorDyn, TensorMemory};
+use zerocam_tensor::{Access, Error as TensorError, ImageLayout, Tensor, TensorDyn, TensorMemory};
 
 use crate::convert;
 use crate::errors::{import_err, invalid, io_error, tensor_err};
@@ -134,7 +134,6 @@ impl PyTensor {
     /// a map or array of those lives, else the process dies of `SIGBUS`.
     #[staticmethod]
     #[pyo3(signature = (fd, shape, dtype=None, *, unchecked=false))]
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
     fn from_fd(
         py: Python<'_>,
         fd: &Bound<'_, PyAny>,
@@ -148,15 +147,7 @@ impl PyTensor {
             Some(d) if !d.is_none() => convert::dtype(py, d)?,
             _ => zerocam_tensor::DType::U8,
         };
-        let owned = dup_fd(fd)?;
-        let t = if unchecked {
-            // SAFETY: `unchecked=True` is the caller's promise, documented as
-            // the Rust function's `# Safety`: nobody truncates the file while
-            // any tensor, view, map or array of it lives.
-            unsafe { TensorDyn::from_fd_unchecked(owned, &shape, dtype, None) }
-        } else {
-            TensorDyn::from_fd(owned, &shape, dtype, None)
-        };
+        let t = crate::unchecked::import(dup_fd(fd)?, &shape, dtype, unchecked);
         Ok(PyTensor::wrap(t.map_err(|e| import_err(e, fd))?))
     }
 
@@ -381,26 +372,23 @@ fn fd_arg(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
 }
 
 /// A close-on-exec duplicate of the caller's fd number `fd`, made with
-/// `fcntl(F_DUPFD_CLOEXEC)` on the number itself (the caller keeps theirs).
-/// The number is never treated as a live fd before the kernel says it is one:
-/// a closed number raises `DeviceError` (an `OSError`) with errno `EBADF`, a
-/// negative one `InvalidArgument`.
-#[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
+/// `fcntl(F_DUPFD_CLOEXEC)` on the number itself (the caller keeps theirs;
+/// [`zerocam_tensor::dup_fd_number`]). The number is never treated as a live
+/// fd before the kernel says it is one: a closed number raises `DeviceError`
+/// (an `OSError`) with errno `EBADF`, a negative one `InvalidArgument`.
 pub fn dup_fd(fd: i32) -> PyResult<OwnedFd> {
     if fd < 0 {
         return Err(invalid(format!(
             "fd {fd} is negative: not a file descriptor"
         )));
     }
-    // SAFETY: F_DUPFD_CLOEXEC on a plain number reads and writes no memory;
-    // a number that is not an open fd makes it fail with EBADF.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if new < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(io_error(&e, format!("fd {fd} cannot be duplicated: {e}")));
-    }
-    // SAFETY: fcntl just returned `new`, a fresh fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    zerocam_tensor::dup_fd_number(fd).map_err(|e| match e {
+        TensorError::DupFailed { errno, .. } => {
+            let e = std::io::Error::from_raw_os_error(errno as i32);
+            io_error(&e, format!("fd {fd} cannot be duplicated: {e}"))
+        }
+        e => tensor_err(e),
+    })
 }
 
 /// Gives up ownership of `fd`, returning its number.

@@ -321,7 +321,10 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// The GL side of a PBO tensor failed or went away.
+    /// A PBO tensor's map or unmap failed: a GL call failed (`reason` is the
+    /// GL side's error), or a CPU access asked for more than the mapping it
+    /// would share (a write while the PBO is mapped for reading). A GL thread
+    /// that has gone away gives [`Error::PboDisconnected`] instead.
     #[error("PBO {buffer}: {reason}")]
     Pbo {
         /// The GL buffer name.

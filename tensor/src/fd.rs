@@ -1,8 +1,9 @@
 //! File descriptors as `from_fd` sees them: [`FdKind`], what a file is and
-//! whether its size can shrink under a mapping, and [`dup_fd`].
+//! whether its size can shrink under a mapping, [`dup_fd`] and
+//! [`dup_fd_number`].
 
 use std::fmt;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use crate::{Error, Result};
 
@@ -121,4 +122,29 @@ pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
         fd: fd.as_raw_fd(),
         errno,
     })
+}
+
+/// A close-on-exec duplicate of the fd *number* `fd`, for numbers that come
+/// from outside Rust's fd ownership (a Python int, a field of a C struct):
+/// `fcntl(F_DUPFD_CLOEXEC)` on the number itself, so the number is never
+/// taken for a live fd before the kernel says it is one. The caller keeps
+/// whatever it had. Rust code that holds the fd uses [`dup_fd`].
+///
+/// ```
+/// use std::os::fd::AsRawFd;
+/// use zerocam_tensor::{dup_fd_number, Error, FdIdentity, Tensor, TensorMemory};
+/// let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+/// let number = t.fd().expect("shm has an fd").as_raw_fd();
+/// let fd = dup_fd_number(number)?;
+/// assert_eq!(FdIdentity::of(std::os::fd::AsFd::as_fd(&fd)).ok(), t.fd_identity());
+/// let e = dup_fd_number(-1).unwrap_err();
+/// assert!(matches!(e, Error::DupFailed { fd: -1, errno: nix::errno::Errno::EBADF }));
+/// # Ok::<(), zerocam_tensor::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::DupFailed`] with the kernel's errno: `EBADF` for a closed or
+/// negative number, `EMFILE` when out of fds.
+pub fn dup_fd_number(fd: RawFd) -> Result<OwnedFd> {
+    crate::sys::fd::dup_number(fd).map_err(|errno| Error::DupFailed { fd, errno })
 }

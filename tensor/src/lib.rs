@@ -64,26 +64,28 @@ mod fd;
 mod format;
 mod geometry;
 mod identity;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the map-to-slice step (issue 14.3)
 mod map;
 mod memory;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // pins: a stable CPU address for foreign code (issue 14.3)
 mod pin;
 mod placement;
 mod planes;
 mod region;
 mod storage;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall edge (issue 14.3)
 mod sys;
 mod tensor;
 mod tensor_dyn;
 mod traits;
+#[allow(unsafe_code)] // the unchecked import's `unsafe fn`s: the caller's promise (issue 14.3)
+mod unchecked;
 
 pub use access::{DeviceBorrow, FileAccess};
 pub use color::{ColorSpec, Matrix, Range};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use fd::{dup_fd, FdKind};
+pub use fd::{dup_fd, dup_fd_number, FdKind};
 pub use format::{ImageLayout, PixelFormat};
 pub use half::f16;
 pub use identity::{BufferIdentity, FdIdentity};
@@ -99,7 +101,7 @@ pub use placement::{ImagePlacement, PlanePlacement, RootLayout};
 pub use planes::PlaneDescriptor;
 pub use region::Region;
 pub use storage::dma_heap::{DEFAULT_HEAPS, HEAP_ENV};
-pub use storage::pbo::PboOps;
+pub use storage::pbo_ops::PboOps;
 pub use tensor::{Tensor, TensorBuilder};
 pub use tensor_dyn::{DynMap, TensorDyn};
 pub use traits::TensorTrait;

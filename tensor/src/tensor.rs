@@ -10,7 +10,8 @@ use crate::geometry::{ArrayGeom, Dims, Geometry, ImageGeom};
 use crate::map::{MapMode, ReadOnly, ReadWrite, TensorMap, WriteOnly};
 use crate::memory::allocate;
 use crate::storage::fd::FdStorage;
-use crate::storage::pbo::{PboOps, PboStorage};
+use crate::storage::pbo::PboStorage;
+use crate::storage::pbo_ops::PboOps;
 use crate::{
     dup_fd, BufferIdentity, DType, Element, Error, FdIdentity, ImageLayout, PixelFormat, Region,
     Result, TensorMemory,
@@ -276,51 +277,12 @@ impl<T: Element> Tensor<T> {
         Self::over_storage(FdStorage::import(fd)?, geom, name)
     }
 
-    /// [`from_fd`](Tensor::from_fd) without the check that the file cannot
-    /// shrink: any mappable file is taken as it is (a regular file, a tmpfs or
-    /// POSIX shared-memory file, a memfd with or without seals; a sealable
-    /// memfd is not sealed). Pipes, sockets, devices and directories are still
-    /// refused, and the shape is still checked against the file's size now.
-    ///
-    /// ```
-    /// use std::io::Write;
-    /// use zerocam_tensor::{Tensor, TensorMemory};
-    /// let path = std::env::temp_dir().join(format!("zerocam-unchecked-{}", std::process::id()));
-    /// std::fs::File::create(&path).and_then(|mut f| f.write_all(&[7u8; 64])).expect("a file");
-    /// let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).expect("the file");
-    /// std::fs::remove_file(&path).expect("removed");
-    /// // SAFETY: this file is private to this example and never truncated.
-    /// let t = unsafe { Tensor::<u8>::from_fd_unchecked(file.into(), &[64], None) }?;
-    /// assert_eq!(t.memory(), TensorMemory::Shm);
-    /// assert_eq!(t.map_read()?[63], 7);
-    /// # Ok::<(), zerocam_tensor::Error>(())
-    /// ```
-    ///
-    /// # Safety
-    /// The caller guarantees that nobody — this process or another — truncates
-    /// the file below the size it has now while any tensor imported from it,
-    /// any view, batch or plane of one, or any map of those lives. Otherwise
-    /// an access to the lost pages (a map, a view's slice, a numpy array over
-    /// it) kills the process with `SIGBUS`.
-    ///
-    /// # Errors
-    /// As [`from_fd`](Tensor::from_fd), less [`Error::ShrinkableFile`] and
-    /// [`Error::CannotSeal`].
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
-    pub unsafe fn from_fd_unchecked(
-        fd: OwnedFd,
-        shape: &[usize],
+    /// A tensor of `geom` over an imported file, checked to fit in it.
+    pub(crate) fn over_storage(
+        storage: FdStorage,
+        geom: ArrayGeom,
         name: Option<&str>,
     ) -> Result<Self> {
-        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
-        // SAFETY: the caller promises, as this function's contract, that the
-        // file is not truncated while the storage lives.
-        let storage = unsafe { FdStorage::import_unchecked(fd) }?;
-        Self::over_storage(storage, geom, name)
-    }
-
-    /// A tensor of `geom` over an imported file, checked to fit in it.
-    fn over_storage(storage: FdStorage, geom: ArrayGeom, name: Option<&str>) -> Result<Self> {
         let buffer = Buffer::new(storage);
         check_fits(geom.offset + byte_len(&geom), buffer.len())?;
         Ok(Tensor::from_parts(

@@ -108,6 +108,7 @@ macro_rules! by_dtype {
         }
     };
 }
+pub(crate) use by_dtype;
 
 impl TensorDyn {
     /// [`Tensor::new`] with the element type as a value.
@@ -129,26 +130,6 @@ impl TensorDyn {
         name: Option<&str>,
     ) -> Result<TensorDyn> {
         by_dtype!(dtype, |T| Tensor::<T>::from_fd(fd, shape, name))
-    }
-
-    /// [`Tensor::from_fd_unchecked`] with the element type as a value: any
-    /// mappable file, without the check that it cannot shrink.
-    ///
-    /// # Safety
-    /// As [`Tensor::from_fd_unchecked`]: nobody truncates the file below its
-    /// present size while any tensor, view or map of it lives, else an access
-    /// kills the process with `SIGBUS`.
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
-    pub unsafe fn from_fd_unchecked(
-        fd: OwnedFd,
-        shape: &[usize],
-        dtype: DType,
-        name: Option<&str>,
-    ) -> Result<TensorDyn> {
-        // SAFETY: this function's contract is the callee's, passed on.
-        by_dtype!(dtype, |T| unsafe {
-            Tensor::<T>::from_fd_unchecked(fd, shape, name)
-        })
     }
 
     /// [`Tensor::image`] of `u8` samples.

@@ -18,7 +18,8 @@ use nix::sys::memfd::{memfd_create, MFdFlags};
 use nix::sys::stat::Mode;
 use nix::unistd::ftruncate;
 use zerocam_tensor::{
-    dup_fd, DType, Error, FdKind, PixelFormat, PlaneDescriptor, Tensor, TensorDyn, TensorMemory,
+    dup_fd, dup_fd_number, DType, Error, FdKind, PixelFormat, PlaneDescriptor, Tensor, TensorDyn,
+    TensorMemory,
 };
 
 /// Removes a test file when dropped.
@@ -321,6 +322,33 @@ fn a_closed_fd_number_is_ebadf() {
             }
         ),
         "{e}"
+    );
+}
+
+/// `dup_fd_number`, the dup of a number from outside Rust (a Python int, a
+/// capsule's field): the kernel judges the number before anything uses it.
+#[test]
+fn an_fd_number_is_duplicated_close_on_exec_and_a_closed_or_negative_one_is_ebadf() {
+    for number in [999_999, -1, i32::MIN] {
+        let e = dup_fd_number(number).unwrap_err();
+        assert!(
+            matches!(e, Error::DupFailed { fd, errno: Errno::EBADF } if fd == number),
+            "{number}: {e}"
+        );
+    }
+    let file = memfd(64);
+    let copy = dup_fd_number(file.as_raw_fd()).unwrap();
+    assert_ne!(copy.as_raw_fd(), file.as_raw_fd());
+    let flags = fcntl(&copy, FcntlArg::F_GETFD).unwrap();
+    assert_ne!(
+        flags & nix::libc::FD_CLOEXEC,
+        0,
+        "the copy is close-on-exec"
+    );
+    let t = Tensor::<u8>::from_fd(copy, &[64], None).unwrap();
+    assert_eq!(
+        t.fd_identity(),
+        zerocam_tensor::FdIdentity::of(file.as_fd()).ok()
     );
 }
 

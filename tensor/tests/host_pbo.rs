@@ -20,10 +20,8 @@ struct RecordingGl {
 unsafe impl PboOps for RecordingGl {
     fn map(&self, buffer: u32, len: usize, access: Access) -> Result<NonNull<u8>> {
         if self.gone.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Error::Pbo {
-                buffer,
-                reason: "GL thread has exited".into(),
-            });
+            // What a GL backend gives once its thread has gone (`PboOps`).
+            return Err(Error::PboDisconnected { buffer });
         }
         self.calls
             .lock()
@@ -95,6 +93,7 @@ fn a_pbo_whose_gl_thread_is_gone_fails_cleanly() {
     let t = Tensor::<u8>::from_pbo(gl.clone(), 3, &[16], None).unwrap();
     gl.gone.store(true, std::sync::atomic::Ordering::SeqCst);
     let e = t.map().unwrap_err();
+    assert!(matches!(e, Error::PboDisconnected { buffer: 3 }), "{e:?}");
     assert!(e.to_string().contains("GL thread has exited"), "{e}");
     assert!(matches!(
         t.clone_fd(),

@@ -29,26 +29,18 @@ impl FdStorage {
     /// sealed with `F_SEAL_SHRINK`, sealing a sealable one), and maps it whole.
     /// A dma-buf becomes `Dma` memory, anything else `Shm` (a memfd here; any
     /// mappable file through the unchecked import). Every import of an fd in
-    /// the crate goes through here or [`import_unchecked`](Self::import_unchecked).
+    /// the crate goes through here or the unchecked import
+    /// (`FdStorage::import_unchecked`, in the `unchecked` edge module).
     pub fn import(fd: OwnedFd) -> Result<FdStorage> {
         let info = classify(fd.as_fd(), Policy::CannotShrink)?;
         Self::map(fd, info)
     }
 
-    /// Takes any mappable `fd` (regular and shared-memory files too), leaving
-    /// the file as it is, and maps it whole.
-    ///
-    /// # Safety
-    /// Nobody truncates the file while the storage lives (a later access would
-    /// die of `SIGBUS`).
-    #[allow(unsafe_code)] // TODO(issue 14.3): move behind a safe wrapper
-    pub unsafe fn import_unchecked(fd: OwnedFd) -> Result<FdStorage> {
-        let info = classify(fd.as_fd(), Policy::AnyMappable)?;
-        Self::map(fd, info)
-    }
-
-    /// Maps an fd whose facts are known.
-    fn map(fd: OwnedFd, info: FdInfo) -> Result<FdStorage> {
+    /// Maps an fd whose facts are known. Called by [`import`](Self::import)
+    /// and by the unchecked import only: a file classified under
+    /// `Policy::AnyMappable` can shrink under the mapping, which is why that
+    /// import is an `unsafe fn`.
+    pub(crate) fn map(fd: OwnedFd, info: FdInfo) -> Result<FdStorage> {
         let not_mappable = |errno| Error::NotMappable {
             fd: raw(fd.as_fd()),
             kind: info.kind,

@@ -3,9 +3,11 @@
 
 pub(crate) mod dma_heap;
 pub(crate) mod fd;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3): the aligned heap allocation
 pub(crate) mod heap;
 pub(crate) mod pbo;
+#[allow(unsafe_code)] // declares `unsafe trait PboOps`, the GL backend's promise (issue 14.3)
+pub(crate) mod pbo_ops;
 
 use std::fmt::Debug;
 use std::os::fd::BorrowedFd;

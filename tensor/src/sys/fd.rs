@@ -2,7 +2,7 @@
 //! order that leaves no race; memfd creation; dup.
 
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, SealFlag};
@@ -175,7 +175,21 @@ pub(crate) fn memfd(name: &CStr, len: usize) -> Result<OwnedFd, (&'static str, E
 /// A close-on-exec duplicate of `fd` (`fcntl(F_DUPFD_CLOEXEC)`), with the
 /// kernel's errno when it fails.
 pub(crate) fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
-    let new = fcntl(fd, FcntlArg::F_DUPFD_CLOEXEC(0))?;
+    dup_number(fd.as_raw_fd())
+}
+
+/// A close-on-exec duplicate of the fd number `fd`, which nothing here owns or
+/// borrows (a number from Python or a C struct): `fcntl(F_DUPFD_CLOEXEC)` on
+/// the number itself, so it is never treated as a live fd before the kernel
+/// says it is one. A closed or negative number fails with `EBADF`.
+pub(crate) fn dup_number(fd: RawFd) -> Result<OwnedFd, Errno> {
+    // SAFETY: F_DUPFD_CLOEXEC on a plain number reads and writes no memory
+    // and leaves the fd it names as it is; a number that is not an open fd
+    // makes it fail with EBADF.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        return Err(Errno::last());
+    }
     // SAFETY: fcntl just returned `new`, a fresh fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
