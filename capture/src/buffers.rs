@@ -10,7 +10,7 @@ use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 
 use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
 use crate::planes::{PlaneMemory, PlaneSource};
-use crate::queue::Slot;
+use crate::slot::Slot;
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,

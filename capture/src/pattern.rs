@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
-use crate::frame::{cache_capacity, monotonic_now, Requeue};
-use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::frame::{FrameMeta, Requeue, Synthesized};
+use crate::planes::{frame_tensor, PlaneMemory, PlaneSource};
+use crate::slot::{cache_capacity, Slot};
+use crate::stats::{monotonic_now, Counters};
 use crate::v4l2::raw;
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
@@ -87,18 +89,12 @@ impl PatternConfig {
     }
 }
 
-#[derive(Debug)]
-struct Slot {
-    planes: Vec<PlaneMemory>,
-    held: bool,
-    composed: Composed,
-}
-
+/// The buffers, `Idle` or `Held` (the pattern source queues nothing).
 #[derive(Debug)]
 struct State {
     slots: Vec<Slot>,
     cache: ImportCache,
-    frames: u64,
+    counters: Counters,
 }
 
 #[derive(Debug)]
@@ -115,7 +111,7 @@ impl Shared {
 impl Requeue for Shared {
     fn requeue(&self, index: usize) {
         if let Some(s) = self.lock().slots.get_mut(index) {
-            s.held = false;
+            s.free(false);
         }
     }
 }
@@ -268,11 +264,7 @@ impl PatternSource {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            slots.push(Slot {
-                planes,
-                held: false,
-                composed: Composed::default(),
-            });
+            slots.push(Slot::new(planes));
         }
         let capacity = cache_capacity(slots.len(), stream_format.planes.len());
         Ok(PatternSource {
@@ -280,7 +272,7 @@ impl PatternSource {
                 state: Mutex::new(State {
                     slots,
                     cache: ImportCache::new(capacity),
-                    frames: 0,
+                    counters: Counters::default(),
                 }),
             }),
             rows,
@@ -433,7 +425,7 @@ impl FrameSource for PatternSource {
         let mut drawn_into = None;
         for index in (0..n)
             .map(|i| (next + i) % n)
-            .filter(|&i| !st.slots[i].held)
+            .filter(|&i| !st.slots[i].is_held())
         {
             match self.draw(&st.slots[index].planes, sequence) {
                 Ok(()) => {
@@ -454,29 +446,27 @@ impl FrameSource for PatternSource {
         let drawn = Instant::now();
         let State { slots, cache, .. } = &mut *st;
         let slot = &mut slots[index];
+        let offsets = &[0; 2][..slot.planes.len()];
         let tensor = frame_tensor(
             cache,
             &self.format,
             &slot.planes,
-            &[0; 2][..slot.planes.len()],
+            offsets,
             &mut slot.composed,
         )
         .map_err(pattern_error)?;
-        slot.held = true;
-        st.frames += 1;
+        slot.hold();
+        st.counters.frames += 1;
         self.sequence = self.sequence.wrapping_add(1);
         drop(st);
-        Ok(Frame {
-            tensor,
+        let meta = FrameMeta {
             sequence,
             timestamp: monotonic_now(),
             bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
-            index,
-            overhead: drawn.elapsed(),
-            synthesized: crate::frame::Synthesized::NONE,
-            color: self.format.color,
-            owner: shared,
-        })
+            synthesized: Synthesized::NONE,
+        };
+        let color = self.format.color;
+        Ok(Frame::new(shared, index, tensor, color, meta, drawn))
     }
 
     fn stream_format(&self) -> &StreamFormat {
@@ -485,14 +475,8 @@ impl FrameSource for PatternSource {
 
     fn stats(&self) -> StreamStats {
         let st = self.shared.lock();
-        StreamStats {
-            frames: st.frames,
-            dropped: 0,
-            buffer_errors: 0,
-            buffers: st.slots.len(),
-            planes: self.format.planes.len(),
-            cache: st.cache.stats(),
-        }
+        let planes = self.format.planes.len();
+        StreamStats::new(st.counters, st.slots.len(), planes, st.cache.stats())
     }
 
     fn name(&self) -> &Path {

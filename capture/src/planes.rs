@@ -1,14 +1,11 @@
-//! A buffer's memory planes, the device's borrows of their files while the
-//! buffer is queued, and how a dequeued buffer becomes a frame tensor through
+//! A buffer's memory planes, and how a dequeued buffer becomes a frame tensor through
 //! the import cache — shared by the V4L2 stream, the pattern source and the
 //! libcamera source.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use zerocam_cache::{DmaBufKey, ImportCache};
-use zerocam_tensor::{
-    Access, DeviceBorrow, FdIdentity, FileAccess, ImageLayout, PixelFormat, Tensor,
-};
+use zerocam_tensor::{FdIdentity, ImageLayout, PixelFormat, Tensor};
 
 use crate::StreamFormat;
 
@@ -48,54 +45,6 @@ impl PlaneMemory {
             }
             PlaneSource::Owned(t) => Ok(Tensor::clone(t)),
         }
-    }
-}
-
-/// A device's write borrows of a buffer's files while the buffer is queued to
-/// it: no CPU map of them can start meanwhile, and a buffer whose tensor is
-/// still mapped is not queued (the borrow fails).
-#[derive(Debug, Default)]
-pub(crate) struct DeviceBorrows {
-    /// The access record of each memory plane's file.
-    access: Vec<FileAccess>,
-    /// The device's borrows of those files while the buffer is queued.
-    device: Vec<DeviceBorrow>,
-}
-
-impl DeviceBorrows {
-    /// The access records of `planes`' files, nothing borrowed.
-    pub fn new(planes: &[PlaneMemory]) -> DeviceBorrows {
-        DeviceBorrows {
-            access: planes.iter().map(|p| FileAccess::of(p.file)).collect(),
-            device: Vec::new(),
-        }
-    }
-
-    /// Takes the device's write borrow of every file of the buffer (before it
-    /// is queued). On failure (a CPU map is alive) none is kept.
-    pub fn borrow(&mut self) -> zerocam_tensor::Result<()> {
-        self.device.clear();
-        for a in &self.access {
-            match a.device_borrow(Access::Write) {
-                Ok(b) => self.device.push(b),
-                Err(e) => {
-                    self.device.clear();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The device is done with the buffer: its borrows end.
-    pub fn release(&mut self) {
-        self.device.clear();
-    }
-
-    /// Whether the device borrows the buffer now.
-    #[cfg(test)]
-    pub fn borrowed(&self) -> bool {
-        !self.device.is_empty()
     }
 }
 
@@ -186,16 +135,6 @@ pub(crate) fn frame_tensor_at(
 mod tests {
     use super::*;
     use zerocam_tensor::TensorMemory;
-
-    fn shm_plane() -> (PlaneMemory, Tensor<u8>) {
-        let t = Tensor::<u8>::new(&[16], Some(TensorMemory::Shm), None).unwrap();
-        let plane = PlaneMemory {
-            file: t.fd_identity().unwrap(),
-            source: PlaneSource::Owned(Box::new(t.clone())),
-            length: 16,
-        };
-        (plane, t)
-    }
 
     #[test]
     fn a_one_buffer_frame_finds_its_chroma_at_the_plane_offset() {
@@ -332,22 +271,5 @@ mod tests {
                 "the same layout again reuses the composed tensor"
             );
         }
-    }
-
-    #[test]
-    fn device_borrows_refuse_a_live_map_and_end_on_release() {
-        let (a, ta) = shm_plane();
-        let (b, tb) = shm_plane();
-        let mut borrows = DeviceBorrows::new(&[a, b]);
-        let map = tb.map_read().unwrap();
-        assert!(borrows.borrow().is_err(), "a CPU map of one file is alive");
-        assert!(!borrows.borrowed(), "none kept on failure");
-        assert!(ta.map_read().is_ok(), "the other file is not borrowed");
-        drop(map);
-        borrows.borrow().unwrap();
-        assert!(borrows.borrowed());
-        assert!(ta.map_read().is_err() && tb.map_read().is_err());
-        borrows.release();
-        assert!(ta.map_read().is_ok() && tb.map_read().is_ok());
     }
 }

@@ -15,7 +15,7 @@ use nix::errno::Errno;
 use super::events::{Completion, Event, Outcome};
 use super::metadata::RawMetadata;
 use super::worker::errno_of;
-use crate::frame::monotonic_now;
+use crate::stats::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// One buffer's request.
