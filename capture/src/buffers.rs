@@ -178,14 +178,7 @@ pub(crate) fn allocate_planes(
                     source,
                 },
             })?;
-            let file = t
-                .fd_identity()
-                .ok_or_else(|| unsupported("the pool buffer has no fd".into()))?;
-            Ok(PlaneMemory {
-                source: PlaneSource::Owned(Box::new(t)),
-                file,
-                length: layout.size as usize,
-            })
+            PlaneMemory::owned(t).ok_or_else(|| unsupported("the pool buffer has no fd".into()))
         })
         .collect()
 }

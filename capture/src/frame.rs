@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use zerocam_tensor::{ColorSpec, Tensor};
@@ -14,6 +14,12 @@ use crate::{Result, StreamFormat, StreamStats};
 pub(crate) trait Requeue: Send + Sync {
     /// Buffer `index` is free again.
     fn requeue(&self, index: usize);
+}
+
+/// Locks the state a source shares with its frames (a panic while it was
+/// held leaves it as it was: every transition is a single assignment).
+pub(crate) fn lock<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A captured frame: its tensor, sequence number, timestamp and colour

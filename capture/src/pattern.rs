@@ -8,13 +8,13 @@
 //! in its frames' [`Frame::color_spec`].
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
-use crate::frame::{FrameMeta, Requeue, Synthesized};
+use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
 use crate::planes::{frame_tensor, PlaneMemory, PlaneSource};
 use crate::slot::{cache_capacity, Slot};
 use crate::stats::{monotonic_now, Counters};
@@ -97,20 +97,9 @@ struct State {
     counters: Counters,
 }
 
-#[derive(Debug)]
-struct Shared {
-    state: Mutex<State>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Requeue for Shared {
+impl Requeue for Mutex<State> {
     fn requeue(&self, index: usize) {
-        if let Some(s) = self.lock().slots.get_mut(index) {
+        if let Some(s) = lock(self).slots.get_mut(index) {
             s.free(false);
         }
     }
@@ -121,7 +110,7 @@ impl Requeue for Shared {
 /// colour bars (BT.601 limited range for YUV) and a white line moving down.
 #[derive(Debug)]
 pub struct PatternSource {
-    shared: Arc<Shared>,
+    shared: Arc<Mutex<State>>,
     format: StreamFormat,
     rows: Vec<Vec<u8>>,
     interval: Option<Duration>,
@@ -185,25 +174,16 @@ impl PatternSource {
         }
         let (hsub, vsub) = format.pixel.subsampling();
         let (w, h) = (width as usize, height as usize);
+        let bad = |reason| bad_size(format, width, height, reason);
         if w == 0 || h == 0 {
-            return Err(bad_size(
-                format,
-                width,
-                height,
-                "width and height must be non-zero",
-            ));
+            return Err(bad("width and height must be non-zero"));
         }
         if w % hsub != 0 || h % vsub != 0 {
-            return Err(bad_size(
-                format,
-                width,
-                height,
-                "the chroma subsampling needs even sizes",
-            ));
+            return Err(bad("the chroma subsampling needs even sizes"));
         }
         let rows = bar_rows(format, w)?;
         let pixel = format.pixel;
-        let too_big = || bad_size(format, width, height, "a plane would exceed 4 GiB");
+        let too_big = || bad("a plane would exceed 4 GiB");
         let stride = pixel
             .plane_row_samples(0, w)
             .checked_next_multiple_of(ROW_ALIGN)
@@ -254,27 +234,20 @@ impl PatternSource {
                         Some(&name),
                     )
                     .map_err(pattern_error)?;
-                    let file = t.fd_identity().ok_or_else(|| {
-                        pattern_error(zerocam_tensor::Error::NoFd { memory: t.memory() })
-                    })?;
-                    Ok(PlaneMemory {
-                        source: PlaneSource::Owned(Box::new(t)),
-                        file,
-                        length: layout.size as usize,
-                    })
+                    let memory = t.memory();
+                    PlaneMemory::owned(t)
+                        .ok_or_else(|| pattern_error(zerocam_tensor::Error::NoFd { memory }))
                 })
                 .collect::<Result<Vec<_>>>()?;
             slots.push(Slot::new(planes));
         }
         let capacity = cache_capacity(slots.len(), stream_format.planes.len());
         Ok(PatternSource {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State {
-                    slots,
-                    cache: ImportCache::new(capacity),
-                    counters: Counters::default(),
-                }),
-            }),
+            shared: Arc::new(Mutex::new(State {
+                slots,
+                cache: ImportCache::new(capacity),
+                counters: Counters::default(),
+            })),
             rows,
             format: stream_format,
             interval,
@@ -417,7 +390,7 @@ impl FrameSource for PatternSource {
             self.next_due = self.next_due.max(now) + interval;
         }
         let shared = self.shared.clone();
-        let mut st = shared.lock();
+        let mut st = lock(&shared);
         // Buffers cycle in order, as a driver's queue does.
         let n = st.slots.len();
         let next = (self.sequence as usize) % n;
@@ -474,7 +447,7 @@ impl FrameSource for PatternSource {
     }
 
     fn stats(&self) -> StreamStats {
-        let st = self.shared.lock();
+        let st = lock(&self.shared);
         let planes = self.format.planes.len();
         StreamStats::new(st.counters, st.slots.len(), planes, st.cache.stats())
     }

@@ -28,6 +28,15 @@ pub(crate) struct PlaneMemory {
 }
 
 impl PlaneMemory {
+    /// All of tensor `t` as a plane zerocam owns; `None` when it has no fd.
+    pub fn owned(t: Tensor<u8>) -> Option<PlaneMemory> {
+        Some(PlaneMemory {
+            file: t.fd_identity()?,
+            length: t.len(),
+            source: PlaneSource::Owned(Box::new(t)),
+        })
+    }
+
     /// The plane's fd, borrowed (to queue it, or import it).
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         match &self.source {
@@ -147,11 +156,7 @@ mod tests {
             m[8..40].fill(1);
             m[48..64].fill(2);
         }
-        let plane = PlaneMemory {
-            file: t.fd_identity().unwrap(),
-            source: PlaneSource::Owned(Box::new(t.clone())),
-            length: 80,
-        };
+        let plane = PlaneMemory::owned(t.clone()).unwrap();
         let format = StreamFormat {
             format: "NV12".parse().unwrap(),
             width: 4,
@@ -206,12 +211,7 @@ mod tests {
     }
 
     fn owned_plane(length: usize) -> PlaneMemory {
-        let t = Tensor::<u8>::new(&[length], Some(TensorMemory::Shm), None).unwrap();
-        PlaneMemory {
-            file: t.fd_identity().unwrap(),
-            source: PlaneSource::Owned(Box::new(t)),
-            length,
-        }
+        PlaneMemory::owned(Tensor::new(&[length], Some(TensorMemory::Shm), None).unwrap()).unwrap()
     }
 
     /// A plane exported by a driver: a dma-buf-like fd imported anew on a miss.

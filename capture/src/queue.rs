@@ -6,13 +6,13 @@
 //! frame may outlive its `Stream` and re-queue into the queue.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
-use crate::frame::{FrameMeta, Requeue, Synthesized};
+use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
 use crate::planes::frame_tensor;
 use crate::slot::{Slot, SlotState};
 use crate::stats::{Counters, SequenceTracker};
@@ -55,7 +55,7 @@ pub(crate) struct Queue {
 
 impl Queue {
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     pub fn path(&self) -> &Path {
@@ -123,25 +123,17 @@ impl Queue {
         if st.streaming {
             return Ok(());
         }
-        if st
-            .slots
-            .iter()
-            .any(|s| matches!(s.state(), SlotState::Released))
-        {
+        let released = |s: &Slot| matches!(s.state(), SlotState::Released);
+        if st.slots.iter().any(released) {
             return Err(CaptureError::Disconnected {
                 path: self.path().to_path_buf(),
                 errno: Errno::ENODEV,
             });
         }
-        let mut started = Ok(());
-        for i in 0..st.slots.len() {
-            if !st.slots[i].is_held() {
-                started = self.queue(st, i).map(drop);
-                if started.is_err() {
-                    break;
-                }
-            }
-        }
+        let started = (0..st.slots.len()).try_for_each(|i| match st.slots[i].is_held() {
+            true => Ok(()),
+            false => self.queue(st, i).map(drop),
+        });
         let started = started.and_then(|()| {
             ioctl::stream(self.device.fd(), self.buf_type, true)
                 .map_err(self.device.ioctl_error("VIDIOC_STREAMON"))

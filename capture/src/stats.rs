@@ -31,23 +31,19 @@ pub struct StreamStats {
 }
 
 impl StreamStats {
-    /// The stats of a source with `buffers` buffers of `planes` memory
-    /// planes, its `counters` and its import cache's `cache` counters.
+    /// The stats of a source: its `counters`, `buffers` buffers of `planes`
+    /// memory planes, and its import cache's counters.
     pub(crate) fn new(
         counters: Counters,
         buffers: usize,
         planes: usize,
         cache: CacheStats,
     ) -> Self {
-        let Counters {
-            frames,
-            dropped,
-            errors,
-        } = counters;
+        let (frames, dropped, buffer_errors) = (counters.frames, counters.dropped, counters.errors);
         StreamStats {
             frames,
             dropped,
-            buffer_errors: errors,
+            buffer_errors,
             buffers,
             planes,
             cache,

@@ -6,14 +6,14 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
 use super::events::{CamKey, Completion, Event, Outcome};
 use super::slots::State;
-use crate::frame::Requeue;
+use crate::frame::{lock, Requeue};
 use crate::slot::SlotState;
 use crate::{CaptureError, Frame, Result, StreamFormat};
 
@@ -53,7 +53,7 @@ impl Shared {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     fn camera(&self) -> String {
