@@ -15,7 +15,7 @@ use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
-use crate::planes::{frame_tensor, PlaneMemory, PlaneSource};
+use crate::planes::{PlaneMemory, PlaneSource};
 use crate::slot::{cache_capacity, Slot};
 use crate::stats::{monotonic_now, Counters};
 use crate::v4l2::raw;
@@ -220,26 +220,21 @@ impl PatternSource {
             planes,
             color: PATTERN_COLORIMETRY.color_spec(pixel),
         };
+        let no_fd = || {
+            pattern_error(zerocam_tensor::Error::NoFd {
+                memory: TensorMemory::Shm,
+            })
+        };
         let mut slots = Vec::with_capacity(buffers as usize);
         for index in 0..buffers {
-            let planes = stream_format
-                .planes
-                .iter()
-                .enumerate()
-                .map(|(p, layout)| {
-                    let name = format!("pattern:{index}.{p}");
-                    let t = Tensor::<u8>::new(
-                        &[layout.size as usize],
-                        Some(TensorMemory::Shm),
-                        Some(&name),
-                    )
-                    .map_err(pattern_error)?;
-                    let memory = t.memory();
-                    PlaneMemory::owned(t)
-                        .ok_or_else(|| pattern_error(zerocam_tensor::Error::NoFd { memory }))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            slots.push(Slot::new(planes));
+            let plane = |(p, layout): (usize, &PlaneLayout)| {
+                let name = format!("pattern:{index}.{p}");
+                let size = [layout.size as usize];
+                let t = Tensor::new(&size, Some(TensorMemory::Shm), Some(&name));
+                PlaneMemory::owned(t.map_err(pattern_error)?).ok_or_else(no_fd)
+            };
+            let planes = stream_format.planes.iter().enumerate().map(plane);
+            slots.push(Slot::new(planes.collect::<Result<_>>()?));
         }
         let capacity = cache_capacity(slots.len(), stream_format.planes.len());
         Ok(PatternSource {
@@ -390,7 +385,8 @@ impl FrameSource for PatternSource {
             self.next_due = self.next_due.max(now) + interval;
         }
         let shared = self.shared.clone();
-        let mut st = lock(&shared);
+        let mut guard = lock(&shared);
+        let st = &mut *guard;
         // Buffers cycle in order, as a driver's queue does.
         let n = st.slots.len();
         let next = (self.sequence as usize) % n;
@@ -417,21 +413,14 @@ impl FrameSource for PatternSource {
             });
         };
         let drawn = Instant::now();
-        let State { slots, cache, .. } = &mut *st;
-        let slot = &mut slots[index];
+        let slot = &mut st.slots[index];
         let offsets = &[0; 2][..slot.planes.len()];
-        let tensor = frame_tensor(
-            cache,
-            &self.format,
-            &slot.planes,
-            offsets,
-            &mut slot.composed,
-        )
-        .map_err(pattern_error)?;
+        let tensor = slot.tensor(&mut st.cache, &self.format, offsets, None);
+        let tensor = tensor.map_err(pattern_error)?;
         slot.hold();
         st.counters.frames += 1;
         self.sequence = self.sequence.wrapping_add(1);
-        drop(st);
+        drop(guard);
         let meta = FrameMeta {
             sequence,
             timestamp: monotonic_now(),

@@ -67,19 +67,8 @@ pub(crate) struct Composed {
 }
 
 /// The frame tensor of a buffer whose planes are `planes`, the data starting
-/// at `offsets` (V4L2 `data_offset`), through `cache`.
-pub(crate) fn frame_tensor(
-    cache: &mut ImportCache,
-    format: &StreamFormat,
-    planes: &[PlaneMemory],
-    offsets: &[usize],
-    composed: &mut Composed,
-) -> zerocam_tensor::Result<Tensor<u8>> {
-    frame_tensor_at(cache, format, planes, offsets, None, composed)
-}
-
-/// [`frame_tensor`], where the chroma plane of a one-buffer two-plane format
-/// lies `chroma_offset` bytes after the luma plane (`None`: right after it,
+/// at `offsets` (V4L2 `data_offset`), through `cache`; the chroma plane of a
+/// one-buffer two-plane format lies `chroma_offset` bytes after the luma plane (`None`: right after it,
 /// rows `bytes_per_line` apart; libcamera may pad between them). Ignored when
 /// the planes are in two buffers.
 pub(crate) fn frame_tensor_at(
@@ -232,7 +221,7 @@ mod tests {
             let mut cache = ImportCache::new(2);
             let mut composed = Composed::default();
             let mut frame = |f: &StreamFormat| {
-                frame_tensor(&mut cache, f, planes, &[0], &mut composed).unwrap()
+                frame_tensor_at(&mut cache, f, planes, &[0], None, &mut composed).unwrap()
             };
             let nv12 = frame(&format("NV12", 4, 4, &[4]));
             assert_eq!(nv12.plane(0).unwrap().shape(), &[4, 4]);
@@ -258,7 +247,7 @@ mod tests {
             let mut cache = ImportCache::new(4);
             let mut composed = Composed::default();
             let mut frame = |f: &StreamFormat| {
-                frame_tensor(&mut cache, f, &planes, &[0, 0], &mut composed).unwrap()
+                frame_tensor_at(&mut cache, f, &planes, &[0, 0], None, &mut composed).unwrap()
             };
             let small = frame(&format("NV12M", 4, 4, &[4, 4]));
             assert_eq!(small.plane(0).unwrap().shape(), &[4, 4]);

@@ -13,7 +13,6 @@ use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
 use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
-use crate::planes::frame_tensor;
 use crate::slot::{Slot, SlotState};
 use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
@@ -30,18 +29,11 @@ pub(crate) struct State {
     pub requeue_error: Option<CaptureError>,
 }
 
-impl State {
-    /// Whether the driver has any buffer of the stream.
-    pub fn any_queued(&self) -> bool {
-        self.slots.iter().any(Slot::is_queued)
-    }
-}
-
 /// Drop order is field order, and it matters: `state` goes first — the
 /// cache's imports (their mappings and fds), then the slots' exported fds
 /// (MMAP) or pool buffers (DMABUF) — and the device fd last, so the driver
 /// frees its buffers on close with none of them still exported by us (as
-/// [`free_buffers`](crate::stream) does before `REQBUFS` 0).
+/// `stream::free_buffers` does before `REQBUFS` 0).
 #[derive(Debug)]
 pub(crate) struct Queue {
     pub state: Mutex<State>,
@@ -100,7 +92,7 @@ impl Queue {
     /// so the cache keeps its imports (same tensors and identities after a
     /// restart).
     pub fn stop(&self, st: &mut State) -> Result<()> {
-        let result = if st.streaming || st.any_queued() {
+        let result = if st.streaming || st.slots.iter().any(Slot::is_queued) {
             ioctl::stream(self.device.fd(), self.buf_type, false)
                 .map_err(self.device.ioctl_error("VIDIOC_STREAMOFF"))
         } else {
@@ -223,15 +215,7 @@ impl Queue {
         } else {
             b.bytesused as usize
         };
-        let slot = &mut st.slots[index];
-        let offsets = &offsets[..n];
-        let made = frame_tensor(
-            &mut st.cache,
-            &self.format,
-            &slot.planes,
-            offsets,
-            &mut slot.composed,
-        );
+        let made = st.slots[index].tensor(&mut st.cache, &self.format, &offsets[..n], None);
         let tensor = match made {
             Ok(t) => t,
             Err(source) => {
@@ -274,9 +258,8 @@ impl Requeue for Queue {
         };
         slot.free(st.streaming);
         if matches!(slot.state(), SlotState::Pending) {
-            if let Err(e) = self.queue(st, index) {
-                st.requeue_error = Some(e);
-            }
+            // A new error replaces one not reported yet; a success keeps it.
+            st.requeue_error = self.queue(st, index).err().or(st.requeue_error.take());
         }
     }
 }

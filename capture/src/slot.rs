@@ -4,9 +4,11 @@
 //! the state holds. Callers move a slot through its states with the methods
 //! here; the count of queued buffers is read from the states.
 
-use zerocam_tensor::{Access, DeviceBorrow, FileAccess};
+use zerocam_cache::ImportCache;
+use zerocam_tensor::{Access, DeviceBorrow, FileAccess, Tensor};
 
-use crate::planes::{Composed, PlaneMemory};
+use crate::planes::{frame_tensor_at, Composed, PlaneMemory};
+use crate::StreamFormat;
 
 /// Where a buffer is.
 #[derive(Debug)]
@@ -79,6 +81,26 @@ impl Slot {
     /// Whether a frame of the buffer is out.
     pub fn is_held(&self) -> bool {
         matches!(self.state, SlotState::Held)
+    }
+
+    /// The frame tensor of the buffer in `format` through `cache`, each
+    /// plane's data at `offsets` (see [`frame_tensor_at`] for `chroma_offset`).
+    pub fn tensor(
+        &mut self,
+        cache: &mut ImportCache,
+        format: &StreamFormat,
+        offsets: &[usize],
+        chroma_offset: Option<usize>,
+    ) -> zerocam_tensor::Result<Tensor<u8>> {
+        let composed = &mut self.composed;
+        frame_tensor_at(
+            cache,
+            format,
+            &self.planes,
+            offsets,
+            chroma_offset,
+            composed,
+        )
     }
 
     /// The device borrows the planes' files: [`Queued`](SlotState::Queued).

@@ -51,14 +51,12 @@ impl StreamStats {
     }
 }
 
-/// A source's running counts, over its whole life (see [`StreamStats`]).
+/// A source's running counts over its whole life: [`StreamStats`]'
+/// `frames`, `dropped` and `buffer_errors`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Counters {
-    /// Frames handed out.
     pub frames: u64,
-    /// Frames lost (sequence gaps).
     pub dropped: u64,
-    /// Buffers that came back with an error.
     pub errors: u64,
 }
 

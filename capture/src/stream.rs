@@ -11,7 +11,7 @@ use zerocam_cache::ImportCache;
 
 use crate::buffers::{set_up, Buffers};
 use crate::queue::{Queue, State};
-use crate::slot::cache_capacity;
+use crate::slot::{cache_capacity, Slot};
 use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
 use crate::{
@@ -334,7 +334,7 @@ impl FrameSource for Stream {
                     });
                 }
                 sh.queue_pending(&mut st)?;
-                if !st.any_queued() {
+                if !st.slots.iter().any(Slot::is_queued) {
                     return Err(CaptureError::NoFreeBuffer {
                         path: sh.path().to_path_buf(),
                         buffers: st.slots.len(),

@@ -60,6 +60,15 @@ impl Shared {
         self.name.display().to_string()
     }
 
+    fn request_failed(&self, index: usize, status: String) -> CaptureError {
+        let camera = self.camera();
+        CaptureError::RequestFailed {
+            camera,
+            index,
+            status,
+        }
+    }
+
     /// Hands free buffer `index` back to the libcamera thread. Streaming, the
     /// camera borrows its files first; when a CPU map of them is alive it is
     /// not queued but left `Pending` (retried by [`queue_pending`](Self::queue_pending)),
@@ -181,11 +190,7 @@ impl Shared {
         let mut st = self.lock();
         let index = c.index;
         let Some(slot) = st.slots.get_mut(index) else {
-            return Err(CaptureError::RequestFailed {
-                camera: self.camera(),
-                index,
-                status: "no such buffer".into(),
-            });
+            return Err(self.request_failed(index, "no such buffer".into()));
         };
         slot.core.dequeued(); // the camera is done with it: Pending
         let raw = match c.outcome {
@@ -193,20 +198,13 @@ impl Shared {
             Outcome::Failed(why) => {
                 st.counters.errors += 1;
                 self.give_back(&mut st, index);
-                return Err(CaptureError::RequestFailed {
-                    camera: self.camera(),
-                    index,
-                    status: why.to_owned(),
-                });
+                return Err(self.request_failed(index, why.to_owned()));
             }
             Outcome::QueueFailed(errno) => {
                 st.counters.errors += 1;
                 // Left Pending: queued again by the next next_frame.
-                return Err(CaptureError::RequestFailed {
-                    camera: self.camera(),
-                    index,
-                    status: format!("queueing the request again failed: {errno}"),
-                });
+                let status = format!("queueing the request again failed: {errno}");
+                return Err(self.request_failed(index, status));
             }
         };
         let tensor = match st.tensor(&self.format, index) {

@@ -14,7 +14,6 @@ use super::*;
 use crate::libcamera_source::events::BufferPlanes;
 use crate::libcamera_source::layout::{buffer_layout, LcPlane};
 use crate::libcamera_source::metadata::RawMetadata;
-use crate::slot::SlotState;
 use crate::{CaptureFormat, PlaneLayout, StreamFormat};
 
 const KEY: CamKey = 7;
@@ -85,14 +84,10 @@ fn frame_of(index: usize) -> Event {
     done(index, Outcome::Frame(RawMetadata::default()))
 }
 
-fn place(sh: &Shared, index: usize) -> &'static str {
-    match sh.lock().slots[index].core.state() {
-        SlotState::Idle => "idle",
-        SlotState::Queued(_) => "queued",
-        SlotState::Held => "held",
-        SlotState::Pending => "pending",
-        SlotState::Released => "released",
-    }
+/// The name of buffer `index`'s state (`"Queued"`, `"Held"`...).
+fn place(sh: &Shared, index: usize) -> String {
+    let state = format!("{:?}", sh.lock().slots[index].core.state());
+    state.split('(').next().unwrap_or_default().to_owned()
 }
 
 fn send(tx: &Sender<Event>, e: Event) {
@@ -108,7 +103,7 @@ fn a_queued_buffers_tensor_cannot_be_mapped() {
         Err(zerocam_tensor::Error::MapConflict { .. })
     ));
     let frame = sh.event(frame_of(0), std::time::Instant::now()).unwrap();
-    assert_eq!(place(&sh, 0), "held");
+    assert_eq!(place(&sh, 0), "Held");
     assert_eq!(
         frame.color_spec(),
         zerocam_tensor::ColorSpec::BT709_FULL,
@@ -122,7 +117,7 @@ fn a_queued_buffers_tensor_cannot_be_mapped() {
     let t = frame.tensor().clone();
     drop(frame);
     assert_eq!(*log.lock().unwrap(), [(KEY, 0)]);
-    assert_eq!(place(&sh, 0), "queued");
+    assert_eq!(place(&sh, 0), "Queued");
     assert!(
         matches!(t.map_read(), Err(zerocam_tensor::Error::MapConflict { .. })),
         "queued again: the camera borrows it"
@@ -138,7 +133,7 @@ fn a_buffer_whose_tensor_is_mapped_is_not_queued_until_the_map_drops() {
     let t = frame.tensor().clone();
     let map = t.map_read().unwrap();
     drop(frame);
-    assert_eq!(place(&sh, 0), "pending", "mapped: not queued");
+    assert_eq!(place(&sh, 0), "Pending", "mapped: not queued");
     assert!(log.lock().unwrap().is_empty());
     // Still mapped: next_frame does not queue it either.
     assert!(matches!(
@@ -156,7 +151,7 @@ fn a_buffer_whose_tensor_is_mapped_is_not_queued_until_the_map_drops() {
         [(KEY, 0)],
         "queued once the map dropped"
     );
-    assert_eq!(place(&sh, 0), "queued");
+    assert_eq!(place(&sh, 0), "Queued");
     assert!(t.map_read().is_err());
 }
 
@@ -173,7 +168,7 @@ fn a_failed_request_is_counted_given_back_and_capture_goes_on() {
     );
     assert_eq!(sh.lock().counters.errors, 1);
     assert_eq!(*log.lock().unwrap(), [(KEY, 0)], "its request queued again");
-    assert_eq!(place(&sh, 0), "queued");
+    assert_eq!(place(&sh, 0), "Queued");
     let f = sh.next_frame(&rx, SHORT).unwrap();
     assert_eq!((f.buffer_index(), f.sequence()), (1, 0));
     assert_eq!(sh.lock().counters.frames, 1);
@@ -190,7 +185,7 @@ fn a_failed_requeue_is_retried_by_the_next_frame() {
         "{e}"
     );
     assert_eq!(sh.lock().counters.errors, 1);
-    assert_eq!(place(&sh, 1), "pending");
+    assert_eq!(place(&sh, 1), "Pending");
     assert!(
         !sh.lock().slots[1].core.is_queued(),
         "not queued: not borrowed"
@@ -199,7 +194,7 @@ fn a_failed_requeue_is_retried_by_the_next_frame() {
     let f = sh.next_frame(&rx, SHORT).unwrap();
     assert_eq!(f.buffer_index(), 0);
     assert_eq!(*log.lock().unwrap(), [(KEY, 1)], "buffer 1 queued again");
-    assert_eq!(place(&sh, 1), "queued");
+    assert_eq!(place(&sh, 1), "Queued");
     // Every buffer failing to queue is an error each time, never a silent timeout.
     drop(f);
     send(&tx, done(0, Outcome::QueueFailed(Errno::EIO)));
@@ -272,17 +267,17 @@ fn stopped_buffers_are_idle_and_start_queues_the_unmapped_ones() {
         sh.stopped(&mut st);
         assert!(st.slots.iter().all(|s| !s.core.is_queued()));
     }
-    assert_eq!(place(&sh, 0), "held");
+    assert_eq!(place(&sh, 0), "Held");
     let map = files[2].map_read().unwrap();
     let queue = {
         let mut st = sh.lock();
         sh.prepare_start(&mut st)
     };
     assert_eq!(queue, [1], "held and mapped buffers are not queued");
-    assert_eq!(place(&sh, 2), "pending");
+    assert_eq!(place(&sh, 2), "Pending");
     drop(map);
     drop(held);
-    assert_eq!(place(&sh, 0), "idle", "stopped: kept idle");
+    assert_eq!(place(&sh, 0), "Idle", "stopped: kept idle");
     assert_eq!(*log.lock().unwrap(), [(KEY, 0)]);
 }
 

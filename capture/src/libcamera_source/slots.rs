@@ -9,7 +9,7 @@ use zerocam_tensor::Tensor;
 use super::events::{BufferPlanes, CamKey};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
-use crate::planes::{frame_tensor, frame_tensor_at, PlaneMemory, PlaneSource};
+use crate::planes::{PlaneMemory, PlaneSource};
 use crate::stats::Counters;
 use crate::StreamFormat;
 
@@ -139,30 +139,17 @@ impl State {
         index: usize,
     ) -> zerocam_tensor::Result<Tensor<u8>> {
         let State { slots, cache, .. } = self;
-        let Slot { core, layout, .. } =
-            slots.get_mut(index).ok_or(zerocam_tensor::Error::NoFd {
-                memory: zerocam_tensor::TensorMemory::Dma,
-            })?;
-        match *layout {
+        let slot = slots.get_mut(index).ok_or(zerocam_tensor::Error::NoFd {
+            memory: zerocam_tensor::TensorMemory::Dma,
+        })?;
+        let (offsets, chroma_offset) = match slot.layout {
             BufferLayout::OneFile {
                 start,
                 plane_offset,
                 ..
-            } => frame_tensor_at(
-                cache,
-                format,
-                &core.planes,
-                &[start],
-                plane_offset,
-                &mut core.composed,
-            ),
-            BufferLayout::TwoFiles { planes } => frame_tensor(
-                cache,
-                format,
-                &core.planes,
-                &[planes[0].1, planes[1].1],
-                &mut core.composed,
-            ),
-        }
+            } => ([start, 0], plane_offset),
+            BufferLayout::TwoFiles { planes } => ([planes[0].1, planes[1].1], None),
+        };
+        slot.core.tensor(cache, format, &offsets, chroma_offset)
     }
 }
