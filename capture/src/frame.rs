@@ -16,8 +16,7 @@ pub(crate) trait Requeue: Send + Sync {
     fn requeue(&self, index: usize);
 }
 
-/// Locks the state a source shares with its frames (a panic while it was
-/// held leaves it as it was: every transition is a single assignment).
+/// Locks the state a source shares with its frames, poisoned or not.
 pub(crate) fn lock<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -183,11 +182,8 @@ impl Drop for Frame {
 impl fmt::Debug for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Frame")
-            .field("sequence", &self.meta.sequence)
-            .field("timestamp", &self.meta.timestamp)
-            .field("bytes_used", &self.meta.bytes_used)
+            .field("meta", &self.meta)
             .field("index", &self.index)
-            .field("synthesized", &self.meta.synthesized)
             .field("color", &self.color)
             .field("tensor", &self.tensor)
             .finish()

@@ -93,7 +93,7 @@ pub(crate) fn errno_of(e: &io::Error) -> Errno {
 }
 
 struct Worker {
-    /// Dropped before the manager.
+    /// Dropped before the manager, which no camera may outlive (`OpenCamera::active`).
     cameras: HashMap<CamKey, OpenCamera>,
     manager: Option<CameraManager>,
     next_key: CamKey,
