@@ -251,40 +251,17 @@ impl Stream {
     /// in the error, untouched); a failed `STREAMOFF` (the stream comes back) or
     /// `REQBUFS` (it does not).
     pub fn into_device(self) -> Result<Device, IntoDeviceError> {
-        let held = Arc::strong_count(&self.queue) - 1;
-        if held > 0 {
-            let error = CaptureError::FramesHeld {
-                path: self.queue.path().to_path_buf(),
-                held,
-            };
-            return Err(IntoDeviceError {
-                stream: Some(self),
-                error,
-            });
+        if Arc::strong_count(&self.queue) > 1 {
+            return Err(self.frames_held());
         }
         if let Err(error) = self.stop() {
-            return Err(IntoDeviceError {
-                stream: Some(self),
-                error,
-            });
+            return Err(self.back(error));
         }
         let queue = Arc::clone(&self.queue);
         drop(self);
         // Frames are only made by `next_frame(&mut self)`, so with none out
         // (checked above) this is the last reference.
-        let queue = match Arc::try_unwrap(queue) {
-            Ok(s) => s,
-            Err(queue) => {
-                let error = CaptureError::FramesHeld {
-                    path: queue.path().to_path_buf(),
-                    held: Arc::strong_count(&queue) - 1,
-                };
-                return Err(IntoDeviceError {
-                    stream: Some(Stream { queue }),
-                    error,
-                });
-            }
-        };
+        let queue = Arc::try_unwrap(queue).map_err(|queue| Stream { queue }.frames_held())?;
         match free_buffers(queue) {
             (device, Ok(())) => Ok(device),
             (_, Err(error)) => Err(IntoDeviceError {
@@ -292,6 +269,22 @@ impl Stream {
                 error,
             }),
         }
+    }
+
+    /// [`into_device`](Stream::into_device) failed with `error`: the stream
+    /// comes back in the error.
+    fn back(self, error: CaptureError) -> IntoDeviceError {
+        IntoDeviceError {
+            stream: Some(self),
+            error,
+        }
+    }
+
+    /// [`CaptureError::FramesHeld`], counting the frames that share the queue.
+    fn frames_held(self) -> IntoDeviceError {
+        let path = self.queue.path().to_path_buf();
+        let held = Arc::strong_count(&self.queue) - 1;
+        self.back(CaptureError::FramesHeld { path, held })
     }
 }
 
