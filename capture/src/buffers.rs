@@ -10,7 +10,7 @@ use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 
 use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
 use crate::planes::{PlaneMemory, PlaneSource};
-use crate::queue::Slot;
+use crate::slot::Slot;
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,
@@ -178,14 +178,7 @@ pub(crate) fn allocate_planes(
                     source,
                 },
             })?;
-            let file = t
-                .fd_identity()
-                .ok_or_else(|| unsupported("the pool buffer has no fd".into()))?;
-            Ok(PlaneMemory {
-                source: PlaneSource::Owned(Box::new(t)),
-                file,
-                length: layout.size as usize,
-            })
+            PlaneMemory::owned(t).ok_or_else(|| unsupported("the pool buffer has no fd".into()))
         })
         .collect()
 }

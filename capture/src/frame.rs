@@ -1,20 +1,24 @@
-//! [`Frame`], the guard a source hands out, and what every source shares:
-//! its counters and the [`FrameSource`] trait.
+//! [`Frame`], the guard a source hands out, and the [`FrameSource`] trait
+//! every source implements.
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
-use zerocam_cache::CacheStats;
 use zerocam_tensor::{ColorSpec, Tensor};
 
-use crate::{Result, StreamFormat};
+use crate::{Result, StreamFormat, StreamStats};
 
 /// The owner of a frame's buffer: takes it back when the frame drops.
 pub(crate) trait Requeue: Send + Sync {
     /// Buffer `index` is free again.
     fn requeue(&self, index: usize);
+}
+
+/// Locks the state a source shares with its frames, poisoned or not.
+pub(crate) fn lock<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A captured frame: its tensor, sequence number, timestamp and colour
@@ -25,15 +29,21 @@ pub(crate) trait Requeue: Send + Sync {
 /// of it stay valid memory after the frame drops, but the driver writes the
 /// next frames into it — copy what you keep.
 pub struct Frame {
-    pub(crate) tensor: Tensor<u8>,
-    pub(crate) sequence: u32,
-    pub(crate) timestamp: Duration,
-    pub(crate) bytes_used: usize,
-    pub(crate) index: usize,
-    pub(crate) overhead: Duration,
-    pub(crate) synthesized: Synthesized,
-    pub(crate) color: ColorSpec,
-    pub(crate) owner: Arc<dyn Requeue>,
+    tensor: Tensor<u8>,
+    meta: FrameMeta,
+    index: usize,
+    overhead: Duration,
+    color: ColorSpec,
+    owner: Arc<dyn Requeue>,
+}
+
+/// What a source says of a frame besides its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameMeta {
+    pub sequence: u32,
+    pub timestamp: Duration,
+    pub bytes_used: usize,
+    pub synthesized: Synthesized,
 }
 
 /// Which of a frame's metadata zerocam made up because the source left it
@@ -68,6 +78,27 @@ impl Synthesized {
 }
 
 impl Frame {
+    /// The frame of buffer `index` of `owner` (which takes the buffer back
+    /// when it drops), its tensor and metadata; `ready` is when the buffer
+    /// was ready (the dequeue overhead is counted from it).
+    pub(crate) fn new(
+        owner: Arc<dyn Requeue>,
+        index: usize,
+        tensor: Tensor<u8>,
+        color: ColorSpec,
+        meta: FrameMeta,
+        ready: Instant,
+    ) -> Frame {
+        Frame {
+            tensor,
+            meta,
+            index,
+            overhead: ready.elapsed(),
+            color,
+            owner,
+        }
+    }
+
     /// The frame as a tensor (an image tensor with the stream's format, strides
     /// and plane offsets; NV12M/NV16M planes live in two buffers).
     pub fn tensor(&self) -> &Tensor<u8> {
@@ -77,7 +108,7 @@ impl Frame {
     /// The driver's sequence number (zerocam's frame count where
     /// [`synthesized`](Self::synthesized)`().sequence`).
     pub fn sequence(&self) -> u32 {
-        self.sequence
+        self.meta.sequence
     }
 
     /// When the frame was captured, as the driver stamped it: `CLOCK_MONOTONIC`
@@ -87,19 +118,19 @@ impl Frame {
     /// zerocam's `CLOCK_MONOTONIC` at completion where
     /// [`synthesized`](Self::synthesized)`().timestamp`.
     pub fn timestamp(&self) -> Duration {
-        self.timestamp
+        self.meta.timestamp
     }
 
     /// Which of [`sequence`](Self::sequence), [`timestamp`](Self::timestamp)
     /// and [`bytes_used`](Self::bytes_used) zerocam synthesized because the
     /// source left them empty.
     pub fn synthesized(&self) -> Synthesized {
-        self.synthesized
+        self.meta.synthesized
     }
 
     /// Bytes the driver filled, all planes (V4L2 `bytesused`, `data_offset` included).
     pub fn bytes_used(&self) -> usize {
-        self.bytes_used
+        self.meta.bytes_used
     }
 
     /// How the frame's YCbCr is to be read (matrix and range): give it to a
@@ -151,39 +182,12 @@ impl Drop for Frame {
 impl fmt::Debug for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Frame")
-            .field("sequence", &self.sequence)
-            .field("timestamp", &self.timestamp)
-            .field("bytes_used", &self.bytes_used)
+            .field("meta", &self.meta)
             .field("index", &self.index)
-            .field("synthesized", &self.synthesized)
             .field("color", &self.color)
             .field("tensor", &self.tensor)
             .finish()
     }
-}
-
-/// A source's counters, over its whole life (restarts included).
-///
-/// Between a start and the next stop, every sequence number the driver used
-/// is counted once: in `frames` (handed out), `dropped` (a gap before a later
-/// one) or `buffer_errors` (came back flagged). Frames still queued when the
-/// stream stops are not counted, and each start begins a new sequence count.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StreamStats {
-    /// Frames handed out.
-    pub frames: u64,
-    /// Frames the driver lost, counted from gaps in sequence numbers.
-    pub dropped: u64,
-    /// Buffers that came back flagged with an error (`V4L2_BUF_FLAG_ERROR`).
-    pub buffer_errors: u64,
-    /// Buffers of the stream.
-    pub buffers: usize,
-    /// Memory planes per buffer.
-    pub planes: usize,
-    /// The import cache's counters: `misses` are imports (buffers × planes
-    /// once every buffer came round; a V4L2 stream's stop/start adds none),
-    /// `invalidated` counts entries dropped when the buffers went away.
-    pub cache: CacheStats,
 }
 
 /// Anything that produces frames: a V4L2 [`Stream`](crate::Stream) or the
@@ -205,85 +209,4 @@ pub trait FrameSource: Send {
 
     /// The device path, or `pattern` for the pattern source.
     fn name(&self) -> &Path;
-}
-
-/// A step between two sequence numbers above this is the count going back,
-/// not forward past a wrap-around.
-const BACKWARDS: u32 = u32::MAX / 2;
-
-/// Counts frames lost between two sequence numbers.
-#[derive(Debug, Default)]
-pub(crate) struct SequenceTracker {
-    last: Option<u32>,
-}
-
-impl SequenceTracker {
-    /// Records `sequence`; returns how many frames were skipped since the last.
-    ///
-    /// The count wraps at `u32::MAX` as V4L2's does. A sequence that repeats
-    /// the last one or goes back (a driver that numbers two buffers alike, or
-    /// restarts its count) loses nothing: it is never read as a wrap-around
-    /// past four billion frames.
-    pub fn observe(&mut self, sequence: u32) -> u64 {
-        let lost = match self.last {
-            Some(last) => match sequence.wrapping_sub(last) {
-                ahead @ 1..=BACKWARDS => u64::from(ahead - 1),
-                _ => 0,
-            },
-            None => 0,
-        };
-        self.last = Some(sequence);
-        lost
-    }
-
-    /// The last sequence observed.
-    #[cfg_attr(not(feature = "libcamera"), allow(dead_code))] // libcamera's metadata only
-    pub fn last(&self) -> Option<u32> {
-        self.last
-    }
-
-    /// Forgets the last sequence (a restart begins a new count).
-    pub fn reset(&mut self) {
-        self.last = None;
-    }
-}
-
-/// A source's default import-cache capacity: every buffer plane twice.
-pub(crate) fn cache_capacity(buffers: usize, planes: usize) -> usize {
-    2 * buffers * planes
-}
-
-/// `CLOCK_MONOTONIC` now, the clock V4L2 timestamps use.
-pub(crate) fn monotonic_now() -> Duration {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(Duration::from)
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SequenceTracker;
-
-    #[test]
-    fn gaps_are_drops() {
-        let mut t = SequenceTracker::default();
-        assert_eq!(t.observe(5), 0);
-        assert_eq!(t.observe(6), 0);
-        assert_eq!(t.observe(9), 2);
-        t.reset();
-        assert_eq!(t.observe(0), 0);
-        assert_eq!(t.observe(u32::MAX.wrapping_add(2)), 0);
-        // Across the wrap: u32::MAX, then 1 (0 lost).
-        assert_eq!(t.observe(u32::MAX), 0);
-        assert_eq!(t.observe(1), 1);
-    }
-
-    #[test]
-    fn a_repeated_or_earlier_sequence_loses_nothing() {
-        let mut t = SequenceTracker::default();
-        t.observe(13);
-        assert_eq!(t.observe(13), 0, "a repeat");
-        assert_eq!(t.observe(10), 0, "back by 3, not 4 billion lost");
-        assert_eq!(t.observe(12), 1, "counted from where the driver went");
-    }
 }

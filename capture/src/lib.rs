@@ -39,6 +39,8 @@ mod pattern;
 mod plan;
 mod planes;
 mod queue;
+mod slot;
+mod stats;
 mod stream;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod v4l2;
@@ -50,7 +52,7 @@ pub use device::{
 };
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
-pub use frame::{Frame, FrameSource, StreamStats, Synthesized};
+pub use frame::{Frame, FrameSource, Synthesized};
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
     libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,
@@ -58,6 +60,7 @@ pub use libcamera_source::{
 pub use negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
 pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
 pub use plan::{BufferPlan, DriverMinimum, MAX_BUFFERS};
+pub use stats::StreamStats;
 pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;

@@ -8,14 +8,16 @@
 //! in its frames' [`Frame::color_spec`].
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
-use crate::frame::{cache_capacity, monotonic_now, Requeue};
-use crate::planes::{frame_tensor, Composed, PlaneMemory, PlaneSource};
+use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
+use crate::planes::{PlaneMemory, PlaneSource};
+use crate::slot::{cache_capacity, Slot};
+use crate::stats::{monotonic_now, Counters};
 use crate::v4l2::raw;
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
@@ -87,35 +89,18 @@ impl PatternConfig {
     }
 }
 
-#[derive(Debug)]
-struct Slot {
-    planes: Vec<PlaneMemory>,
-    held: bool,
-    composed: Composed,
-}
-
+/// The buffers, `Idle` or `Held` (the pattern source queues nothing).
 #[derive(Debug)]
 struct State {
     slots: Vec<Slot>,
     cache: ImportCache,
-    frames: u64,
+    counters: Counters,
 }
 
-#[derive(Debug)]
-struct Shared {
-    state: Mutex<State>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Requeue for Shared {
+impl Requeue for Mutex<State> {
     fn requeue(&self, index: usize) {
-        if let Some(s) = self.lock().slots.get_mut(index) {
-            s.held = false;
+        if let Some(s) = lock(self).slots.get_mut(index) {
+            s.free(false);
         }
     }
 }
@@ -125,7 +110,7 @@ impl Requeue for Shared {
 /// colour bars (BT.601 limited range for YUV) and a white line moving down.
 #[derive(Debug)]
 pub struct PatternSource {
-    shared: Arc<Shared>,
+    shared: Arc<Mutex<State>>,
     format: StreamFormat,
     rows: Vec<Vec<u8>>,
     interval: Option<Duration>,
@@ -189,25 +174,16 @@ impl PatternSource {
         }
         let (hsub, vsub) = format.pixel.subsampling();
         let (w, h) = (width as usize, height as usize);
+        let bad = |reason| bad_size(format, width, height, reason);
         if w == 0 || h == 0 {
-            return Err(bad_size(
-                format,
-                width,
-                height,
-                "width and height must be non-zero",
-            ));
+            return Err(bad("width and height must be non-zero"));
         }
         if w % hsub != 0 || h % vsub != 0 {
-            return Err(bad_size(
-                format,
-                width,
-                height,
-                "the chroma subsampling needs even sizes",
-            ));
+            return Err(bad("the chroma subsampling needs even sizes"));
         }
         let rows = bar_rows(format, w)?;
         let pixel = format.pixel;
-        let too_big = || bad_size(format, width, height, "a plane would exceed 4 GiB");
+        let too_big = || bad("a plane would exceed 4 GiB");
         let stride = pixel
             .plane_row_samples(0, w)
             .checked_next_multiple_of(ROW_ALIGN)
@@ -244,45 +220,29 @@ impl PatternSource {
             planes,
             color: PATTERN_COLORIMETRY.color_spec(pixel),
         };
+        let no_fd = || {
+            pattern_error(zerocam_tensor::Error::NoFd {
+                memory: TensorMemory::Shm,
+            })
+        };
         let mut slots = Vec::with_capacity(buffers as usize);
         for index in 0..buffers {
-            let planes = stream_format
-                .planes
-                .iter()
-                .enumerate()
-                .map(|(p, layout)| {
-                    let name = format!("pattern:{index}.{p}");
-                    let t = Tensor::<u8>::new(
-                        &[layout.size as usize],
-                        Some(TensorMemory::Shm),
-                        Some(&name),
-                    )
-                    .map_err(pattern_error)?;
-                    let file = t.fd_identity().ok_or_else(|| {
-                        pattern_error(zerocam_tensor::Error::NoFd { memory: t.memory() })
-                    })?;
-                    Ok(PlaneMemory {
-                        source: PlaneSource::Owned(Box::new(t)),
-                        file,
-                        length: layout.size as usize,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            slots.push(Slot {
-                planes,
-                held: false,
-                composed: Composed::default(),
-            });
+            let plane = |(p, layout): (usize, &PlaneLayout)| {
+                let name = format!("pattern:{index}.{p}");
+                let size = [layout.size as usize];
+                let t = Tensor::new(&size, Some(TensorMemory::Shm), Some(&name));
+                PlaneMemory::owned(t.map_err(pattern_error)?).ok_or_else(no_fd)
+            };
+            let planes = stream_format.planes.iter().enumerate().map(plane);
+            slots.push(Slot::new(planes.collect::<Result<_>>()?));
         }
         let capacity = cache_capacity(slots.len(), stream_format.planes.len());
         Ok(PatternSource {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State {
-                    slots,
-                    cache: ImportCache::new(capacity),
-                    frames: 0,
-                }),
-            }),
+            shared: Arc::new(Mutex::new(State {
+                slots,
+                cache: ImportCache::new(capacity),
+                counters: Counters::default(),
+            })),
             rows,
             format: stream_format,
             interval,
@@ -425,7 +385,8 @@ impl FrameSource for PatternSource {
             self.next_due = self.next_due.max(now) + interval;
         }
         let shared = self.shared.clone();
-        let mut st = shared.lock();
+        let mut guard = lock(&shared);
+        let st = &mut *guard;
         // Buffers cycle in order, as a driver's queue does.
         let n = st.slots.len();
         let next = (self.sequence as usize) % n;
@@ -433,7 +394,7 @@ impl FrameSource for PatternSource {
         let mut drawn_into = None;
         for index in (0..n)
             .map(|i| (next + i) % n)
-            .filter(|&i| !st.slots[i].held)
+            .filter(|&i| !st.slots[i].is_held())
         {
             match self.draw(&st.slots[index].planes, sequence) {
                 Ok(()) => {
@@ -452,31 +413,22 @@ impl FrameSource for PatternSource {
             });
         };
         let drawn = Instant::now();
-        let State { slots, cache, .. } = &mut *st;
-        let slot = &mut slots[index];
-        let tensor = frame_tensor(
-            cache,
-            &self.format,
-            &slot.planes,
-            &[0; 2][..slot.planes.len()],
-            &mut slot.composed,
-        )
-        .map_err(pattern_error)?;
-        slot.held = true;
-        st.frames += 1;
+        let slot = &mut st.slots[index];
+        let offsets = &[0; 2][..slot.planes.len()];
+        let tensor = slot.tensor(&mut st.cache, &self.format, offsets, None);
+        let tensor = tensor.map_err(pattern_error)?;
+        slot.hold();
+        st.counters.frames += 1;
         self.sequence = self.sequence.wrapping_add(1);
-        drop(st);
-        Ok(Frame {
-            tensor,
+        drop(guard);
+        let meta = FrameMeta {
             sequence,
             timestamp: monotonic_now(),
             bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
-            index,
-            overhead: drawn.elapsed(),
-            synthesized: crate::frame::Synthesized::NONE,
-            color: self.format.color,
-            owner: shared,
-        })
+            synthesized: Synthesized::NONE,
+        };
+        let color = self.format.color;
+        Ok(Frame::new(shared, index, tensor, color, meta, drawn))
     }
 
     fn stream_format(&self) -> &StreamFormat {
@@ -484,15 +436,9 @@ impl FrameSource for PatternSource {
     }
 
     fn stats(&self) -> StreamStats {
-        let st = self.shared.lock();
-        StreamStats {
-            frames: st.frames,
-            dropped: 0,
-            buffer_errors: 0,
-            buffers: st.slots.len(),
-            planes: self.format.planes.len(),
-            cache: st.cache.stats(),
-        }
+        let st = lock(&self.shared);
+        let planes = self.format.planes.len();
+        StreamStats::new(st.counters, st.slots.len(), planes, st.cache.stats())
     }
 
     fn name(&self) -> &Path {

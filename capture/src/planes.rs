@@ -1,14 +1,11 @@
-//! A buffer's memory planes, the device's borrows of their files while the
-//! buffer is queued, and how a dequeued buffer becomes a frame tensor through
+//! A buffer's memory planes, and how a dequeued buffer becomes a frame tensor through
 //! the import cache — shared by the V4L2 stream, the pattern source and the
 //! libcamera source.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use zerocam_cache::{DmaBufKey, ImportCache};
-use zerocam_tensor::{
-    Access, DeviceBorrow, FdIdentity, FileAccess, ImageLayout, PixelFormat, Tensor,
-};
+use zerocam_tensor::{FdIdentity, ImageLayout, PixelFormat, Tensor};
 
 use crate::StreamFormat;
 
@@ -31,6 +28,15 @@ pub(crate) struct PlaneMemory {
 }
 
 impl PlaneMemory {
+    /// All of tensor `t` as a plane zerocam owns; `None` when it has no fd.
+    pub fn owned(t: Tensor<u8>) -> Option<PlaneMemory> {
+        Some(PlaneMemory {
+            file: t.fd_identity()?,
+            length: t.len(),
+            source: PlaneSource::Owned(Box::new(t)),
+        })
+    }
+
     /// The plane's fd, borrowed (to queue it, or import it).
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         match &self.source {
@@ -51,54 +57,6 @@ impl PlaneMemory {
     }
 }
 
-/// A device's write borrows of a buffer's files while the buffer is queued to
-/// it: no CPU map of them can start meanwhile, and a buffer whose tensor is
-/// still mapped is not queued (the borrow fails).
-#[derive(Debug, Default)]
-pub(crate) struct DeviceBorrows {
-    /// The access record of each memory plane's file.
-    access: Vec<FileAccess>,
-    /// The device's borrows of those files while the buffer is queued.
-    device: Vec<DeviceBorrow>,
-}
-
-impl DeviceBorrows {
-    /// The access records of `planes`' files, nothing borrowed.
-    pub fn new(planes: &[PlaneMemory]) -> DeviceBorrows {
-        DeviceBorrows {
-            access: planes.iter().map(|p| FileAccess::of(p.file)).collect(),
-            device: Vec::new(),
-        }
-    }
-
-    /// Takes the device's write borrow of every file of the buffer (before it
-    /// is queued). On failure (a CPU map is alive) none is kept.
-    pub fn borrow(&mut self) -> zerocam_tensor::Result<()> {
-        self.device.clear();
-        for a in &self.access {
-            match a.device_borrow(Access::Write) {
-                Ok(b) => self.device.push(b),
-                Err(e) => {
-                    self.device.clear();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The device is done with the buffer: its borrows end.
-    pub fn release(&mut self) {
-        self.device.clear();
-    }
-
-    /// Whether the device borrows the buffer now.
-    #[cfg(test)]
-    pub fn borrowed(&self) -> bool {
-        !self.device.is_empty()
-    }
-}
-
 /// The composed two-buffer tensor of a buffer, and the plane tensors and
 /// layouts it was composed from: reused while both planes hit the cache with
 /// the same layouts, so its identity is as stable as theirs.
@@ -109,19 +67,8 @@ pub(crate) struct Composed {
 }
 
 /// The frame tensor of a buffer whose planes are `planes`, the data starting
-/// at `offsets` (V4L2 `data_offset`), through `cache`.
-pub(crate) fn frame_tensor(
-    cache: &mut ImportCache,
-    format: &StreamFormat,
-    planes: &[PlaneMemory],
-    offsets: &[usize],
-    composed: &mut Composed,
-) -> zerocam_tensor::Result<Tensor<u8>> {
-    frame_tensor_at(cache, format, planes, offsets, None, composed)
-}
-
-/// [`frame_tensor`], where the chroma plane of a one-buffer two-plane format
-/// lies `chroma_offset` bytes after the luma plane (`None`: right after it,
+/// at `offsets` (V4L2 `data_offset`), through `cache`; the chroma plane of a
+/// one-buffer two-plane format lies `chroma_offset` bytes after the luma plane (`None`: right after it,
 /// rows `bytes_per_line` apart; libcamera may pad between them). Ignored when
 /// the planes are in two buffers.
 pub(crate) fn frame_tensor_at(
@@ -187,16 +134,6 @@ mod tests {
     use super::*;
     use zerocam_tensor::TensorMemory;
 
-    fn shm_plane() -> (PlaneMemory, Tensor<u8>) {
-        let t = Tensor::<u8>::new(&[16], Some(TensorMemory::Shm), None).unwrap();
-        let plane = PlaneMemory {
-            file: t.fd_identity().unwrap(),
-            source: PlaneSource::Owned(Box::new(t.clone())),
-            length: 16,
-        };
-        (plane, t)
-    }
-
     #[test]
     fn a_one_buffer_frame_finds_its_chroma_at_the_plane_offset() {
         // NV12 4x4 with rows 8 bytes apart, starting 8 bytes in; chroma 40
@@ -208,11 +145,7 @@ mod tests {
             m[8..40].fill(1);
             m[48..64].fill(2);
         }
-        let plane = PlaneMemory {
-            file: t.fd_identity().unwrap(),
-            source: PlaneSource::Owned(Box::new(t.clone())),
-            length: 80,
-        };
+        let plane = PlaneMemory::owned(t.clone()).unwrap();
         let format = StreamFormat {
             format: "NV12".parse().unwrap(),
             width: 4,
@@ -267,12 +200,7 @@ mod tests {
     }
 
     fn owned_plane(length: usize) -> PlaneMemory {
-        let t = Tensor::<u8>::new(&[length], Some(TensorMemory::Shm), None).unwrap();
-        PlaneMemory {
-            file: t.fd_identity().unwrap(),
-            source: PlaneSource::Owned(Box::new(t)),
-            length,
-        }
+        PlaneMemory::owned(Tensor::new(&[length], Some(TensorMemory::Shm), None).unwrap()).unwrap()
     }
 
     /// A plane exported by a driver: a dma-buf-like fd imported anew on a miss.
@@ -293,7 +221,7 @@ mod tests {
             let mut cache = ImportCache::new(2);
             let mut composed = Composed::default();
             let mut frame = |f: &StreamFormat| {
-                frame_tensor(&mut cache, f, planes, &[0], &mut composed).unwrap()
+                frame_tensor_at(&mut cache, f, planes, &[0], None, &mut composed).unwrap()
             };
             let nv12 = frame(&format("NV12", 4, 4, &[4]));
             assert_eq!(nv12.plane(0).unwrap().shape(), &[4, 4]);
@@ -319,7 +247,7 @@ mod tests {
             let mut cache = ImportCache::new(4);
             let mut composed = Composed::default();
             let mut frame = |f: &StreamFormat| {
-                frame_tensor(&mut cache, f, &planes, &[0, 0], &mut composed).unwrap()
+                frame_tensor_at(&mut cache, f, &planes, &[0, 0], None, &mut composed).unwrap()
             };
             let small = frame(&format("NV12M", 4, 4, &[4, 4]));
             assert_eq!(small.plane(0).unwrap().shape(), &[4, 4]);
@@ -332,22 +260,5 @@ mod tests {
                 "the same layout again reuses the composed tensor"
             );
         }
-    }
-
-    #[test]
-    fn device_borrows_refuse_a_live_map_and_end_on_release() {
-        let (a, ta) = shm_plane();
-        let (b, tb) = shm_plane();
-        let mut borrows = DeviceBorrows::new(&[a, b]);
-        let map = tb.map_read().unwrap();
-        assert!(borrows.borrow().is_err(), "a CPU map of one file is alive");
-        assert!(!borrows.borrowed(), "none kept on failure");
-        assert!(ta.map_read().is_ok(), "the other file is not borrowed");
-        drop(map);
-        borrows.borrow().unwrap();
-        assert!(borrows.borrowed());
-        assert!(ta.map_read().is_err() && tb.map_read().is_err());
-        borrows.release();
-        assert!(ta.map_read().is_ok() && tb.map_read().is_ok());
     }
 }

@@ -1,71 +1,53 @@
-//! The state a stream shares with its frames: the buffer slots, what is queued
-//! to the driver, the import cache — and the queue/dequeue mechanics.
+//! [`Queue`]: a V4L2 stream's buffer queue, what the [`Stream`](crate::Stream)
+//! and its frames share (an `Arc`): the device, the buffer slots, the import
+//! cache, and queueing and dequeueing. It is not merged into `Stream`, which
+//! is the caller's handle: dropping a `Stream` stops the queue, and
+//! `into_device` needs to know no frame shares the queue any more, while a
+//! frame may outlive its `Stream` and re-queue into the queue.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
-use crate::frame::{Requeue, SequenceTracker};
-use crate::planes::{frame_tensor, Composed, DeviceBorrows, PlaneMemory};
+use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
+use crate::slot::{Slot, SlotState};
+use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
 use crate::{BufferMode, BufferPlan, CaptureError, Device, Frame, Result, StreamFormat};
-
-/// One buffer of the stream.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    pub planes: Vec<PlaneMemory>,
-    /// The driver's borrows of the planes' files while the buffer is queued.
-    pub borrows: DeviceBorrows,
-    /// A frame of it is out.
-    pub held: bool,
-    /// Free, but not queued: a CPU map of it is still alive.
-    pub pending: bool,
-    pub composed: Composed,
-}
-
-impl Slot {
-    pub fn new(planes: Vec<PlaneMemory>) -> Slot {
-        Slot {
-            borrows: DeviceBorrows::new(&planes),
-            planes,
-            held: false,
-            pending: false,
-            composed: Composed::default(),
-        }
-    }
-}
 
 #[derive(Debug)]
 pub(crate) struct State {
     pub slots: Vec<Slot>,
     pub streaming: bool,
-    pub queued: usize,
     pub cache: ImportCache,
     pub sequence: SequenceTracker,
-    pub frames: u64,
-    pub dropped: u64,
-    pub errors: u64,
+    pub counters: Counters,
     /// A re-queue that failed when a frame dropped, reported by the next dequeue.
     pub requeue_error: Option<CaptureError>,
 }
 
+/// Drop order is field order, and it matters: `state` goes first — the
+/// cache's imports (their mappings and fds), then the slots' exported fds
+/// (MMAP) or pool buffers (DMABUF) — and the device fd last, so the driver
+/// frees its buffers on close with none of them still exported by us (as
+/// `stream::free_buffers` does before `REQBUFS` 0).
 #[derive(Debug)]
-pub(crate) struct Shared {
-    pub device: Device,
+pub(crate) struct Queue {
+    pub state: Mutex<State>,
     pub format: StreamFormat,
     /// The buffer count asked for, why, and what was granted.
     pub plan: BufferPlan,
     pub buf_type: u32,
     pub mode: BufferMode,
-    pub state: Mutex<State>,
+    pub device: Device,
 }
 
-impl Shared {
+impl Queue {
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     pub fn path(&self) -> &Path {
@@ -73,40 +55,32 @@ impl Shared {
     }
 
     /// Queues buffer `index` (`VIDIOC_QBUF`) with the driver's borrow of its
-    /// planes. `Ok(false)`: a CPU map of it is alive, so it waits (`pending`).
+    /// planes. `Ok(false)`: a CPU map of it is alive, so it waits (`Pending`).
     pub fn queue(&self, st: &mut State, index: usize) -> Result<bool> {
-        let slot = &mut st.slots[index];
-        if slot.borrows.borrow().is_err() {
-            slot.pending = true;
-            return Ok(false);
-        }
-        let mut b = raw::Buffer::new(self.buf_type, self.mode.memory(), index as u32);
-        let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-        if self.mode == BufferMode::DmaBuf {
-            for (i, p) in slot.planes.iter().enumerate() {
-                let fd = p.fd().map_or(-1, |fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
-                if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-                    planes[i].m.fd = fd;
-                    planes[i].length = p.length as u32;
-                } else {
-                    b.m.fd = fd;
-                    b.length = p.length as u32;
+        let queued = st.slots[index].queue(|slot_planes| {
+            let mut b = raw::Buffer::new(self.buf_type, self.mode.memory(), index as u32);
+            let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
+            if self.mode == BufferMode::DmaBuf {
+                for (i, p) in slot_planes.iter().enumerate() {
+                    let fd = p.fd().map_or(-1, |fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
+                    if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+                        planes[i].m.fd = fd;
+                        planes[i].length = p.length as u32;
+                    } else {
+                        b.m.fd = fd;
+                        b.length = p.length as u32;
+                    }
                 }
             }
-        }
-        if let Err(errno) = ioctl::qbuf(self.device.fd(), &mut b, &mut planes) {
-            slot.borrows.release();
-            return Err(self.queue_failed(st, "VIDIOC_QBUF", errno));
-        }
-        slot.pending = false;
-        st.queued += 1;
-        Ok(true)
+            ioctl::qbuf(self.device.fd(), &mut b, &mut planes)
+        });
+        queued.map_err(|errno| self.queue_failed(st, "VIDIOC_QBUF", errno))
     }
 
     /// Queues the free buffers that waited for a CPU map to end.
     pub fn queue_pending(&self, st: &mut State) -> Result<()> {
         for i in 0..st.slots.len() {
-            if st.slots[i].pending && !st.slots[i].held {
+            if matches!(st.slots[i].state(), SlotState::Pending) {
                 self.queue(st, i)?;
             }
         }
@@ -118,7 +92,7 @@ impl Shared {
     /// so the cache keeps its imports (same tensors and identities after a
     /// restart).
     pub fn stop(&self, st: &mut State) -> Result<()> {
-        let result = if st.streaming || st.queued > 0 {
+        let result = if st.streaming || st.slots.iter().any(Slot::is_queued) {
             ioctl::stream(self.device.fd(), self.buf_type, false)
                 .map_err(self.device.ioctl_error("VIDIOC_STREAMOFF"))
         } else {
@@ -132,12 +106,8 @@ impl Shared {
     /// driver's borrows end, the sequence count starts over.
     fn unqueued(st: &mut State) {
         st.streaming = false;
-        st.queued = 0;
         st.sequence.reset();
-        for s in &mut st.slots {
-            s.borrows.release();
-            s.pending = false;
-        }
+        st.slots.iter_mut().for_each(Slot::stopped);
     }
 
     /// Queues every buffer not held and starts streaming.
@@ -145,21 +115,17 @@ impl Shared {
         if st.streaming {
             return Ok(());
         }
-        if st.slots.iter().any(|s| s.planes.is_empty()) {
+        let released = |s: &Slot| matches!(s.state(), SlotState::Released);
+        if st.slots.iter().any(released) {
             return Err(CaptureError::Disconnected {
                 path: self.path().to_path_buf(),
                 errno: Errno::ENODEV,
             });
         }
-        let mut started = Ok(());
-        for i in 0..st.slots.len() {
-            if !st.slots[i].held {
-                started = self.queue(st, i).map(drop);
-                if started.is_err() {
-                    break;
-                }
-            }
-        }
+        let started = (0..st.slots.len()).try_for_each(|i| match st.slots[i].is_held() {
+            true => Ok(()),
+            false => self.queue(st, i).map(drop),
+        });
         let started = started.and_then(|()| {
             ioctl::stream(self.device.fd(), self.buf_type, true)
                 .map_err(self.device.ioctl_error("VIDIOC_STREAMON"))
@@ -178,11 +144,7 @@ impl Shared {
     pub fn release_all(&self, st: &mut State) {
         Self::unqueued(st);
         st.cache.invalidate();
-        for s in &mut st.slots {
-            s.borrows = DeviceBorrows::default();
-            s.planes.clear();
-            s.composed = Composed::default();
-        }
+        st.slots.iter_mut().for_each(Slot::release);
     }
 
     /// `VIDIOC_QBUF` or `VIDIOC_DQBUF` failed with `errno`: the error to
@@ -211,7 +173,7 @@ impl Shared {
     /// `VIDIOC_DQBUF` and the frame's tensor from the cache; `None` when the
     /// driver had nothing after all (`EAGAIN`).
     pub fn dequeue(self: &std::sync::Arc<Self>, woke: Instant) -> Result<Option<Frame>> {
-        let mut st = self.lock();
+        let st = &mut *self.lock();
         let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
         let b = match ioctl::dqbuf(
             self.device.fd(),
@@ -221,9 +183,8 @@ impl Shared {
         ) {
             Ok(b) => b,
             Err(Errno::EAGAIN) => return Ok(None),
-            Err(errno) => return Err(self.queue_failed(&mut st, "VIDIOC_DQBUF", errno)),
+            Err(errno) => return Err(self.queue_failed(st, "VIDIOC_DQBUF", errno)),
         };
-        st.queued = st.queued.saturating_sub(1);
         let index = b.index as usize;
         let Some(slot) = st.slots.get_mut(index) else {
             return Err(CaptureError::Ioctl {
@@ -232,12 +193,12 @@ impl Shared {
                 errno: Errno::EINVAL,
             });
         };
-        slot.borrows.release(); // the driver is done with it
+        slot.dequeued(); // the driver is done with it
         let lost = st.sequence.observe(b.sequence);
-        st.dropped += lost;
+        st.counters.dropped += lost;
         if b.flags & raw::BUF_FLAG_ERROR != 0 {
-            st.errors += 1;
-            self.queue(&mut st, index)?;
+            st.counters.errors += 1;
+            self.queue(st, index)?;
             return Err(CaptureError::BufferError {
                 path: self.path().to_path_buf(),
                 index: b.index,
@@ -254,58 +215,51 @@ impl Shared {
         } else {
             b.bytesused as usize
         };
-        let made = {
-            let State { slots, cache, .. } = &mut *st;
-            let slot = &mut slots[index];
-            frame_tensor(
-                cache,
-                &self.format,
-                &slot.planes,
-                &offsets[..n],
-                &mut slot.composed,
-            )
-        };
+        let made = st.slots[index].tensor(&mut st.cache, &self.format, &offsets[..n], None);
         let tensor = match made {
             Ok(t) => t,
             Err(source) => {
-                self.queue(&mut st, index)?;
+                self.queue(st, index)?;
                 return Err(CaptureError::Tensor {
                     path: self.path().to_path_buf(),
                     source,
                 });
             }
         };
-        st.slots[index].held = true;
-        st.frames += 1;
+        st.slots[index].hold();
+        st.counters.frames += 1;
         let timestamp = Duration::new(
             b.timestamp.tv_sec.max(0) as u64,
             (b.timestamp.tv_usec.clamp(0, 999_999) * 1000) as u32,
         );
-        Ok(Some(Frame {
-            tensor,
+        let meta = FrameMeta {
             sequence: b.sequence,
             timestamp,
             bytes_used,
+            synthesized: Synthesized::NONE,
+        };
+        let color = self.format.color;
+        Ok(Some(Frame::new(
+            self.clone(),
             index,
-            overhead: woke.elapsed(),
-            synthesized: crate::frame::Synthesized::NONE,
-            color: self.format.color,
-            owner: self.clone(),
-        }))
+            tensor,
+            color,
+            meta,
+            woke,
+        )))
     }
 }
 
-impl Requeue for Shared {
+impl Requeue for Queue {
     fn requeue(&self, index: usize) {
-        let mut st = self.lock();
+        let st = &mut *self.lock();
         let Some(slot) = st.slots.get_mut(index) else {
             return;
         };
-        slot.held = false;
-        if st.streaming && !st.slots[index].planes.is_empty() {
-            if let Err(e) = self.queue(&mut st, index) {
-                st.requeue_error = Some(e);
-            }
+        slot.free(st.streaming);
+        if matches!(slot.state(), SlotState::Pending) {
+            // A new error replaces one not reported yet; a success keeps it.
+            st.requeue_error = self.queue(st, index).err().or(st.requeue_error.take());
         }
     }
 }

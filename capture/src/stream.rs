@@ -10,8 +10,9 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use zerocam_cache::ImportCache;
 
 use crate::buffers::{set_up, Buffers};
-use crate::frame::{cache_capacity, SequenceTracker};
-use crate::queue::{Shared, State};
+use crate::queue::{Queue, State};
+use crate::slot::{cache_capacity, Slot};
+use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferPlan, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
@@ -115,7 +116,7 @@ impl Default for StreamConfig {
 /// restarts included.
 #[derive(Debug)]
 pub struct Stream {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
 }
 
 /// [`Stream::into_device`] failed; the stream is handed back when it survived.
@@ -180,7 +181,7 @@ impl Stream {
         let capacity = config
             .cache_capacity
             .unwrap_or_else(|| cache_capacity(slots.len(), format.planes.len()));
-        let shared = Shared {
+        let queue = Queue {
             format,
             plan,
             buf_type: device.info().api.buf_type(),
@@ -188,24 +189,21 @@ impl Stream {
             state: Mutex::new(State {
                 slots,
                 streaming: false,
-                queued: 0,
                 cache: ImportCache::new(capacity),
                 sequence: SequenceTracker::default(),
-                frames: 0,
-                dropped: 0,
-                errors: 0,
+                counters: Counters::default(),
                 requeue_error: None,
             }),
             device,
         };
-        let started = shared.start(&mut shared.lock());
+        let started = queue.start(&mut queue.lock());
         match started {
             Ok(()) => Ok(Stream {
-                shared: Arc::new(shared),
+                queue: Arc::new(queue),
             }),
             // A failed start cancelled what it queued: free the buffers.
             Err(error) => Err(NewStreamError {
-                device: Box::new(free_buffers(shared).0),
+                device: Box::new(free_buffers(queue).0),
                 error,
             }),
         }
@@ -213,15 +211,15 @@ impl Stream {
 
     /// How many buffers the stream asked for, why, and what the driver granted.
     pub fn buffer_plan(&self) -> BufferPlan {
-        self.shared.plan
+        self.queue.plan
     }
 
     /// Queues every buffer the caller does not hold and starts streaming (no-op
     /// when running). On failure whatever was queued is cancelled, so `start`
     /// can be tried again.
     pub fn start(&self) -> Result<()> {
-        let mut st = self.shared.lock();
-        self.shared.start(&mut st)
+        let mut st = self.queue.lock();
+        self.queue.start(&mut st)
     }
 
     /// Stops streaming (`VIDIOC_STREAMOFF`): the driver gives back every buffer.
@@ -231,18 +229,18 @@ impl Stream {
     /// in a GPU cache downstream). Frames held stay valid; dropped after the
     /// next `start`, their buffers are queued again.
     pub fn stop(&self) -> Result<()> {
-        let mut st = self.shared.lock();
-        self.shared.stop(&mut st)
+        let mut st = self.queue.lock();
+        self.queue.stop(&mut st)
     }
 
     /// The device being captured from.
     pub fn device(&self) -> &Device {
-        &self.shared.device
+        &self.queue.device
     }
 
     /// The buffer mode.
     pub fn mode(&self) -> BufferMode {
-        self.shared.mode
+        self.queue.mode
     }
 
     /// Stops the stream, frees its buffers (`VIDIOC_REQBUFS` 0) and gives the
@@ -253,41 +251,18 @@ impl Stream {
     /// in the error, untouched); a failed `STREAMOFF` (the stream comes back) or
     /// `REQBUFS` (it does not).
     pub fn into_device(self) -> Result<Device, IntoDeviceError> {
-        let held = Arc::strong_count(&self.shared) - 1;
-        if held > 0 {
-            let error = CaptureError::FramesHeld {
-                path: self.shared.path().to_path_buf(),
-                held,
-            };
-            return Err(IntoDeviceError {
-                stream: Some(self),
-                error,
-            });
+        if Arc::strong_count(&self.queue) > 1 {
+            return Err(self.frames_held());
         }
         if let Err(error) = self.stop() {
-            return Err(IntoDeviceError {
-                stream: Some(self),
-                error,
-            });
+            return Err(self.back(error));
         }
-        let shared = Arc::clone(&self.shared);
+        let queue = Arc::clone(&self.queue);
         drop(self);
         // Frames are only made by `next_frame(&mut self)`, so with none out
         // (checked above) this is the last reference.
-        let shared = match Arc::try_unwrap(shared) {
-            Ok(s) => s,
-            Err(shared) => {
-                let error = CaptureError::FramesHeld {
-                    path: shared.path().to_path_buf(),
-                    held: Arc::strong_count(&shared) - 1,
-                };
-                return Err(IntoDeviceError {
-                    stream: Some(Stream { shared }),
-                    error,
-                });
-            }
-        };
-        match free_buffers(shared) {
+        let queue = Arc::try_unwrap(queue).map_err(|queue| Stream { queue }.frames_held())?;
+        match free_buffers(queue) {
             (device, Ok(())) => Ok(device),
             (_, Err(error)) => Err(IntoDeviceError {
                 stream: None,
@@ -295,19 +270,35 @@ impl Stream {
             }),
         }
     }
+
+    /// [`into_device`](Stream::into_device) failed with `error`: the stream
+    /// comes back in the error.
+    fn back(self, error: CaptureError) -> IntoDeviceError {
+        IntoDeviceError {
+            stream: Some(self),
+            error,
+        }
+    }
+
+    /// [`CaptureError::FramesHeld`], counting the frames that share the queue.
+    fn frames_held(self) -> IntoDeviceError {
+        let path = self.queue.path().to_path_buf();
+        let held = Arc::strong_count(&self.queue) - 1;
+        self.back(CaptureError::FramesHeld { path, held })
+    }
 }
 
 /// Frees a stream's buffers (`VIDIOC_REQBUFS` 0) once no frame refers to them:
 /// the exported fds, the pool and the cache go first (a buffer still exported
 /// is in use, and the driver would refuse). The device comes back either way.
-fn free_buffers(shared: Shared) -> (Device, Result<()>) {
-    let Shared {
+fn free_buffers(queue: Queue) -> (Device, Result<()>) {
+    let Queue {
         device,
         mode,
         buf_type,
         state,
         ..
-    } = shared;
+    } = queue;
     drop(state);
     let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
         .map(drop)
@@ -317,7 +308,7 @@ fn free_buffers(shared: Shared) -> (Device, Result<()>) {
 
 impl FrameSource for Stream {
     fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
-        let sh = &self.shared;
+        let sh = &self.queue;
         let mut since = Instant::now();
         let deadline = since.checked_add(timeout);
         let timed_out = || CaptureError::Timeout {
@@ -336,7 +327,7 @@ impl FrameSource for Stream {
                     });
                 }
                 sh.queue_pending(&mut st)?;
-                if st.queued == 0 {
+                if !st.slots.iter().any(Slot::is_queued) {
                     return Err(CaptureError::NoFreeBuffer {
                         path: sh.path().to_path_buf(),
                         buffers: st.slots.len(),
@@ -365,23 +356,17 @@ impl FrameSource for Stream {
     }
 
     fn stream_format(&self) -> &StreamFormat {
-        &self.shared.format
+        &self.queue.format
     }
 
     fn stats(&self) -> StreamStats {
-        let st = self.shared.lock();
-        StreamStats {
-            frames: st.frames,
-            dropped: st.dropped,
-            buffer_errors: st.errors,
-            buffers: st.slots.len(),
-            planes: self.shared.format.planes.len(),
-            cache: st.cache.stats(),
-        }
+        let st = self.queue.lock();
+        let planes = self.queue.format.planes.len();
+        StreamStats::new(st.counters, st.slots.len(), planes, st.cache.stats())
     }
 
     fn name(&self) -> &Path {
-        self.shared.path()
+        self.queue.path()
     }
 }
 
@@ -408,8 +393,8 @@ fn wait_readable(device: &Device, deadline: Option<Instant>) -> Result<bool> {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let mut st = self.shared.lock();
+        let mut st = self.queue.lock();
         // Nothing to report to: a failed STREAMOFF leaves the fd to close.
-        let _ = self.shared.stop(&mut st);
+        let _ = self.queue.stop(&mut st);
     }
 }

@@ -4,7 +4,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{lock, MULTI, SINGLE, WAIT};
+use vivid_common::{lock, open_fds, MULTI, SINGLE, WAIT};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -340,10 +340,6 @@ fn lab_capture_a_failed_stream_gives_the_device_back() {
     }
     drop(s);
     assert_eq!(open_fds(), before, "nothing of the failed stream is left");
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
 #[test]

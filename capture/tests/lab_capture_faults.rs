@@ -4,28 +4,20 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+mod vivid_common;
+use vivid_common::{open_fds, press, WAIT};
+
 use std::process::Command;
 use std::time::Duration;
 
 use nix::errno::Errno;
 use zerocam_capture::{BufferMode, CaptureError, Device, FrameSource, Stream, StreamConfig};
 
-const WAIT: Duration = Duration::from_secs(10);
-
 fn device(path: &str) -> Device {
     let mut d = Device::open(path).unwrap();
     d.set_format("NV12".parse().unwrap(), 320, 180).unwrap();
     d.set_frame_rate(60.0).unwrap();
     d
-}
-
-fn press(s: &Stream, button: &str) {
-    let c = s.device().control(button).unwrap();
-    s.device().set_control(c.id, 1).unwrap();
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
 fn dropped_buffers_are_counted() {
@@ -45,7 +37,7 @@ fn dropped_buffers_are_counted() {
 fn a_buffer_error_flag_is_typed_and_capture_goes_on() {
     let mut s = Stream::new(device("/dev/video0"), StreamConfig::default()).unwrap();
     s.next_frame(WAIT).unwrap();
-    press(&s, "Inject V4L2_BUF_FLAG_ERROR");
+    press(s.device(), "Inject V4L2_BUF_FLAG_ERROR");
     let mut seen = None;
     for _ in 0..10 {
         match s.next_frame(WAIT) {
@@ -76,7 +68,7 @@ fn a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers() {
     drop(f); // queued again: the driver owns it
     assert!(queued.map_read().is_err(), "a queued buffer is not mapped");
     let imports = s.stats().cache.misses;
-    press(&s, "Inject Fatal Streaming Error");
+    press(s.device(), "Inject Fatal Streaming Error");
     let e = (0..10)
         .find_map(|_| s.next_frame(WAIT).err())
         .expect("an error after the injection");
@@ -123,7 +115,7 @@ fn a_fatal_streaming_error_stops_the_stream_and_a_restart_recovers() {
 fn a_fatal_error_met_by_a_requeue_stops_the_stream_too() {
     let mut s = Stream::new(device("/dev/video1"), StreamConfig::default()).unwrap();
     let held = s.next_frame(WAIT).unwrap();
-    press(&s, "Inject Fatal Streaming Error");
+    press(s.device(), "Inject Fatal Streaming Error");
     drop(held); // VIDIOC_QBUF: EIO, reported by the next call
     let e = s.next_frame(WAIT).unwrap_err();
     assert!(
@@ -174,7 +166,7 @@ fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
     s.next_frame(WAIT).unwrap();
     // The same stream: a failed start cancels what it queued, so a retry works.
     s.stop().unwrap();
-    press(&s, "Inject VIDIOC_STREAMON Error");
+    press(s.device(), "Inject VIDIOC_STREAMON Error");
     let e = s.start().unwrap_err();
     assert!(
         matches!(
@@ -197,7 +189,7 @@ fn a_disconnect_mid_stream_is_typed_and_releases_every_buffer() {
     let mut s = Stream::new(device("/dev/video0"), StreamConfig::default()).unwrap();
     let held = s.next_frame(WAIT).unwrap();
     s.next_frame(WAIT).unwrap();
-    press(&s, "Disconnect");
+    press(s.device(), "Disconnect");
     let e = (0..10)
         .find_map(|_| s.next_frame(WAIT).err())
         .expect("an error after the disconnect");

@@ -23,15 +23,17 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
+mod vivid_common;
+use vivid_common::{open_fds, press, WAIT};
+
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nix::errno::Errno;
 use zerocam_capture::{
     BufferMode, CaptureError, Device, Frame, FrameSource, Stream, StreamConfig, StreamStats,
 };
 
-const WAIT: Duration = Duration::from_secs(10);
 /// vivid's "100% Red" in BT.601 limited range: Y' = 81.
 const RED_LUMA: u8 = 81;
 /// Frames the soak holds at once, released oldest first.
@@ -90,10 +92,6 @@ fn fault_at(frames: u64) -> Option<Fault> {
         180 => Some(Fault::Restart),
         _ => None,
     }
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
 /// Resident set size in bytes (`/proc/self/statm`'s second field, in pages).
@@ -184,11 +182,6 @@ struct Report {
     fds_end: usize,
     rss_growth: i64,
     seconds: f64,
-}
-
-fn press(d: &Device, button: &str) {
-    let c = d.control(button).unwrap();
-    d.set_control(c.id, 1).unwrap();
 }
 
 fn set_drops(d: &Device, percent: i32) {

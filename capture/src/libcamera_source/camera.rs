@@ -15,7 +15,7 @@ use nix::errno::Errno;
 use super::events::{Completion, Event, Outcome};
 use super::metadata::RawMetadata;
 use super::worker::errno_of;
-use crate::frame::monotonic_now;
+use crate::stats::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// One buffer's request.
@@ -53,6 +53,10 @@ pub(crate) struct OpenCamera {
     pub events: Sender<Event>,
     pub streaming: bool,
     pub name: String,
+    /// `'static`: the libcamera crate lets `CameraManager::cameras` pick any
+    /// lifetime, so the worker keeps what the borrow would: the camera drops
+    /// before the manager (`Worker::cameras` is declared before
+    /// `Worker::manager`; `release_manager_if_idle` needs no camera open).
     pub active: ActiveCamera<'static>,
 }
 

@@ -6,14 +6,15 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
 use super::events::{CamKey, Completion, Event, Outcome};
-use super::slots::{Place, State};
-use crate::frame::Requeue;
+use super::slots::State;
+use crate::frame::{lock, Requeue};
+use crate::slot::SlotState;
 use crate::{CaptureError, Frame, Result, StreamFormat};
 
 /// Asks the libcamera thread to queue buffer `index` of camera `key` again
@@ -52,39 +53,41 @@ impl Shared {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     fn camera(&self) -> String {
         self.name.display().to_string()
     }
 
+    fn request_failed(&self, index: usize, status: String) -> CaptureError {
+        let camera = self.camera();
+        CaptureError::RequestFailed {
+            camera,
+            index,
+            status,
+        }
+    }
+
     /// Hands free buffer `index` back to the libcamera thread. Streaming, the
     /// camera borrows its files first; when a CPU map of them is alive it is
-    /// not queued but left `Pending` (retried by [`queue_pending`](Self::queue_pending)).
-    /// Stopped, it is left `Idle` (queued by the next start).
+    /// not queued but left `Pending` (retried by [`queue_pending`](Self::queue_pending)),
+    /// as when the thread is gone. Stopped, it is left `Idle` (queued by the
+    /// next start).
     pub fn give_back(&self, st: &mut State, index: usize) {
-        let (key, streaming) = (st.key, st.streaming && st.open && !st.disconnected);
+        let (key, live) = (st.key, st.open && !st.disconnected);
+        let streaming = st.streaming && live;
         let Some(slot) = st.slots.get_mut(index) else {
             return;
         };
-        if !streaming {
-            slot.borrows.release();
-            slot.place = Place::Idle;
-            if st.open && !st.disconnected {
-                // The thread keeps the request idle until the next start.
-                let _ = (self.requeue)(key, index);
-            }
-            return;
-        }
-        if slot.borrows.borrow().is_err() {
-            slot.place = Place::Pending;
-            return;
-        }
-        slot.place = Place::Queued;
-        if !(self.requeue)(key, index) {
-            slot.borrows.release();
-            slot.place = Place::Pending;
+        slot.core.free(streaming);
+        if streaming {
+            let _ = slot
+                .core
+                .queue(|_| (self.requeue)(key, index).then_some(()).ok_or(()));
+        } else if live {
+            // The thread keeps the request idle until the next start.
+            let _ = (self.requeue)(key, index);
         }
     }
 
@@ -92,7 +95,7 @@ impl Shared {
     /// re-queue failed.
     pub fn queue_pending(&self, st: &mut State) {
         for i in 0..st.slots.len() {
-            if st.slots[i].place == Place::Pending {
+            if matches!(st.slots[i].core.state(), SlotState::Pending) {
                 self.give_back(st, i);
             }
         }
@@ -101,31 +104,20 @@ impl Shared {
     /// Before a start: borrows every free buffer for the camera and returns
     /// the ones to queue (a buffer still mapped stays `Pending`).
     pub fn prepare_start(&self, st: &mut State) -> Vec<usize> {
-        let mut queue = Vec::new();
-        for (i, s) in st.slots.iter_mut().enumerate() {
-            if s.place == Place::Held {
-                continue;
-            }
-            if s.borrows.borrow().is_ok() {
-                s.place = Place::Queued;
-                queue.push(i);
-            } else {
-                s.place = Place::Pending;
-            }
-        }
-        queue
+        let free = st
+            .slots
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, s)| !s.core.is_held());
+        free.filter_map(|(i, s)| s.core.lend().is_ok().then_some(i))
+            .collect()
     }
 
     /// After a stop (or a failed start): nothing is queued, the camera's
     /// borrows end, the import cache is invalidated.
     pub fn stopped(&self, st: &mut State) {
         st.streaming = false;
-        for s in &mut st.slots {
-            s.borrows.release();
-            if s.place != Place::Held {
-                s.place = Place::Idle;
-            }
-        }
+        st.slots.iter_mut().for_each(|s| s.core.stopped());
         st.cache.invalidate();
     }
 
@@ -148,7 +140,7 @@ impl Shared {
                 });
             }
             self.queue_pending(&mut st);
-            if !st.slots.iter().any(|s| s.place == Place::Queued) {
+            if !st.slots.iter().any(|s| s.core.is_queued()) {
                 return Err(CaptureError::NoFreeBuffer {
                     path: self.name.clone(),
                     buffers: st.slots.len(),
@@ -198,34 +190,21 @@ impl Shared {
         let mut st = self.lock();
         let index = c.index;
         let Some(slot) = st.slots.get_mut(index) else {
-            return Err(CaptureError::RequestFailed {
-                camera: self.camera(),
-                index,
-                status: "no such buffer".into(),
-            });
+            return Err(self.request_failed(index, "no such buffer".into()));
         };
-        // The camera is done with the buffer.
-        slot.borrows.release();
-        slot.place = Place::Pending;
+        slot.core.dequeued(); // the camera is done with it: Pending
         let raw = match c.outcome {
             Outcome::Frame(raw) => raw,
             Outcome::Failed(why) => {
-                st.errors += 1;
+                st.counters.errors += 1;
                 self.give_back(&mut st, index);
-                return Err(CaptureError::RequestFailed {
-                    camera: self.camera(),
-                    index,
-                    status: why.to_owned(),
-                });
+                return Err(self.request_failed(index, why.to_owned()));
             }
             Outcome::QueueFailed(errno) => {
-                st.errors += 1;
+                st.counters.errors += 1;
                 // Left Pending: queued again by the next next_frame.
-                return Err(CaptureError::RequestFailed {
-                    camera: self.camera(),
-                    index,
-                    status: format!("queueing the request again failed: {errno}"),
-                });
+                let status = format!("queueing the request again failed: {errno}");
+                return Err(self.request_failed(index, status));
             }
         };
         let tensor = match st.tensor(&self.format, index) {
@@ -239,31 +218,22 @@ impl Shared {
             }
         };
         let length = st.slots.get(index).map_or(0, |s| s.length);
-        let meta = st.fixer.fix(&raw, length, c.completed);
-        st.dropped += meta.dropped;
-        st.frames += 1;
+        let (meta, dropped) = st.fixer.fix(&raw, length, c.completed);
+        st.counters.dropped += dropped;
+        st.counters.frames += 1;
         if let Some(s) = st.slots.get_mut(index) {
-            s.place = Place::Held;
+            s.core.hold();
         }
         drop(st);
-        Ok(Frame {
-            tensor,
-            sequence: meta.sequence,
-            timestamp: meta.timestamp,
-            bytes_used: meta.bytes_used,
-            index,
-            overhead: woke.elapsed(),
-            synthesized: meta.synthesized,
-            color: self.format.color,
-            owner: self.clone(),
-        })
+        let color = self.format.color;
+        Ok(Frame::new(self.clone(), index, tensor, color, meta, woke))
     }
 }
 
 impl Requeue for Shared {
     fn requeue(&self, index: usize) {
         let mut st = self.lock();
-        if st.slots.get(index).is_some_and(|s| s.place == Place::Held) {
+        if st.slots.get(index).is_some_and(|s| s.core.is_held()) {
             self.give_back(&mut st, index);
         }
     }

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::frame::{SequenceTracker, Synthesized};
+use crate::frame::{FrameMeta, Synthesized};
+use crate::stats::SequenceTracker;
 
 /// What libcamera said about one completed buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,17 +17,6 @@ pub(crate) struct RawMetadata {
     pub timestamp_ns: Option<u64>,
     /// The sum of `FrameMetadata::planes()[i].bytesused`, when written.
     pub bytes_used: Option<usize>,
-}
-
-/// The metadata a frame is handed out with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FrameMetadata {
-    pub sequence: u32,
-    pub timestamp: Duration,
-    pub bytes_used: usize,
-    pub synthesized: Synthesized,
-    /// Frames lost before this one (0 when the sequence is synthesized).
-    pub dropped: u64,
 }
 
 /// Fills what the camera left empty, per stream session (reset at start).
@@ -53,8 +43,14 @@ impl MetadataFixer {
 
     /// The metadata of the next frame: `raw` from libcamera, `length` the
     /// sum of its buffer's plane lengths, `completed` the `CLOCK_MONOTONIC`
-    /// time it completed.
-    pub fn fix(&mut self, raw: &RawMetadata, length: usize, completed: Duration) -> FrameMetadata {
+    /// time it completed; and the frames lost before it (0 when the sequence
+    /// is synthesized).
+    pub fn fix(
+        &mut self,
+        raw: &RawMetadata,
+        length: usize,
+        completed: Duration,
+    ) -> (FrameMeta, u64) {
         let count = self.frames;
         self.frames = self.frames.wrapping_add(1);
         let mut synthesized = Synthesized::NONE;
@@ -98,13 +94,13 @@ impl MetadataFixer {
             Some(reported) => reported,
         };
 
-        FrameMetadata {
+        let meta = FrameMeta {
             sequence,
             timestamp,
             bytes_used,
             synthesized,
-            dropped,
-        }
+        };
+        (meta, dropped)
     }
 }
 
@@ -123,14 +119,14 @@ mod tests {
     #[test]
     fn complete_metadata_is_the_cameras() {
         let mut f = MetadataFixer::default();
-        let a = f.fix(&raw(7, 1_000, 300), 460_800, Duration::from_secs(9));
+        let (a, _) = f.fix(&raw(7, 1_000, 300), 460_800, Duration::from_secs(9));
         assert_eq!(
             (a.sequence, a.timestamp, a.bytes_used),
             (7, Duration::from_nanos(1_000), 300)
         );
         assert_eq!(a.synthesized, Synthesized::NONE);
-        let b = f.fix(&raw(10, 2_000, 300), 460_800, Duration::from_secs(9));
-        assert_eq!((b.sequence, b.dropped), (10, 2), "a gap counts as drops");
+        let (b, dropped) = f.fix(&raw(10, 2_000, 300), 460_800, Duration::from_secs(9));
+        assert_eq!((b.sequence, dropped), (10, 2), "a gap counts as drops");
     }
 
     #[test]
@@ -138,7 +134,7 @@ mod tests {
         let mut f = MetadataFixer::default();
         for i in 0..3u32 {
             let now = Duration::from_millis(u64::from(i) * 33);
-            let m = f.fix(&RawMetadata::default(), 460_800, now);
+            let (m, _) = f.fix(&RawMetadata::default(), 460_800, now);
             assert_eq!((m.sequence, m.timestamp, m.bytes_used), (i, now, 460_800));
             assert!(m.synthesized.sequence && m.synthesized.timestamp && m.synthesized.bytes_used);
         }
@@ -147,9 +143,9 @@ mod tests {
     #[test]
     fn bytesused_zero_means_plane_lengths_per_frame() {
         let mut f = MetadataFixer::default();
-        let m = f.fix(&raw(0, 5, 0), 15, Duration::ZERO);
+        let (m, _) = f.fix(&raw(0, 5, 0), 15, Duration::ZERO);
         assert_eq!((m.bytes_used, m.synthesized.bytes_used), (15, true));
-        let m = f.fix(&raw(1, 6, 12), 15, Duration::ZERO);
+        let (m, _) = f.fix(&raw(1, 6, 12), 15, Duration::ZERO);
         assert_eq!((m.bytes_used, m.synthesized.bytes_used), (12, false));
     }
 
@@ -157,14 +153,14 @@ mod tests {
     fn a_sequence_or_timestamp_going_backwards_is_replaced_for_the_session() {
         let mut f = MetadataFixer::default();
         f.fix(&raw(5, 100, 1), 1, Duration::from_secs(1));
-        let m = f.fix(&raw(5, 50, 1), 1, Duration::from_secs(2));
+        let (m, _) = f.fix(&raw(5, 50, 1), 1, Duration::from_secs(2));
         assert!(m.synthesized.sequence && m.synthesized.timestamp);
         assert_eq!((m.sequence, m.timestamp), (1, Duration::from_secs(2)));
-        let m = f.fix(&raw(6, 200, 1), 1, Duration::from_secs(3));
+        let (m, _) = f.fix(&raw(6, 200, 1), 1, Duration::from_secs(3));
         assert!(m.synthesized.sequence && m.synthesized.timestamp, "sticky");
         assert_eq!(m.sequence, 2);
         f.reset();
-        let m = f.fix(&raw(6, 200, 1), 1, Duration::from_secs(3));
+        let (m, _) = f.fix(&raw(6, 200, 1), 1, Duration::from_secs(3));
         assert_eq!(
             m.synthesized,
             Synthesized::NONE,
@@ -175,7 +171,7 @@ mod tests {
     #[test]
     fn a_zero_timestamp_is_not_a_timestamp() {
         let mut f = MetadataFixer::default();
-        let m = f.fix(&raw(0, 0, 1), 1, Duration::from_secs(4));
+        let (m, _) = f.fix(&raw(0, 0, 1), 1, Duration::from_secs(4));
         assert_eq!(
             (m.timestamp, m.synthesized.timestamp),
             (Duration::from_secs(4), true)

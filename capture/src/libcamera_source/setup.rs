@@ -28,7 +28,7 @@ const ROLES: [StreamRole; 3] = [
     StreamRole::StillCapture,
 ];
 
-/// The acquired camera with its stream, allocator and buffers.
+/// The acquired camera (`'static`: see `OpenCamera::active`), its stream, allocator, buffers.
 pub(crate) type Acquired = (
     ActiveCamera<'static>,
     Stream,

@@ -1,6 +1,7 @@
-//! A libcamera source's buffers as the source sees them: memory planes, the
-//! device's borrows while a buffer is queued, where each buffer is, and the
-//! import cache that turns a buffer into a frame tensor.
+//! A libcamera source's buffers as the source sees them: each a
+//! [`crate::slot::Slot`] (memory planes, state, the camera's borrows while
+//! queued) with where libcamera's planes lie in it, and the import cache that
+//! turns a buffer into a frame tensor.
 
 use zerocam_cache::{CacheStats, ImportCache};
 use zerocam_tensor::Tensor;
@@ -8,44 +9,25 @@ use zerocam_tensor::Tensor;
 use super::events::{BufferPlanes, CamKey};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
-use crate::planes::{
-    frame_tensor, frame_tensor_at, Composed, DeviceBorrows, PlaneMemory, PlaneSource,
-};
+use crate::planes::{PlaneMemory, PlaneSource};
+use crate::stats::Counters;
 use crate::StreamFormat;
-
-/// Where a buffer is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// Queued to the camera, or completed and on its way back: the device
-    /// borrows its files, so no CPU map of them can start.
-    Queued,
-    /// A frame of it is out.
-    Held,
-    /// Free but not queued while streaming: a CPU map of it was alive, or
-    /// queueing it failed. `next_frame` tries again.
-    Pending,
-    /// Free and not queued, the camera stopped: `start` queues it.
-    Idle,
-}
 
 /// One buffer.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    /// One memory plane per distinct dma-buf (one for libcamera's usual NV12).
-    pub planes: Vec<PlaneMemory>,
-    /// The camera's borrows of the planes' files while the buffer is queued.
-    pub borrows: DeviceBorrows,
-    pub place: Place,
+    /// The buffer's slot: one memory plane per distinct dma-buf (one for
+    /// libcamera's usual NV12), and its state.
+    pub core: crate::slot::Slot,
     pub layout: BufferLayout,
     /// The sum of libcamera's plane lengths (`bytes_used` when it reports none).
     pub length: usize,
-    pub composed: Composed,
 }
 
 impl Slot {
     /// The buffer's memory planes: one per dma-buf the layout uses, each a
-    /// dup of libcamera's fd kept for the stream's life.
-    pub fn new(buffer: BufferPlanes, place: Place) -> Slot {
+    /// dup of libcamera's fd kept for the stream's life; `Idle`.
+    pub fn new(buffer: BufferPlanes) -> Slot {
         let BufferPlanes {
             fds,
             planes,
@@ -71,12 +53,9 @@ impl Slot {
                 .collect(),
         };
         Slot {
-            borrows: DeviceBorrows::new(&memory_planes),
-            planes: memory_planes,
-            place,
+            core: crate::slot::Slot::new(memory_planes),
             layout,
             length,
-            composed: Composed::default(),
         }
     }
 }
@@ -95,9 +74,7 @@ pub(crate) struct State {
     pub open: bool,
     /// libcamera said the camera went away.
     pub disconnected: bool,
-    pub frames: u64,
-    pub dropped: u64,
-    pub errors: u64,
+    pub counters: Counters,
 }
 
 impl State {
@@ -113,12 +90,9 @@ impl State {
         buffers: Vec<BufferPlanes>,
         cache: ImportCache,
     ) -> zerocam_tensor::Result<State> {
-        let mut slots: Vec<Slot> = buffers
-            .into_iter()
-            .map(|b| Slot::new(b, Place::Queued))
-            .collect();
+        let mut slots: Vec<Slot> = buffers.into_iter().map(Slot::new).collect();
         for s in &mut slots {
-            s.borrows.borrow()?;
+            s.core.lend()?;
         }
         Ok(State {
             key,
@@ -129,9 +103,7 @@ impl State {
             streaming: true,
             open: true,
             disconnected: false,
-            frames: 0,
-            dropped: 0,
-            errors: 0,
+            counters: Counters::default(),
         })
     }
 
@@ -139,9 +111,7 @@ impl State {
     /// drops, errors and the import counters.
     pub fn go_on_from(&mut self, old: &State) {
         self.carried = old.cache_stats();
-        self.frames = old.frames;
-        self.dropped = old.dropped;
-        self.errors = old.errors;
+        self.counters = old.counters;
     }
 
     /// The import counters since open, across reconfigures (`live`: now).
@@ -159,7 +129,7 @@ impl State {
 
     /// Frames out.
     pub fn held(&self) -> usize {
-        self.slots.iter().filter(|s| s.place == Place::Held).count()
+        self.slots.iter().filter(|s| s.core.is_held()).count()
     }
 
     /// The frame tensor of buffer `index` in `format`, through the cache.
@@ -172,26 +142,14 @@ impl State {
         let slot = slots.get_mut(index).ok_or(zerocam_tensor::Error::NoFd {
             memory: zerocam_tensor::TensorMemory::Dma,
         })?;
-        match slot.layout {
+        let (offsets, chroma_offset) = match slot.layout {
             BufferLayout::OneFile {
                 start,
                 plane_offset,
                 ..
-            } => frame_tensor_at(
-                cache,
-                format,
-                &slot.planes,
-                &[start],
-                plane_offset,
-                &mut slot.composed,
-            ),
-            BufferLayout::TwoFiles { planes } => frame_tensor(
-                cache,
-                format,
-                &slot.planes,
-                &[planes[0].1, planes[1].1],
-                &mut slot.composed,
-            ),
-        }
+            } => ([start, 0], plane_offset),
+            BufferLayout::TwoFiles { planes } => ([planes[0].1, planes[1].1], None),
+        };
+        slot.core.tensor(cache, format, &offsets, chroma_offset)
     }
 }

@@ -13,7 +13,7 @@ use super::frames::Shared;
 use super::slots::State;
 use super::worker::{gone, worker, Cmd};
 use super::{LibcameraCamera, LibcameraConfig};
-use crate::frame::cache_capacity;
+use crate::slot::cache_capacity;
 use crate::{ArgumentError, CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats};
 
 /// Every libcamera camera present, with its formats and sizes (empty when
@@ -281,14 +281,8 @@ impl FrameSource for LibcameraSource {
 
     fn stats(&self) -> StreamStats {
         let st = self.shared.lock();
-        StreamStats {
-            frames: st.frames,
-            dropped: st.dropped,
-            buffer_errors: st.errors,
-            buffers: st.slots.len(),
-            planes: self.shared.format.planes.len(),
-            cache: st.cache_stats(),
-        }
+        let planes = self.shared.format.planes.len();
+        StreamStats::new(st.counters, st.slots.len(), planes, st.cache_stats())
     }
 
     fn name(&self) -> &Path {

@@ -27,7 +27,7 @@ use super::camera::{OpenCamera, Slot};
 use super::events::{CamKey, Configured, Event};
 use super::setup::{configure, describe};
 use super::{LibcameraCamera, LibcameraConfig, LIBCAMERA};
-use crate::frame::monotonic_now;
+use crate::stats::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// What a source asks of the libcamera thread.
@@ -93,7 +93,7 @@ pub(crate) fn errno_of(e: &io::Error) -> Errno {
 }
 
 struct Worker {
-    /// Dropped before the manager.
+    /// Dropped before the manager, which no camera may outlive (`OpenCamera::active`).
     cameras: HashMap<CamKey, OpenCamera>,
     manager: Option<CameraManager>,
     next_key: CamKey,

@@ -1,10 +1,12 @@
 //! What the vivid lab tests share: the two device nodes, the frame timeout,
-//! and a lock per node (tests that change a node's format or controls run
-//! one at a time on it).
+//! a lock per node (tests that change a node's format or controls run one at
+//! a time on it), pressing a vivid button and counting open fds.
 #![allow(dead_code)]
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+
+use zerocam_capture::Device;
 
 /// vivid's single-planar capture node.
 pub const SINGLE: &str = "/dev/video0";
@@ -23,4 +25,15 @@ pub fn lock(path: &str) -> MutexGuard<'static, ()> {
         &MULTI_LOCK
     };
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Presses vivid's button control `button` (a fault injection).
+pub fn press(d: &Device, button: &str) {
+    let c = d.control(button).unwrap();
+    d.set_control(c.id, 1).unwrap();
+}
+
+/// The process's open file descriptors.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
