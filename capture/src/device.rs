@@ -9,7 +9,7 @@ use nix::errno::Errno;
 use nix::fcntl::{open, OFlag};
 use nix::sys::stat::Mode;
 
-use crate::v4l2::{c_str, ioctl, raw};
+use crate::v4l2::{c_str, ioctl, raw, IoctlError};
 use zerocam_tensor::ColorSpec;
 
 use crate::{CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, Result, StreamFormat};
@@ -247,17 +247,7 @@ impl Device {
     }
 
     pub(crate) fn ioctl_error(&self, ioctl: &'static str) -> impl Fn(Errno) -> CaptureError + '_ {
-        move |errno| match errno {
-            Errno::ENODEV | Errno::ENXIO => CaptureError::Disconnected {
-                path: self.path.clone(),
-                errno,
-            },
-            errno => CaptureError::Ioctl {
-                path: self.path.clone(),
-                ioctl,
-                errno,
-            },
-        }
+        move |errno| IoctlError::from(errno).into_capture(&self.path, ioctl)
     }
 
     /// The pixel formats the device offers.

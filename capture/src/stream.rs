@@ -311,7 +311,10 @@ fn free_buffers(shared: Shared) -> (Device, Result<()>) {
     drop(state);
     let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
         .map(drop)
-        .map_err(device.ioctl_error("VIDIOC_REQBUFS"));
+        .map_err(|e| {
+            e.ioctl_error()
+                .into_capture(device.path(), "VIDIOC_REQBUFS")
+        });
     (device, freed)
 }
 
@@ -325,24 +328,7 @@ impl FrameSource for Stream {
             timeout,
         };
         loop {
-            {
-                let mut st = sh.lock();
-                if let Some(e) = st.requeue_error.take() {
-                    return Err(e);
-                }
-                if !st.streaming {
-                    return Err(CaptureError::NotStreaming {
-                        path: sh.path().to_path_buf(),
-                    });
-                }
-                sh.queue_pending(&mut st)?;
-                if st.queued == 0 {
-                    return Err(CaptureError::NoFreeBuffer {
-                        path: sh.path().to_path_buf(),
-                        buffers: st.slots.len(),
-                    });
-                }
-            }
+            sh.ready_to_dequeue()?;
             // The fd is O_NONBLOCK: DQBUF answers EAGAIN (`None`) when no buffer
             // is done, so a frame already ready costs this one ioctl (its
             // overhead counted from the call, or from the last empty try);
