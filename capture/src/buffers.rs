@@ -10,7 +10,7 @@ use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
 use crate::planes::{PlaneMemory, PlaneSource};
 use crate::queue::Slot;
-use crate::v4l2::error::ReqbufsError;
+use crate::v4l2::error::{IoctlError, ReqbufsError};
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,
@@ -27,8 +27,9 @@ pub(crate) struct Buffers {
 /// and exports or allocates each. On a failure after `VIDIOC_REQBUFS` the
 /// buffers are freed again (`REQBUFS` 0), so the device can be used again.
 pub(crate) fn set_up(device: &Device, config: &StreamConfig) -> Result<Buffers> {
-    let driver =
-        DriverMinimum::from_g_ctrl(ioctl::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE));
+    let driver = DriverMinimum::from_g_ctrl(
+        ioctl::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE).map_err(IoctlError::errno),
+    );
     let plan = BufferPlan::new(config.buffers, config.hold, driver)?;
     let format = device.format()?;
     let buf_type = device.info().api.buf_type();

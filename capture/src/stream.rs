@@ -387,7 +387,7 @@ fn wait_readable(device: &Device, deadline: Option<Instant>) -> Result<bool> {
         match poll(&mut fds, wait) {
             Ok(n) => return Ok(n > 0),
             Err(Errno::EINTR) => continue,
-            Err(errno) => return Err(device.ioctl_error("poll")(errno)),
+            Err(errno) => return Err(device.ioctl_error("poll")(errno.into())),
         }
     }
 }

@@ -14,6 +14,13 @@
 //! - `EINVAL` from `VIDIOC_REQBUFS`: the driver does not support the buffer
 //!   type or memory asked for ([`ReqbufsError::Unsupported`]).
 //!
+//! - `ENOTTY` / `EINVAL` from `VIDIOC_QUERYCAP`: not a V4L2 node
+//!   ([`QuerycapError::NotV4l2`]).
+//! - `EINVAL` from an enumeration (`VIDIOC_ENUM_FMT`, `_FRAMESIZES`,
+//!   `_FRAMEINTERVALS`, `VIDIOC_QUERYCTRL` with `NEXT_CTRL`,
+//!   `VIDIOC_QUERYMENU`): past the last item (or one a menu skips) — the
+//!   wrapper answers `Ok(None)`.
+//!
 //! `VIDIOC_STREAMON`/`STREAMOFF`, `VIDIOC_QUERYBUF`, `VIDIOC_EXPBUF` and the
 //! rest only distinguish a vanished device from any other failure, so they
 //! share [`IoctlError`]. Every other errno is kept as it came (`Other`).
@@ -45,6 +52,13 @@ impl From<Errno> for IoctlError {
 }
 
 impl IoctlError {
+    /// The errno the kernel gave.
+    pub fn errno(self) -> Errno {
+        match self {
+            IoctlError::Disconnected(errno) | IoctlError::Other(errno) => errno,
+        }
+    }
+
     /// The crate's error for `ioctl` on the device at `path`:
     /// [`CaptureError::Disconnected`] or [`CaptureError::Ioctl`].
     pub fn into_capture(self, path: &Path, ioctl: &'static str) -> CaptureError {
@@ -58,6 +72,26 @@ impl IoctlError {
                 ioctl,
                 errno,
             },
+        }
+    }
+}
+
+/// `VIDIOC_QUERYCAP` failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QuerycapError {
+    /// `ENOTTY` or `EINVAL`: the node is not a V4L2 device.
+    #[error("not a V4L2 device ({0})")]
+    NotV4l2(Errno),
+    /// Any other errno.
+    #[error("{0}")]
+    Other(Errno),
+}
+
+impl From<Errno> for QuerycapError {
+    fn from(errno: Errno) -> QuerycapError {
+        match errno {
+            Errno::ENOTTY | Errno::EINVAL => QuerycapError::NotV4l2(errno),
+            errno => QuerycapError::Other(errno),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 
-use super::error::{DqbufError, IoctlError, QbufError, ReqbufsError};
+use super::error::{DqbufError, IoctlError, QbufError, QuerycapError, ReqbufsError};
 use super::raw;
 use super::{Dequeued, DequeuedPlane, QbufPlanes};
 
@@ -30,41 +30,46 @@ macro_rules! call {
 
 /// [`VIDIOC_QUERYCAP`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-querycap.html).
 #[doc(alias = "VIDIOC_QUERYCAP")]
-pub fn querycap(fd: BorrowedFd<'_>) -> Result<raw::Capability, Errno> {
+pub fn querycap(fd: BorrowedFd<'_>) -> Result<raw::Capability, QuerycapError> {
     let mut cap = raw::Capability::default();
     call!(raw::vidioc_querycap, fd, &mut cap)?;
     Ok(cap)
 }
 
-/// [`VIDIOC_ENUM_FMT`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-enum-fmt.html): format `index` of `type_`, or `EINVAL` past the last.
+/// [`VIDIOC_ENUM_FMT`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-enum-fmt.html):
+/// format `index` of `type_`; `None` past the last (`EINVAL`).
 #[doc(alias = "VIDIOC_ENUM_FMT")]
-pub fn enum_fmt(fd: BorrowedFd<'_>, type_: u32, index: u32) -> Result<raw::FmtDesc, Errno> {
+pub fn enum_fmt(
+    fd: BorrowedFd<'_>,
+    type_: u32,
+    index: u32,
+) -> Result<Option<raw::FmtDesc>, IoctlError> {
     let mut d = raw::FmtDesc {
         index,
         type_,
         ..Default::default()
     };
-    call!(raw::vidioc_enum_fmt, fd, &mut d)?;
-    Ok(d)
+    past_the_last(call!(raw::vidioc_enum_fmt, fd, &mut d)).map(|found| found.then_some(d))
 }
 
-/// [`VIDIOC_ENUM_FRAMESIZES`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-enum-framesizes.html).
+/// [`VIDIOC_ENUM_FRAMESIZES`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-enum-framesizes.html):
+/// size `index` of `fourcc`; `None` past the last (`EINVAL`).
 #[doc(alias = "VIDIOC_ENUM_FRAMESIZES")]
 pub fn enum_framesizes(
     fd: BorrowedFd<'_>,
     fourcc: u32,
     index: u32,
-) -> Result<raw::FrmSizeEnum, Errno> {
+) -> Result<Option<raw::FrmSizeEnum>, IoctlError> {
     let mut s = raw::FrmSizeEnum {
         index,
         pixel_format: fourcc,
         ..Default::default()
     };
-    call!(raw::vidioc_enum_framesizes, fd, &mut s)?;
-    Ok(s)
+    past_the_last(call!(raw::vidioc_enum_framesizes, fd, &mut s)).map(|found| found.then_some(s))
 }
 
-/// [`VIDIOC_ENUM_FRAMEINTERVALS`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-enum-frameintervals.html).
+/// [`VIDIOC_ENUM_FRAMEINTERVALS`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-enum-frameintervals.html):
+/// interval `index` of `fourcc` at `width`x`height`; `None` past the last (`EINVAL`).
 #[doc(alias = "VIDIOC_ENUM_FRAMEINTERVALS")]
 pub fn enum_frameintervals(
     fd: BorrowedFd<'_>,
@@ -72,7 +77,7 @@ pub fn enum_frameintervals(
     width: u32,
     height: u32,
     index: u32,
-) -> Result<raw::FrmIvalEnum, Errno> {
+) -> Result<Option<raw::FrmIvalEnum>, IoctlError> {
     let mut i = raw::FrmIvalEnum {
         index,
         pixel_format: fourcc,
@@ -80,13 +85,13 @@ pub fn enum_frameintervals(
         height,
         ..Default::default()
     };
-    call!(raw::vidioc_enum_frameintervals, fd, &mut i)?;
-    Ok(i)
+    past_the_last(call!(raw::vidioc_enum_frameintervals, fd, &mut i))
+        .map(|found| found.then_some(i))
 }
 
 /// [`VIDIOC_G_FMT`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-fmt.html).
 #[doc(alias = "VIDIOC_G_FMT")]
-pub fn g_fmt(fd: BorrowedFd<'_>, type_: u32) -> Result<raw::Format, Errno> {
+pub fn g_fmt(fd: BorrowedFd<'_>, type_: u32) -> Result<raw::Format, IoctlError> {
     let mut f = raw::Format::new(type_);
     call!(raw::vidioc_g_fmt, fd, &mut f)?;
     Ok(f)
@@ -95,7 +100,11 @@ pub fn g_fmt(fd: BorrowedFd<'_>, type_: u32) -> Result<raw::Format, Errno> {
 /// [`VIDIOC_S_FMT`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-fmt.html) (or `VIDIOC_TRY_FMT` with `try_only`): the driver's adjusted format.
 #[doc(alias = "VIDIOC_S_FMT")]
 #[doc(alias = "VIDIOC_TRY_FMT")]
-pub fn s_fmt(fd: BorrowedFd<'_>, mut f: raw::Format, try_only: bool) -> Result<raw::Format, Errno> {
+pub fn s_fmt(
+    fd: BorrowedFd<'_>,
+    mut f: raw::Format,
+    try_only: bool,
+) -> Result<raw::Format, IoctlError> {
     if try_only {
         call!(raw::vidioc_try_fmt, fd, &mut f)?;
     } else {
@@ -268,7 +277,7 @@ pub fn stream(fd: BorrowedFd<'_>, type_: u32, on: bool) -> Result<(), IoctlError
 
 /// [`VIDIOC_G_PARM`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-parm.html).
 #[doc(alias = "VIDIOC_G_PARM")]
-pub fn g_parm(fd: BorrowedFd<'_>, type_: u32) -> Result<raw::StreamParm, Errno> {
+pub fn g_parm(fd: BorrowedFd<'_>, type_: u32) -> Result<raw::StreamParm, IoctlError> {
     let mut p = raw::StreamParm {
         type_,
         parm: raw::StreamParmUnion { raw: [0; 200] },
@@ -283,7 +292,7 @@ pub fn s_parm_interval(
     fd: BorrowedFd<'_>,
     type_: u32,
     interval: raw::Fract,
-) -> Result<raw::Fract, Errno> {
+) -> Result<raw::Fract, IoctlError> {
     let mut p = raw::StreamParm {
         type_,
         parm: raw::StreamParmUnion {
@@ -297,20 +306,21 @@ pub fn s_parm_interval(
     Ok(p.capture().timeperframe)
 }
 
-/// [`VIDIOC_QUERYCTRL`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-queryctrl.html) with `V4L2_CTRL_FLAG_NEXT_CTRL`: the control after `id`.
+/// [`VIDIOC_QUERYCTRL`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-queryctrl.html)
+/// with `V4L2_CTRL_FLAG_NEXT_CTRL`: the control after `id`; `None` after
+/// the last (`EINVAL`).
 #[doc(alias = "VIDIOC_QUERYCTRL")]
-pub fn queryctrl_next(fd: BorrowedFd<'_>, id: u32) -> Result<raw::QueryCtrl, Errno> {
+pub fn queryctrl_next(fd: BorrowedFd<'_>, id: u32) -> Result<Option<raw::QueryCtrl>, IoctlError> {
     let mut q = raw::QueryCtrl {
         id: id | raw::CTRL_FLAG_NEXT_CTRL,
         ..Default::default()
     };
-    call!(raw::vidioc_queryctrl, fd, &mut q)?;
-    Ok(q)
+    past_the_last(call!(raw::vidioc_queryctrl, fd, &mut q)).map(|found| found.then_some(q))
 }
 
 /// [`VIDIOC_G_CTRL`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-ctrl.html).
 #[doc(alias = "VIDIOC_G_CTRL")]
-pub fn g_ctrl(fd: BorrowedFd<'_>, id: u32) -> Result<i32, Errno> {
+pub fn g_ctrl(fd: BorrowedFd<'_>, id: u32) -> Result<i32, IoctlError> {
     let mut c = raw::Control { id, value: 0 };
     call!(raw::vidioc_g_ctrl, fd, &mut c)?;
     Ok(c.value)
@@ -318,21 +328,32 @@ pub fn g_ctrl(fd: BorrowedFd<'_>, id: u32) -> Result<i32, Errno> {
 
 /// [`VIDIOC_S_CTRL`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-ctrl.html).
 #[doc(alias = "VIDIOC_S_CTRL")]
-pub fn s_ctrl(fd: BorrowedFd<'_>, id: u32, value: i32) -> Result<(), Errno> {
+pub fn s_ctrl(fd: BorrowedFd<'_>, id: u32, value: i32) -> Result<(), IoctlError> {
     let mut c = raw::Control { id, value };
-    call!(raw::vidioc_s_ctrl, fd, &mut c)
+    call!(raw::vidioc_s_ctrl, fd, &mut c)?;
+    Ok(())
 }
 
-/// [`VIDIOC_QUERYMENU`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-queryctrl.html): the name of item `index` of menu control `id`
-/// (`EINVAL` for an index the menu skips or ends before).
+/// [`VIDIOC_QUERYMENU`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-queryctrl.html):
+/// the name (or, for an integer menu, the value) of item `index` of menu
+/// control `id`; `None` for an index the menu skips or ends before (`EINVAL`).
 #[doc(alias = "VIDIOC_QUERYMENU")]
-pub fn querymenu(fd: BorrowedFd<'_>, id: u32, index: u32) -> Result<[u8; 32], Errno> {
+pub fn querymenu(fd: BorrowedFd<'_>, id: u32, index: u32) -> Result<Option<[u8; 32]>, IoctlError> {
     let mut q = raw::QueryMenu {
         id,
         index,
         name: [0; 32],
         reserved: 0,
     };
-    call!(raw::vidioc_querymenu, fd, &mut q)?;
-    Ok(q.name)
+    past_the_last(call!(raw::vidioc_querymenu, fd, &mut q)).map(|found| found.then_some(q.name))
+}
+
+/// `Ok(true)` when the call succeeded, `Ok(false)` for `EINVAL`: the index or
+/// id is past the last of an enumeration, or one it skips.
+fn past_the_last(called: Result<(), Errno>) -> Result<bool, IoctlError> {
+    match called {
+        Ok(()) => Ok(true),
+        Err(Errno::EINVAL) => Ok(false),
+        Err(errno) => Err(errno.into()),
+    }
 }
