@@ -76,7 +76,7 @@ pub(crate) struct DequeuedPlane {
 
 /// The ioctls a stream's buffer queue makes once it is set up: queue,
 /// dequeue, start and stop. [`Device`] makes them on its fd; tests use
-/// [`fake::FakeDevice`]. Each call takes `&self` and allocates nothing.
+/// `fake::FakeDevice`. Each call takes `&self` and allocates nothing.
 pub(crate) trait BufferQueue: Send + Sync + fmt::Debug + 'static {
     /// The device node's path, for errors.
     fn path(&self) -> &Path;
