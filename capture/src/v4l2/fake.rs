@@ -26,6 +26,8 @@ pub(crate) enum Dq {
     Drop(u32),
     /// The buffer comes back flagged `V4L2_BUF_FLAG_ERROR`.
     Flagged,
+    /// A hostile driver: the buffer comes back under this index instead.
+    Index(u32),
 }
 
 /// One `VIDIOC_QBUF` as the fake saw it.
@@ -125,7 +127,7 @@ impl BufferQueue for FakeDevice {
         if !st.streaming || st.queued.is_empty() {
             return Err(DqbufError::NotReady);
         }
-        let mut error = false;
+        let (mut error, mut index) = (false, None);
         match st.dqbuf_script.pop_front() {
             Some(Dq::Fail(e)) => {
                 if e == DqbufError::Io {
@@ -135,9 +137,11 @@ impl BufferQueue for FakeDevice {
             }
             Some(Dq::Drop(n)) => st.sequence += n,
             Some(Dq::Flagged) => error = true,
+            Some(Dq::Index(i)) => index = Some(i),
             None => {}
         }
-        let index = st.queued.pop_front().unwrap_or_default();
+        let queued = st.queued.pop_front().unwrap_or_default();
+        let index = index.unwrap_or(queued);
         let sequence = st.sequence;
         st.sequence += 1;
         let mut planes = [DequeuedPlane::default(); raw::MAX_PLANES];

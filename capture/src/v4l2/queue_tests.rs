@@ -413,3 +413,23 @@ fn a_flagged_buffer_is_requeued_and_reported() {
     }
     assert_eq!(sh.lock().errors, 1);
 }
+
+/// A driver's index is not trusted.
+#[test]
+fn a_dequeued_index_out_of_range_is_a_typed_error() {
+    let sh = stream(BufferMode::Mmap);
+    sh.device.state().dqbuf_script = [Dq::Index(BUFFERS)].into();
+    let e = next(&sh).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::Ioctl {
+                ioctl: "VIDIOC_DQBUF (buffer index out of range)",
+                errno: Errno::EINVAL,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    next(&sh).unwrap(); // the stream goes on
+}
