@@ -5,12 +5,12 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
-use nix::errno::Errno;
 use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 
 use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
 use crate::planes::{PlaneMemory, PlaneSource};
 use crate::slot::Slot;
+use crate::v4l2::error::{IoctlError, ReqbufsError};
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,
@@ -27,21 +27,24 @@ pub(crate) struct Buffers {
 /// and exports or allocates each. On a failure after `VIDIOC_REQBUFS` the
 /// buffers are freed again (`REQBUFS` 0), so the device can be used again.
 pub(crate) fn set_up(device: &Device, config: &StreamConfig) -> Result<Buffers> {
-    let driver =
-        DriverMinimum::from_g_ctrl(ioctl::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE));
+    let driver = DriverMinimum::from_g_ctrl(
+        ioctl::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE).map_err(IoctlError::errno),
+    );
     let plan = BufferPlan::new(config.buffers, config.hold, driver)?;
     let format = device.format()?;
     let buf_type = device.info().api.buf_type();
     let memory = config.mode.memory();
     let req =
-        ioctl::reqbufs(device.fd(), buf_type, memory, plan.requested).map_err(|errno| {
-            match (config.mode, errno) {
-                (BufferMode::DmaBuf, Errno::EINVAL) => CaptureError::UnsupportedMode {
+        ioctl::reqbufs(device.fd(), buf_type, memory, plan.requested).map_err(|e| {
+            match (config.mode, e) {
+                (BufferMode::DmaBuf, ReqbufsError::Unsupported) => CaptureError::UnsupportedMode {
                     path: device.path().to_path_buf(),
                     mode: config.mode.name(),
                     reason: "the driver refuses V4L2_MEMORY_DMABUF".into(),
                 },
-                _ => device.ioctl_error("VIDIOC_REQBUFS")(errno),
+                (_, e) => e
+                    .ioctl_error()
+                    .into_capture(device.path(), "VIDIOC_REQBUFS"),
             }
         })?;
     let made = make_slots(device, &format, config, plan, req.count);
@@ -104,20 +107,16 @@ pub(crate) fn export_planes(
     buf_type: u32,
     index: u32,
 ) -> Result<Vec<PlaneMemory>> {
-    let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-    let b = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index, &mut planes)
-        .map_err(device.ioctl_error("VIDIOC_QUERYBUF"))?;
-    let lengths: Vec<u32> = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-        planes
-            .iter()
-            .take(format.planes.len())
-            .map(|p| p.length)
-            .collect()
+    let lengths = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index)
+        .map_err(|e| e.into_capture(device.path(), "VIDIOC_QUERYBUF"))?;
+    let buffer_planes = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+        format.planes.len()
     } else {
-        vec![b.length]
+        1
     };
     lengths
         .into_iter()
+        .take(buffer_planes)
         .zip(&format.planes)
         .enumerate()
         .map(|(p, (length, layout))| {
@@ -136,7 +135,7 @@ pub(crate) fn export_planes(
                 });
             }
             let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32)
-                .map_err(device.ioctl_error("VIDIOC_EXPBUF"))?;
+                .map_err(|e| e.into_capture(device.path(), "VIDIOC_EXPBUF"))?;
             let file = fd_identity(device.path(), fd.as_fd())?;
             Ok(PlaneMemory {
                 source: PlaneSource::Exported(fd),

@@ -2,8 +2,6 @@
 //! `zerocam info`, and setting one by name (vivid's test pattern and fault
 //! injection controls among them).
 
-use nix::errno::Errno;
-
 use crate::v4l2::{c_str, ioctl, raw};
 use crate::{CaptureError, Device, Result};
 
@@ -39,9 +37,11 @@ impl Device {
         let mut out = Vec::new();
         let mut id = 0;
         loop {
-            match ioctl::queryctrl_next(self.fd(), id) {
-                Ok(q) if q.id <= id && id != 0 => break, // a driver looping on one id
-                Ok(q) => {
+            let found = ioctl::queryctrl_next(self.fd(), id)
+                .map_err(self.ioctl_error("VIDIOC_QUERYCTRL"))?;
+            match found {
+                Some(q) if q.id <= id && id != 0 => break, // a driver looping on one id
+                Some(q) => {
                     id = q.id;
                     if q.flags & raw::CTRL_FLAG_DISABLED != 0 || q.type_ == CTRL_TYPE_CLASS {
                         continue;
@@ -56,8 +56,7 @@ impl Device {
                         default: q.default_value,
                     });
                 }
-                Err(Errno::EINVAL) => break,
-                Err(e) => return Err(self.ioctl_error("VIDIOC_QUERYCTRL")(e)),
+                None => break,
             }
         }
         Ok(out)
@@ -85,15 +84,16 @@ impl Device {
         }
         let mut items = Vec::new();
         for index in control.minimum.max(0)..=control.maximum.max(0) {
-            match ioctl::querymenu(self.fd(), control.id, index as u32) {
-                Ok(name) if control.kind == CTRL_TYPE_MENU => items.push((index, c_str(&name))),
-                Ok(value) => {
+            let found = ioctl::querymenu(self.fd(), control.id, index as u32)
+                .map_err(self.ioctl_error("VIDIOC_QUERYMENU"))?;
+            match found {
+                Some(name) if control.kind == CTRL_TYPE_MENU => items.push((index, c_str(&name))),
+                Some(value) => {
                     let mut v = [0u8; 8];
                     v.copy_from_slice(&value[..8]);
                     items.push((index, i64::from_ne_bytes(v).to_string()));
                 }
-                Err(Errno::EINVAL) => continue,
-                Err(e) => return Err(self.ioctl_error("VIDIOC_QUERYMENU")(e)),
+                None => continue, // an index the menu skips
             }
         }
         Ok(items)

@@ -9,7 +9,8 @@ use nix::errno::Errno;
 use nix::fcntl::{open, OFlag};
 use nix::sys::stat::Mode;
 
-use crate::v4l2::{c_str, ioctl, raw};
+use crate::v4l2::error::QuerycapError;
+use crate::v4l2::{c_str, ioctl, raw, IoctlError};
 use zerocam_tensor::ColorSpec;
 
 use crate::{CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, Result, StreamFormat};
@@ -196,12 +197,12 @@ impl Device {
                 errno,
             },
         })?;
-        let cap = ioctl::querycap(fd.as_fd()).map_err(|errno| match errno {
-            Errno::ENOTTY | Errno::EINVAL => CaptureError::NotV4l2 {
+        let cap = ioctl::querycap(fd.as_fd()).map_err(|e| match e {
+            QuerycapError::NotV4l2(errno) => CaptureError::NotV4l2 {
                 path: path.clone(),
                 errno,
             },
-            errno => CaptureError::Open {
+            QuerycapError::Other(errno) => CaptureError::Open {
                 path: path.clone(),
                 errno,
             },
@@ -246,26 +247,21 @@ impl Device {
         self.fd.as_fd()
     }
 
-    pub(crate) fn ioctl_error(&self, ioctl: &'static str) -> impl Fn(Errno) -> CaptureError + '_ {
-        move |errno| match errno {
-            Errno::ENODEV | Errno::ENXIO => CaptureError::Disconnected {
-                path: self.path.clone(),
-                errno,
-            },
-            errno => CaptureError::Ioctl {
-                path: self.path.clone(),
-                ioctl,
-                errno,
-            },
-        }
+    pub(crate) fn ioctl_error(
+        &self,
+        ioctl: &'static str,
+    ) -> impl Fn(IoctlError) -> CaptureError + '_ {
+        move |e| e.into_capture(&self.path, ioctl)
     }
 
     /// The pixel formats the device offers.
     pub fn formats(&self) -> Result<Vec<FormatDesc>> {
         let mut out = Vec::new();
         for index in 0.. {
-            match ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), index) {
-                Ok(d) => {
+            let found = ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), index)
+                .map_err(self.ioctl_error("VIDIOC_ENUM_FMT"))?;
+            match found {
+                Some(d) => {
                     let fourcc = FourCc::from_u32(d.pixelformat);
                     let csc = raw::FMT_FLAG_CSC_YCBCR_ENC | raw::FMT_FLAG_CSC_QUANTIZATION;
                     out.push(FormatDesc {
@@ -275,8 +271,7 @@ impl Device {
                         sets_color: d.flags & csc == csc,
                     });
                 }
-                Err(Errno::EINVAL) => break,
-                Err(e) => return Err(self.ioctl_error("VIDIOC_ENUM_FMT")(e)),
+                None => break,
             }
         }
         Ok(out)
@@ -286,9 +281,13 @@ impl Device {
     pub fn frame_sizes(&self, fourcc: FourCc) -> Result<FrameSizes> {
         let mut discrete = Vec::new();
         for index in 0.. {
-            match ioctl::enum_framesizes(self.fd(), fourcc.to_u32(), index) {
-                Ok(s) if s.type_ == raw::FRM_TYPE_DISCRETE => discrete.push((s.size[0], s.size[1])),
-                Ok(s) => {
+            let found = ioctl::enum_framesizes(self.fd(), fourcc.to_u32(), index)
+                .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMESIZES"))?;
+            match found {
+                Some(s) if s.type_ == raw::FRM_TYPE_DISCRETE => {
+                    discrete.push((s.size[0], s.size[1]))
+                }
+                Some(s) => {
                     let [min_width, max_width, step_width, min_height, max_height, step_height] =
                         s.size;
                     return Ok(FrameSizes::Stepwise {
@@ -300,8 +299,7 @@ impl Device {
                         step_height,
                     });
                 }
-                Err(Errno::EINVAL) => break,
-                Err(e) => return Err(self.ioctl_error("VIDIOC_ENUM_FRAMESIZES")(e)),
+                None => break,
             }
         }
         Ok(FrameSizes::Discrete(discrete))
@@ -317,8 +315,11 @@ impl Device {
     ) -> Result<Vec<Interval>> {
         let mut out = Vec::new();
         for index in 0.. {
-            match ioctl::enum_frameintervals(self.fd(), fourcc.to_u32(), width, height, index) {
-                Ok(i) => {
+            let found =
+                ioctl::enum_frameintervals(self.fd(), fourcc.to_u32(), width, height, index)
+                    .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMEINTERVALS"))?;
+            match found {
+                Some(i) => {
                     if i.type_ == raw::FRM_TYPE_DISCRETE {
                         out.push(i.ival[0].into());
                     } else {
@@ -326,8 +327,7 @@ impl Device {
                         break;
                     }
                 }
-                Err(Errno::EINVAL) => break,
-                Err(e) => return Err(self.ioctl_error("VIDIOC_ENUM_FRAMEINTERVALS")(e)),
+                None => break,
             }
         }
         Ok(out)

@@ -7,15 +7,16 @@
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
 use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
+use crate::planes::PlaneMemory;
 use crate::slot::{Slot, SlotState};
 use crate::stats::{Counters, SequenceTracker};
-use crate::v4l2::{ioctl, raw};
+use crate::v4l2::{raw, BufferQueue, DmaBufPlane, QbufError, QbufPlanes};
 use crate::{BufferMode, BufferPlan, CaptureError, Device, Frame, Result, StreamFormat};
 
 #[derive(Debug)]
@@ -34,18 +35,21 @@ pub(crate) struct State {
 /// (MMAP) or pool buffers (DMABUF) — and the device fd last, so the driver
 /// frees its buffers on close with none of them still exported by us (as
 /// `stream::free_buffers` does before `REQBUFS` 0).
+///
+/// Generic over the ioctls it makes ([`BufferQueue`]): a [`Device`] in a
+/// stream, a fake device in host tests.
 #[derive(Debug)]
-pub(crate) struct Queue {
+pub(crate) struct Queue<D = Device> {
     pub state: Mutex<State>,
     pub format: StreamFormat,
     /// The buffer count asked for, why, and what was granted.
     pub plan: BufferPlan,
     pub buf_type: u32,
     pub mode: BufferMode,
-    pub device: Device,
+    pub device: D,
 }
 
-impl Queue {
+impl<D: BufferQueue> Queue<D> {
     pub fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }
@@ -57,24 +61,13 @@ impl Queue {
     /// Queues buffer `index` (`VIDIOC_QBUF`) with the driver's borrow of its
     /// planes. `Ok(false)`: a CPU map of it is alive, so it waits (`Pending`).
     pub fn queue(&self, st: &mut State, index: usize) -> Result<bool> {
-        let queued = st.slots[index].queue(|slot_planes| {
-            let mut b = raw::Buffer::new(self.buf_type, self.mode.memory(), index as u32);
-            let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-            if self.mode == BufferMode::DmaBuf {
-                for (i, p) in slot_planes.iter().enumerate() {
-                    let fd = p.fd().map_or(-1, |fd| std::os::fd::AsRawFd::as_raw_fd(&fd));
-                    if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-                        planes[i].m.fd = fd;
-                        planes[i].length = p.length as u32;
-                    } else {
-                        b.m.fd = fd;
-                        b.length = p.length as u32;
-                    }
-                }
+        let queued = st.slots[index].queue(|planes| match self.mode {
+            BufferMode::Mmap => self.device.qbuf(index as u32, QbufPlanes::Mmap),
+            BufferMode::DmaBuf => {
+                with_dmabuf_planes(planes, |handles| self.device.qbuf(index as u32, handles))
             }
-            ioctl::qbuf(self.device.fd(), &mut b, &mut planes)
         });
-        queued.map_err(|errno| self.queue_failed(st, "VIDIOC_QBUF", errno))
+        queued.map_err(|e| self.queue_failed(st, "VIDIOC_QBUF", e))
     }
 
     /// Queues the free buffers that waited for a CPU map to end.
@@ -93,8 +86,9 @@ impl Queue {
     /// restart).
     pub fn stop(&self, st: &mut State) -> Result<()> {
         let result = if st.streaming || st.slots.iter().any(Slot::is_queued) {
-            ioctl::stream(self.device.fd(), self.buf_type, false)
-                .map_err(self.device.ioctl_error("VIDIOC_STREAMOFF"))
+            self.device
+                .stream(false)
+                .map_err(|e| e.into_capture(self.path(), "VIDIOC_STREAMOFF"))
         } else {
             Ok(())
         };
@@ -127,8 +121,9 @@ impl Queue {
             false => self.queue(st, i).map(drop),
         });
         let started = started.and_then(|()| {
-            ioctl::stream(self.device.fd(), self.buf_type, true)
-                .map_err(self.device.ioctl_error("VIDIOC_STREAMON"))
+            self.device
+                .stream(true)
+                .map_err(|e| e.into_capture(self.path(), "VIDIOC_STREAMON"))
         });
         if let Err(e) = started {
             let _ = self.stop(st);
@@ -147,22 +142,28 @@ impl Queue {
         st.slots.iter_mut().for_each(Slot::release);
     }
 
-    /// `VIDIOC_QBUF` or `VIDIOC_DQBUF` failed with `errno`: the error to
-    /// report. `ENODEV` releases every buffer (`Disconnected`); `EIO` is vb2's
-    /// fatal queue error (`vb2_queue_error`: both ioctls answer `EIO` until
-    /// `STREAMOFF`), so the stream stops itself and reports `StreamFailed` (a
-    /// `start` then recovers).
-    fn queue_failed(&self, st: &mut State, ioctl: &'static str, errno: Errno) -> CaptureError {
-        let e = match errno {
-            Errno::EIO => match self.stop(st) {
+    /// `VIDIOC_QBUF` or `VIDIOC_DQBUF` failed: the error to report.
+    /// `Disconnected` releases every buffer; `Io` is vb2's fatal queue error
+    /// (`vb2_queue_error`: both ioctls answer `EIO` until `STREAMOFF`), so the
+    /// stream stops itself and reports `StreamFailed` (a `start` then recovers).
+    fn queue_failed(&self, st: &mut State, ioctl: &'static str, e: QbufError) -> CaptureError {
+        let path = self.path().to_path_buf();
+        let e = match e {
+            QbufError::Io => match self.stop(st) {
                 Err(e @ CaptureError::Disconnected { .. }) => e,
                 _ => CaptureError::StreamFailed {
-                    path: self.path().to_path_buf(),
+                    path,
                     ioctl,
-                    errno,
+                    errno: Errno::EIO,
                 },
             },
-            errno => self.device.ioctl_error(ioctl)(errno),
+            QbufError::Disconnected(errno) => CaptureError::Disconnected { path, errno },
+            QbufError::BadPlanes { .. } => CaptureError::Ioctl {
+                path,
+                ioctl: "VIDIOC_QBUF (more DMABUF planes than the queue takes)",
+                errno: Errno::EINVAL,
+            },
+            QbufError::Other(errno) => CaptureError::Ioctl { path, ioctl, errno },
         };
         if matches!(e, CaptureError::Disconnected { .. }) {
             self.release_all(st);
@@ -170,20 +171,39 @@ impl Queue {
         e
     }
 
+    /// Before a dequeue: reports a failed re-queue, queues the buffers whose
+    /// CPU map ended, and says whether anything is queued to wait for
+    /// (`NotStreaming`, `NoFreeBuffer` when every buffer is held or waits).
+    pub fn ready_to_dequeue(&self) -> Result<()> {
+        let mut st = self.lock();
+        if let Some(e) = st.requeue_error.take() {
+            return Err(e);
+        }
+        if !st.streaming {
+            return Err(CaptureError::NotStreaming {
+                path: self.path().to_path_buf(),
+            });
+        }
+        self.queue_pending(&mut st)?;
+        if !st.slots.iter().any(Slot::is_queued) {
+            return Err(CaptureError::NoFreeBuffer {
+                path: self.path().to_path_buf(),
+                buffers: st.slots.len(),
+            });
+        }
+        Ok(())
+    }
+
     /// `VIDIOC_DQBUF` and the frame's tensor from the cache; `None` when the
     /// driver had nothing after all (`EAGAIN`).
     pub fn dequeue(self: &std::sync::Arc<Self>, woke: Instant) -> Result<Option<Frame>> {
         let st = &mut *self.lock();
-        let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
-        let b = match ioctl::dqbuf(
-            self.device.fd(),
-            self.buf_type,
-            self.mode.memory(),
-            &mut planes,
-        ) {
+        let b = match self.device.dqbuf(self.mode) {
             Ok(b) => b,
-            Err(Errno::EAGAIN) => return Ok(None),
-            Err(errno) => return Err(self.queue_failed(st, "VIDIOC_DQBUF", errno)),
+            Err(e) => match e.queue_error() {
+                None => return Ok(None), // not ready after all
+                Some(e) => return Err(self.queue_failed(st, "VIDIOC_DQBUF", e)),
+            },
         };
         let index = b.index as usize;
         let Some(slot) = st.slots.get_mut(index) else {
@@ -196,7 +216,7 @@ impl Queue {
         slot.dequeued(); // the driver is done with it
         let lost = st.sequence.observe(b.sequence);
         st.counters.dropped += lost;
-        if b.flags & raw::BUF_FLAG_ERROR != 0 {
+        if b.error {
             st.counters.errors += 1;
             self.queue(st, index)?;
             return Err(CaptureError::BufferError {
@@ -207,14 +227,10 @@ impl Queue {
         }
         let n = self.format.planes.len().min(raw::MAX_PLANES);
         let mut offsets = [0usize; raw::MAX_PLANES];
-        let bytes_used = if self.buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
-            for (o, p) in offsets.iter_mut().zip(&planes[..n]) {
-                *o = p.data_offset as usize;
-            }
-            planes[..n].iter().map(|p| p.bytesused as usize).sum()
-        } else {
-            b.bytesused as usize
-        };
+        for (o, p) in offsets.iter_mut().zip(&b.planes[..n]) {
+            *o = p.data_offset as usize;
+        }
+        let bytes_used = b.planes[..n].iter().map(|p| p.bytes_used as usize).sum();
         let made = st.slots[index].tensor(&mut st.cache, &self.format, &offsets[..n], None);
         let tensor = match made {
             Ok(t) => t,
@@ -228,13 +244,9 @@ impl Queue {
         };
         st.slots[index].hold();
         st.counters.frames += 1;
-        let timestamp = Duration::new(
-            b.timestamp.tv_sec.max(0) as u64,
-            (b.timestamp.tv_usec.clamp(0, 999_999) * 1000) as u32,
-        );
         let meta = FrameMeta {
             sequence: b.sequence,
-            timestamp,
+            timestamp: b.timestamp,
             bytes_used,
             synthesized: Synthesized::NONE,
         };
@@ -250,7 +262,7 @@ impl Queue {
     }
 }
 
-impl Requeue for Queue {
+impl<D: BufferQueue> Requeue for Queue<D> {
     fn requeue(&self, index: usize) {
         let st = &mut *self.lock();
         let Some(slot) = st.slots.get_mut(index) else {
@@ -262,4 +274,31 @@ impl Requeue for Queue {
             st.requeue_error = self.queue(st, index).err().or(st.requeue_error.take());
         }
     }
+}
+
+/// Calls `qbuf` with the `DMABUF` handles of `planes` (on the stack: nothing
+/// allocated per frame). A plane without an fd is refused (`EBADF`).
+fn with_dmabuf_planes(
+    planes: &[PlaneMemory],
+    qbuf: impl FnOnce(QbufPlanes<'_>) -> std::result::Result<(), QbufError>,
+) -> std::result::Result<(), QbufError> {
+    let no_fd = QbufError::Other(Errno::EBADF);
+    let first = planes.first().and_then(PlaneMemory::fd).ok_or(no_fd)?;
+    if planes.len() > raw::MAX_PLANES {
+        return Err(QbufError::BadPlanes {
+            planes: planes.len(),
+            max: raw::MAX_PLANES,
+        });
+    }
+    let mut handles = [DmaBufPlane {
+        fd: first,
+        length: 0,
+    }; raw::MAX_PLANES];
+    for (h, p) in handles.iter_mut().zip(planes) {
+        *h = DmaBufPlane {
+            fd: p.fd().ok_or(no_fd)?,
+            length: u32::try_from(p.length).map_err(|_| QbufError::Other(Errno::EOVERFLOW))?,
+        };
+    }
+    qbuf(QbufPlanes::DmaBuf(&handles[..planes.len()]))
 }

@@ -11,7 +11,7 @@ use zerocam_cache::ImportCache;
 
 use crate::buffers::{set_up, Buffers};
 use crate::queue::{Queue, State};
-use crate::slot::{cache_capacity, Slot};
+use crate::slot::cache_capacity;
 use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
 use crate::{
@@ -302,7 +302,10 @@ fn free_buffers(queue: Queue) -> (Device, Result<()>) {
     drop(state);
     let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
         .map(drop)
-        .map_err(device.ioctl_error("VIDIOC_REQBUFS"));
+        .map_err(|e| {
+            e.ioctl_error()
+                .into_capture(device.path(), "VIDIOC_REQBUFS")
+        });
     (device, freed)
 }
 
@@ -316,24 +319,7 @@ impl FrameSource for Stream {
             timeout,
         };
         loop {
-            {
-                let mut st = sh.lock();
-                if let Some(e) = st.requeue_error.take() {
-                    return Err(e);
-                }
-                if !st.streaming {
-                    return Err(CaptureError::NotStreaming {
-                        path: sh.path().to_path_buf(),
-                    });
-                }
-                sh.queue_pending(&mut st)?;
-                if !st.slots.iter().any(Slot::is_queued) {
-                    return Err(CaptureError::NoFreeBuffer {
-                        path: sh.path().to_path_buf(),
-                        buffers: st.slots.len(),
-                    });
-                }
-            }
+            sh.ready_to_dequeue()?;
             // The fd is O_NONBLOCK: DQBUF answers EAGAIN (`None`) when no buffer
             // is done, so a frame already ready costs this one ioctl (its
             // overhead counted from the call, or from the last empty try);
@@ -386,7 +372,7 @@ fn wait_readable(device: &Device, deadline: Option<Instant>) -> Result<bool> {
         match poll(&mut fds, wait) {
             Ok(n) => return Ok(n > 0),
             Err(Errno::EINTR) => continue,
-            Err(errno) => return Err(device.ioctl_error("poll")(errno)),
+            Err(errno) => return Err(device.ioctl_error("poll")(errno.into())),
         }
     }
 }
