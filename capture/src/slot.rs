@@ -1,11 +1,11 @@
 //! One buffer slot, as every source keeps it (V4L2, the pattern source,
-//! libcamera): the buffer's memory planes, the access records of their files,
+//! libcamera): the buffer's memory planes, the borrow records of their files,
 //! its composed-tensor cache, and one [`SlotState`] whose variants own what
 //! the state holds. Callers move a slot through its states with the methods
 //! here; the count of queued buffers is read from the states.
 
 use zerocam_cache::ImportCache;
-use zerocam_tensor::{Access, DeviceBorrow, FileAccess, Tensor};
+use zerocam_tensor::{Access, DeviceBorrow, FileBorrows, Tensor};
 
 use crate::planes::{frame_tensor_at, Composed, PlaneMemory};
 use crate::StreamFormat;
@@ -34,10 +34,10 @@ pub(crate) enum SlotState {
 pub(crate) struct DeviceBorrows(#[allow(dead_code)] Vec<DeviceBorrow>); // held for its drop
 
 impl DeviceBorrows {
-    /// The device's write borrow of every file in `access`; on failure (a CPU
+    /// The device's write borrow of every file in `files`; on failure (a CPU
     /// map is alive) none is kept.
-    fn take(access: &[FileAccess]) -> zerocam_tensor::Result<DeviceBorrows> {
-        access
+    fn take(files: &[FileBorrows]) -> zerocam_tensor::Result<DeviceBorrows> {
+        files
             .iter()
             .map(|a| a.device_borrow(Access::Write))
             .collect::<zerocam_tensor::Result<_>>()
@@ -52,8 +52,8 @@ pub(crate) struct Slot {
     pub planes: Vec<PlaneMemory>,
     /// The composed two-buffer tensor of the planes, reused across frames.
     pub composed: Composed,
-    /// The access record of each plane's file.
-    access: Vec<FileAccess>,
+    /// The borrows of each plane's file.
+    files: Vec<FileBorrows>,
     state: SlotState,
 }
 
@@ -61,7 +61,7 @@ impl Slot {
     /// An [`Idle`](SlotState::Idle) slot of `planes`.
     pub fn new(planes: Vec<PlaneMemory>) -> Slot {
         Slot {
-            access: planes.iter().map(|p| FileAccess::of(p.file)).collect(),
+            files: planes.iter().map(|p| FileBorrows::of(p.file)).collect(),
             planes,
             composed: Composed::default(),
             state: SlotState::Idle,
@@ -108,7 +108,7 @@ impl Slot {
     /// [`Pending`](SlotState::Pending) instead, and the error says why.
     pub fn lend(&mut self) -> zerocam_tensor::Result<()> {
         self.state = SlotState::Pending;
-        self.state = SlotState::Queued(DeviceBorrows::take(&self.access)?);
+        self.state = SlotState::Queued(DeviceBorrows::take(&self.files)?);
         Ok(())
     }
 
@@ -165,7 +165,7 @@ impl Slot {
     pub fn release(&mut self) {
         self.state = SlotState::Released;
         self.planes.clear();
-        self.access.clear();
+        self.files.clear();
         self.composed = Composed::default();
     }
 }

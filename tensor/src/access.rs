@@ -93,7 +93,8 @@ impl Drop for Tracker {
     }
 }
 
-/// The access record of one kernel file, as a device driver's owner sees it.
+/// The borrows of one kernel file — CPU maps of every tensor imported from
+/// it, and device borrows — as a device driver's owner sees them.
 ///
 /// A capture stream holds a [`DeviceBorrow`] on each buffer while the buffer is
 /// queued to the driver: a CPU map of any tensor of that file then fails with
@@ -101,9 +102,9 @@ impl Drop for Tracker {
 /// buffer still mapped by the CPU cannot be queued until the map drops.
 ///
 /// ```
-/// use zerocam_tensor::{Access, Error, FileAccess, Tensor, TensorMemory};
+/// use zerocam_tensor::{Access, Error, FileBorrows, Tensor, TensorMemory};
 /// let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
-/// let file = FileAccess::of(t.fd_identity().expect("shm has an fd"));
+/// let file = FileBorrows::of(t.fd_identity().expect("shm has an fd"));
 /// let device = file.device_borrow(Access::Write)?;
 /// assert!(matches!(t.map_read(), Err(Error::MapConflict { .. })));
 /// drop(device);
@@ -111,13 +112,13 @@ impl Drop for Tracker {
 /// # Ok::<(), zerocam_tensor::Error>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct FileAccess(Arc<Tracker>);
+pub struct FileBorrows(Arc<Tracker>);
 
-impl FileAccess {
+impl FileBorrows {
     /// The record of `file`, shared with every tensor imported from it. Keeping
     /// the value keeps the record (and its borrows) alive.
-    pub fn of(file: FdIdentity) -> FileAccess {
-        FileAccess(Tracker::of(Some(file)))
+    pub fn of(file: FdIdentity) -> FileBorrows {
+        FileBorrows(Tracker::of(Some(file)))
     }
 
     /// Records that a device accesses the whole file with `access`.

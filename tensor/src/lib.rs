@@ -81,7 +81,7 @@ mod traits;
 #[allow(unsafe_code)] // the unchecked import's `unsafe fn`s: the caller's promise (issue 14.3)
 mod unchecked;
 
-pub use access::{DeviceBorrow, FileAccess};
+pub use access::{DeviceBorrow, FileBorrows};
 pub use color::{ColorSpec, Matrix, Range};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -489,7 +489,7 @@ impl<T: Element> Tensor<T> {
     /// Records that a device (a GPU sampling or rendering, a DMA engine) uses
     /// the whole of this tensor's buffer(s) with `access` until the borrow
     /// drops: overlapping CPU maps are refused meanwhile, as with
-    /// [`FileAccess::device_borrow`](crate::FileAccess::device_borrow), but
+    /// [`FileBorrows::device_borrow`](crate::FileBorrows::device_borrow), but
     /// through the record the tensor already holds (no registry lookup).
     ///
     /// ```

@@ -251,10 +251,10 @@ fn two_imports_of_one_file_cannot_alias_writable_maps() {
 
 #[test]
 fn a_device_borrow_blocks_cpu_maps_of_every_import() {
-    use zerocam_tensor::{Access, FileAccess};
+    use zerocam_tensor::{Access, FileBorrows};
     let a = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None).unwrap();
     let b = Tensor::<u8>::from_fd(a.clone_fd().unwrap(), &[64], None).unwrap();
-    let device = FileAccess::of(a.fd_identity().unwrap())
+    let device = FileBorrows::of(a.fd_identity().unwrap())
         .device_borrow(Access::Write)
         .unwrap();
     assert!(matches!(
@@ -266,7 +266,7 @@ fn a_device_borrow_blocks_cpu_maps_of_every_import() {
     ));
     drop(device);
     let held = b.map_read().unwrap();
-    let e = FileAccess::of(a.fd_identity().unwrap())
+    let e = FileBorrows::of(a.fd_identity().unwrap())
         .device_borrow(Access::Write)
         .unwrap_err();
     assert!(
