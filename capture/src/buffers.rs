@@ -8,7 +8,7 @@ use std::path::Path;
 use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 
 use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
-use crate::planes::{PlaneMemory, PlaneSource};
+use crate::plane_memory::{PlaneMemory, PlaneSource};
 use crate::slot::Slot;
 use crate::v4l2::error::{IoctlError, ReqbufsError};
 use crate::v4l2::{ioctl, raw};

@@ -32,12 +32,13 @@ mod device;
 mod error;
 mod format;
 mod frame;
+mod frame_tensor;
 #[cfg(any(feature = "libcamera", test))]
 mod libcamera_source;
 mod negotiation;
 mod pattern;
 mod plan;
-mod planes;
+mod plane_memory;
 mod queue;
 mod slot;
 mod stats;

@@ -15,7 +15,7 @@ use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
-use crate::planes::{PlaneMemory, PlaneSource};
+use crate::plane_memory::{PlaneMemory, PlaneSource};
 use crate::slot::{cache_capacity, Slot};
 use crate::stats::{monotonic_now, Counters};
 use crate::v4l2::raw;

@@ -13,7 +13,7 @@ use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
 use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
-use crate::planes::PlaneMemory;
+use crate::plane_memory::PlaneMemory;
 use crate::slot::{Slot, SlotState};
 use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{raw, BufferQueue, DmaBufPlane, QbufError, QbufPlanes};

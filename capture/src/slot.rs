@@ -7,7 +7,8 @@
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{Access, DeviceBorrow, FileBorrows, Tensor};
 
-use crate::planes::{frame_tensor_at, Composed, PlaneMemory};
+use crate::frame_tensor::{frame_tensor_at, Composed};
+use crate::plane_memory::PlaneMemory;
 use crate::StreamFormat;
 
 /// Where a buffer is.

@@ -9,7 +9,7 @@ use zerocam_tensor::Tensor;
 use super::events::{BufferPlanes, CamKey};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
-use crate::planes::{PlaneMemory, PlaneSource};
+use crate::plane_memory::{PlaneMemory, PlaneSource};
 use crate::stats::Counters;
 use crate::StreamFormat;
 

@@ -14,7 +14,7 @@ use zerocam_tensor::{Tensor, TensorMemory};
 use super::fake::{Dq, FakeDevice, Queued};
 use super::{DqbufError, IoctlError, QbufError};
 use crate::plan::DriverMinimum;
-use crate::planes::PlaneMemory;
+use crate::plane_memory::PlaneMemory;
 use crate::queue::{Queue, State};
 use crate::slot::{Slot, SlotState};
 use crate::stats::{Counters, SequenceTracker};
