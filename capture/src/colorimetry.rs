@@ -115,12 +115,11 @@ impl Colorimetry {
             pixel,
             PixelFormat::Rgb | PixelFormat::Bgr | PixelFormat::Rgba | PixelFormat::Bgra
         );
-        // BT.2020 and SMPTE 240M (approximate) have no equations of their
-        // own: BT.709's are the nearest. 601, xvYCC 601 and sYCC are BT.601.
         let matrix = match self.ycbcr_encoding() {
-            raw::YCBCR_ENC_709 | raw::YCBCR_ENC_XV709 => Matrix::Bt709,
-            _ if self.is_approximate() => Matrix::Bt709,
-            _ => Matrix::Bt601,
+            raw::YCBCR_ENC_601 | raw::YCBCR_ENC_XV601 | raw::YCBCR_ENC_SYCC => Matrix::Bt601,
+            // 709 and xvYCC 709; BT.2020 and SMPTE 240M have no equations of
+            // their own: BT.709's are the nearest.
+            _ => Matrix::Bt709,
         };
         let range = match self.quantization_in_effect(rgb) {
             raw::QUANTIZATION_FULL_RANGE => Range::Full,
