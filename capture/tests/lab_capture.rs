@@ -4,7 +4,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{config, frames, lock, open_fds, MULTI, SINGLE, WAIT};
+use vivid_common::{config, frames, lock, open_fds, red_device, MULTI, SINGLE, WAIT};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,9 +59,7 @@ fn check_red(frame: &Frame, what: &str) {
 }
 
 fn open_red(path: &str, format: CaptureFormat, w: u32, h: u32) -> Device {
-    let mut d = Device::open(path).unwrap();
-    d.set_menu("Test Pattern", "100% Red").unwrap();
-    d.set_menu("OSD Text Mode", "None").unwrap();
+    let mut d = red_device(path);
     let got = d.set_format(format, w, h).unwrap();
     assert_eq!((got.width, got.height, got.format), (w, h, format));
     d.set_frame_rate(60.0).unwrap();

@@ -1,7 +1,7 @@
 //! What the vivid lab tests share: the two device nodes, the frame timeout,
 //! a lock per node (tests that change a node's format or controls run one at
-//! a time on it), stream configurations, taking frames, pressing a vivid
-//! button and counting open fds.
+//! a time on it), a red device, stream configurations, taking frames,
+//! pressing a vivid button and counting open fds.
 #![allow(dead_code)]
 
 use std::sync::{Mutex, MutexGuard};
@@ -26,6 +26,14 @@ pub fn lock(path: &str) -> MutexGuard<'static, ()> {
         &MULTI_LOCK
     };
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// vivid's node `path` drawing "100% Red" with no OSD text.
+pub fn red_device(path: &str) -> Device {
+    let d = Device::open(path).unwrap();
+    d.set_menu("Test Pattern", "100% Red").unwrap();
+    d.set_menu("OSD Text Mode", "None").unwrap();
+    d
 }
 
 /// Presses vivid's button control `button` (a fault injection).
