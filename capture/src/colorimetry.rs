@@ -117,8 +117,8 @@ impl Colorimetry {
         );
         let matrix = match self.ycbcr_encoding() {
             raw::YCBCR_ENC_601 | raw::YCBCR_ENC_XV601 | raw::YCBCR_ENC_SYCC => Matrix::Bt601,
-            // 709 and xvYCC 709; BT.2020 and SMPTE 240M have no equations of
-            // their own: BT.709's are the nearest.
+            raw::YCBCR_ENC_709 | raw::YCBCR_ENC_XV709 => Matrix::Bt709,
+            // BT.2020 and SMPTE 240M: no equations of their own, BT.709's are the nearest.
             _ => Matrix::Bt709,
         };
         let range = match self.quantization_in_effect(rgb) {
