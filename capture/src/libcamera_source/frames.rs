@@ -164,7 +164,8 @@ impl Shared {
         }
     }
 
-    fn disconnected(&self) -> CaptureError {
+    /// The error of a camera that went away.
+    pub fn disconnected(&self) -> CaptureError {
         CaptureError::Disconnected {
             path: self.name.clone(),
             errno: Errno::ENODEV,
