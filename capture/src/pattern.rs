@@ -1,11 +1,6 @@
 //! [`PatternSource`]: zerocam's built-in camera for machines without one.
-//!
-//! Like libcamera's virtual camera, it is a real source, not a test double: its
-//! buffers are memfds (real fds with real inodes) going through the same import
-//! cache and the same [`Frame`] API as a V4L2 stream, with padded rows like a
-//! driver's. It draws scrolling colour bars (BT.601 limited range for YUV) with
-//! a white line moving down, in any of zerocam's capture formats, and says so
-//! in its frames' [`Frame::color_spec`].
+//! Like libcamera's virtual camera, it is a real source, not a test double:
+//! its buffers are memfds, real fds with real inodes.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -107,7 +102,9 @@ impl Requeue for Mutex<State> {
 
 /// The built-in pattern camera: memfd buffers through the same import cache
 /// and [`Frame`] API as a V4L2 stream, padded rows like a driver's, scrolling
-/// colour bars (BT.601 limited range for YUV) and a white line moving down.
+/// colour bars (BT.601 limited range for YUV) and a white line moving down, in
+/// any of zerocam's capture formats, as its frames'
+/// [`Frame::color_spec`] says.
 #[derive(Debug)]
 pub struct PatternSource {
     shared: Arc<Mutex<State>>,
@@ -197,30 +194,23 @@ impl PatternSource {
                 .and_then(|b| u32::try_from(b).ok())
         };
         let u32_stride = u32::try_from(stride).map_err(|_| too_big())?;
-        let planes: Vec<PlaneLayout> = if format.memory_planes == 2 {
-            (0..2)
-                .map(|i| {
-                    Ok(PlaneLayout {
-                        bytes_per_line: u32_stride,
-                        size: plane_bytes(i).ok_or_else(too_big)?,
-                    })
-                })
-                .collect::<Result<_>>()?
+        let mut sizes = (0..pixel.plane_count()).map(plane_bytes);
+        // NV12M/NV16M: a buffer per colour plane; else one holding them all.
+        let sizes: Vec<u32> = if format.memory_planes == 2 {
+            sizes.collect::<Option<_>>().ok_or_else(too_big)?
         } else {
-            let size = (0..pixel.plane_count())
-                .map(plane_bytes)
-                .try_fold(0u32, |acc, b| acc.checked_add(b?))
-                .ok_or_else(too_big)?;
-            vec![PlaneLayout {
-                bytes_per_line: u32_stride,
-                size,
-            }]
+            let total = sizes.try_fold(0u32, |acc, b| acc.checked_add(b?));
+            vec![total.ok_or_else(too_big)?]
         };
+        let planes = sizes.into_iter().map(|size| PlaneLayout {
+            bytes_per_line: u32_stride,
+            size,
+        });
         let stream_format = StreamFormat {
             format,
             width,
             height,
-            planes,
+            planes: planes.collect(),
             color: PATTERN_COLORIMETRY.color_spec(pixel),
         };
         let no_fd = || {
