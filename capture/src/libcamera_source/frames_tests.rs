@@ -2,7 +2,7 @@
 //! shared-memory files, the libcamera thread is a log of re-queue requests
 //! and a channel of events.
 
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -92,6 +92,11 @@ macro_rules! in_state {
     };
 }
 
+/// Whether the next frame of `sh` from `rx` times out.
+fn times_out(sh: &Arc<Shared>, rx: &Receiver<Event>) -> bool {
+    matches!(sh.next_frame(rx, SHORT), Err(CaptureError::Timeout { .. }))
+}
+
 fn send(tx: &Sender<Event>, e: Event) {
     tx.send(e).unwrap();
 }
@@ -138,16 +143,10 @@ fn a_buffer_whose_tensor_is_mapped_is_not_queued_until_the_map_drops() {
     assert!(in_state!(sh, 0, SlotState::Pending), "mapped: not queued");
     assert!(log.lock().unwrap().is_empty());
     // Still mapped: next_frame does not queue it either.
-    assert!(matches!(
-        sh.next_frame(&rx, SHORT),
-        Err(CaptureError::Timeout { .. })
-    ));
+    assert!(times_out(&sh, &rx));
     assert!(log.lock().unwrap().is_empty());
     drop(map);
-    assert!(matches!(
-        sh.next_frame(&rx, SHORT),
-        Err(CaptureError::Timeout { .. })
-    ));
+    assert!(times_out(&sh, &rx));
     assert_eq!(
         *log.lock().unwrap(),
         [(KEY, 0)],
@@ -221,10 +220,7 @@ fn holding_every_buffer_is_no_free_buffer() {
         Err(CaptureError::NoFreeBuffer { buffers: 2, .. })
     ));
     drop(a);
-    assert!(matches!(
-        sh.next_frame(&rx, SHORT),
-        Err(CaptureError::Timeout { .. })
-    ));
+    assert!(times_out(&sh, &rx));
 }
 
 #[test]
