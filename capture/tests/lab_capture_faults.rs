@@ -139,8 +139,7 @@ fn a_fatal_error_met_by_a_requeue_stops_the_stream_too() {
 /// driver would refuse another memory type while MMAP buffers were exported).
 fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
     let d = device("/dev/video1");
-    let c = d.control("Inject VIDIOC_STREAMON Error").unwrap();
-    d.set_control(c.id, 1).unwrap();
+    press(&d, "Inject VIDIOC_STREAMON Error");
     let e = Stream::new(d, StreamConfig::default()).unwrap_err();
     assert!(
         matches!(
