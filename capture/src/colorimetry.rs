@@ -116,13 +116,10 @@ impl Colorimetry {
             PixelFormat::Rgb | PixelFormat::Bgr | PixelFormat::Rgba | PixelFormat::Bgra
         );
         let matrix = match self.ycbcr_encoding() {
-            raw::YCBCR_ENC_709 | raw::YCBCR_ENC_XV709 => Matrix::Bt709,
-            // No equations of their own: BT.709's are the nearest.
-            raw::YCBCR_ENC_BT2020 | raw::YCBCR_ENC_BT2020_CONST_LUM | raw::YCBCR_ENC_SMPTE240M => {
-                Matrix::Bt709
-            }
             raw::YCBCR_ENC_601 | raw::YCBCR_ENC_XV601 | raw::YCBCR_ENC_SYCC => Matrix::Bt601,
-            _ => Matrix::Bt601, // not reached: ycbcr_encoding() is one of the above
+            raw::YCBCR_ENC_709 | raw::YCBCR_ENC_XV709 => Matrix::Bt709,
+            // BT.2020 and SMPTE 240M: no equations of their own, BT.709's are the nearest.
+            _ => Matrix::Bt709,
         };
         let range = match self.quantization_in_effect(rgb) {
             raw::QUANTIZATION_FULL_RANGE => Range::Full,
@@ -140,13 +137,16 @@ mod tests {
     const COLORSPACE_DEFAULT: u32 = 0;
     const COLORSPACE_SMPTE170M: u32 = 1;
 
-    fn spec(colorspace: u32, ycbcr_enc: u32, quantization: u32) -> ColorSpec {
+    fn fields(colorspace: u32, ycbcr_enc: u32, quantization: u32) -> Colorimetry {
         Colorimetry {
             colorspace,
             ycbcr_enc,
             quantization,
         }
-        .color_spec(PixelFormat::Nv12)
+    }
+
+    fn spec(colorspace: u32, ycbcr_enc: u32, quantization: u32) -> ColorSpec {
+        fields(colorspace, ycbcr_enc, quantization).color_spec(PixelFormat::Nv12)
     }
 
     #[test]
@@ -173,14 +173,7 @@ mod tests {
 
     #[test]
     fn the_encoding_in_effect_follows_v4l2_map_ycbcr_enc_default() {
-        let enc = |colorspace, ycbcr_enc| {
-            Colorimetry {
-                colorspace,
-                ycbcr_enc,
-                quantization: 0,
-            }
-            .ycbcr_encoding()
-        };
+        let enc = |colorspace, ycbcr_enc| fields(colorspace, ycbcr_enc, 0).ycbcr_encoding();
         assert_eq!(enc(COLORSPACE_SMPTE170M, 0), YCBCR_ENC_601);
         assert_eq!(enc(COLORSPACE_REC709, 0), YCBCR_ENC_709);
         assert_eq!(enc(COLORSPACE_SRGB, 0), YCBCR_ENC_601);
@@ -208,11 +201,7 @@ mod tests {
             (YCBCR_ENC_SMPTE240M, Matrix::Bt709, true),
         ];
         for (ycbcr_enc, matrix, approximate) in cases {
-            let c = Colorimetry {
-                colorspace: COLORSPACE_SRGB,
-                ycbcr_enc,
-                quantization: 0,
-            };
+            let c = fields(COLORSPACE_SRGB, ycbcr_enc, 0);
             assert_eq!(
                 c.color_spec(PixelFormat::Yuyv).matrix,
                 matrix,
@@ -257,26 +246,16 @@ mod tests {
 
     #[test]
     fn quantization_follows_v4l2_map_quantization_default() {
+        let range = |colorspace, quantization| spec(colorspace, 0, quantization).range;
+        assert_eq!(range(COLORSPACE_SRGB, QUANTIZATION_FULL_RANGE), Range::Full);
         assert_eq!(
-            spec(COLORSPACE_SRGB, 0, QUANTIZATION_FULL_RANGE).range,
-            Range::Full
-        );
-        assert_eq!(
-            spec(COLORSPACE_JPEG, 0, QUANTIZATION_LIM_RANGE).range,
+            range(COLORSPACE_JPEG, QUANTIZATION_LIM_RANGE),
             Range::Limited
         );
-        assert_eq!(spec(COLORSPACE_JPEG, 0, 0).range, Range::Full);
-        assert_eq!(
-            spec(COLORSPACE_JPEG, 0, 7).range,
-            Range::Full,
-            "undefined: default"
-        );
-        assert_eq!(spec(COLORSPACE_REC709, 0, 7).range, Range::Limited);
-        let c = Colorimetry {
-            colorspace: COLORSPACE_SRGB,
-            ycbcr_enc: 0,
-            quantization: 0,
-        };
+        assert_eq!(range(COLORSPACE_JPEG, 0), Range::Full);
+        assert_eq!(range(COLORSPACE_JPEG, 7), Range::Full, "undefined: default");
+        assert_eq!(range(COLORSPACE_REC709, 7), Range::Limited);
+        let c = fields(COLORSPACE_SRGB, 0, 0);
         for pixel in [PixelFormat::Rgb, PixelFormat::Bgr, PixelFormat::Rgba] {
             assert_eq!(
                 c.color_spec(pixel),
@@ -308,11 +287,7 @@ mod tests {
             ..Default::default()
         };
         let r = crate::FormatReply::from_raw(&f).unwrap();
-        let want = Colorimetry {
-            colorspace: raw::COLORSPACE_REC709,
-            ycbcr_enc: 0,
-            quantization: raw::QUANTIZATION_FULL_RANGE,
-        };
+        let want = fields(COLORSPACE_REC709, 0, QUANTIZATION_FULL_RANGE);
         assert_eq!(r.colorimetry, want);
         assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_FULL);
         // Without the magic, the extended fields are not the driver's: default.

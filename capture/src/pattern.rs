@@ -1,11 +1,6 @@
 //! [`PatternSource`]: zerocam's built-in camera for machines without one.
-//!
-//! Like libcamera's virtual camera, it is a real source, not a test double: its
-//! buffers are memfds (real fds with real inodes) going through the same import
-//! cache and the same [`Frame`] API as a V4L2 stream, with padded rows like a
-//! driver's. It draws scrolling colour bars (BT.601 limited range for YUV) with
-//! a white line moving down, in any of zerocam's capture formats, and says so
-//! in its frames' [`Frame::color_spec`].
+//! Like libcamera's virtual camera, it is a real source, not a test double:
+//! its buffers are memfds, real fds with real inodes.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -107,12 +102,16 @@ impl Requeue for Mutex<State> {
 
 /// The built-in pattern camera: memfd buffers through the same import cache
 /// and [`Frame`] API as a V4L2 stream, padded rows like a driver's, scrolling
-/// colour bars (BT.601 limited range for YUV) and a white line moving down.
+/// colour bars (BT.601 limited range for YUV) and a white line moving down, in
+/// any of zerocam's capture formats, as its frames'
+/// [`Frame::color_spec`] says.
 #[derive(Debug)]
 pub struct PatternSource {
     shared: Arc<Mutex<State>>,
     format: StreamFormat,
+    /// Per plane: a row of bars, and a row of the white line.
     rows: Vec<Vec<u8>>,
+    white: Vec<Vec<u8>>,
     interval: Option<Duration>,
     next_due: Instant,
     sequence: u32,
@@ -181,7 +180,8 @@ impl PatternSource {
         if w % hsub != 0 || h % vsub != 0 {
             return Err(bad("the chroma subsampling needs even sizes"));
         }
-        let rows = bar_rows(format, w)?;
+        let rows = plane_rows(format, w, |x| BARS_RGB[(x % w) * 8 / w])?;
+        let white = plane_rows(format, w, |_| [255; 3])?;
         let pixel = format.pixel;
         let too_big = || bad("a plane would exceed 4 GiB");
         let stride = pixel
@@ -194,30 +194,23 @@ impl PatternSource {
                 .and_then(|b| u32::try_from(b).ok())
         };
         let u32_stride = u32::try_from(stride).map_err(|_| too_big())?;
-        let planes: Vec<PlaneLayout> = if format.memory_planes == 2 {
-            (0..2)
-                .map(|i| {
-                    Ok(PlaneLayout {
-                        bytes_per_line: u32_stride,
-                        size: plane_bytes(i).ok_or_else(too_big)?,
-                    })
-                })
-                .collect::<Result<_>>()?
+        let mut sizes = (0..pixel.plane_count()).map(plane_bytes);
+        // NV12M/NV16M: a buffer per colour plane; else one holding them all.
+        let sizes: Vec<u32> = if format.memory_planes == 2 {
+            sizes.collect::<Option<_>>().ok_or_else(too_big)?
         } else {
-            let size = (0..pixel.plane_count())
-                .map(plane_bytes)
-                .try_fold(0u32, |acc, b| acc.checked_add(b?))
-                .ok_or_else(too_big)?;
-            vec![PlaneLayout {
-                bytes_per_line: u32_stride,
-                size,
-            }]
+            let total = sizes.try_fold(0u32, |acc, b| acc.checked_add(b?));
+            vec![total.ok_or_else(too_big)?]
         };
+        let planes = sizes.into_iter().map(|size| PlaneLayout {
+            bytes_per_line: u32_stride,
+            size,
+        });
         let stream_format = StreamFormat {
             format,
             width,
             height,
-            planes,
+            planes: planes.collect(),
             color: PATTERN_COLORIMETRY.color_spec(pixel),
         };
         let no_fd = || {
@@ -244,6 +237,7 @@ impl PatternSource {
                 counters: Counters::default(),
             })),
             rows,
+            white,
             format: stream_format,
             interval,
             next_due: Instant::now(),
@@ -280,16 +274,15 @@ impl PatternSource {
             for p in colour {
                 let rows = pixel.plane_rows(p, h);
                 let row_bytes = pixel.plane_row_samples(p, w);
-                let src =
-                    &self.rows[p][shift * bytes_per_pixel..shift * bytes_per_pixel + row_bytes];
+                let bars = &self.rows[p][shift * bytes_per_pixel..][..row_bytes];
                 let line_row = line * rows / h;
                 for r in 0..rows {
-                    let dst = &mut m[start + r * stride..start + r * stride + row_bytes];
-                    if r == line_row {
-                        white_line(pixel, p, dst);
+                    let src = if r == line_row {
+                        &self.white[p][..row_bytes]
                     } else {
-                        dst.copy_from_slice(src);
-                    }
+                        bars
+                    };
+                    m[start + r * stride..][..row_bytes].copy_from_slice(src);
                 }
                 start += rows * stride;
             }
@@ -298,73 +291,35 @@ impl PatternSource {
     }
 }
 
-/// One row of bars, twice as wide as the image (scrolling reads a window of
-/// it), for each plane of a capture format.
-fn bar_rows(format: CaptureFormat, w: usize) -> Result<Vec<Vec<u8>>> {
-    let bar = |x: usize| BARS_RGB[(x % w) * 8 / w];
-    let yuv = |x: usize| rgb_to_yuv(bar(x));
+/// One row of `colour(x)` for x in 0..2w (scrolling reads a window of it), for
+/// each plane of a capture format (YCbCr as [`rgb_to_yuv`] gives it).
+fn plane_rows(
+    format: CaptureFormat,
+    w: usize,
+    colour: impl Fn(usize) -> [u8; 3],
+) -> Result<Vec<Vec<u8>>> {
+    let luma = |x: usize| rgb_to_yuv(colour(x))[0];
+    // Cb on even samples, Cr on odd ones, both of the pair's left pixel.
+    let chroma = |x: usize| rgb_to_yuv(colour(x & !1))[1 + x % 2];
     let two = 0..2 * w;
     Ok(match format.pixel {
-        PixelFormat::Rgb => vec![two.flat_map(bar).collect()],
+        PixelFormat::Rgb => vec![two.flat_map(&colour).collect()],
         PixelFormat::Bgr => vec![two
             .flat_map(|x| {
-                let [r, g, b] = bar(x);
+                let [r, g, b] = colour(x);
                 [b, g, r]
             })
             .collect()],
-        PixelFormat::Grey => vec![two.map(|x| yuv(x)[0]).collect()],
-        PixelFormat::Yuyv => vec![two
-            .flat_map(|x| {
-                let pair = yuv(x & !1);
-                [yuv(x)[0], if x % 2 == 0 { pair[1] } else { pair[2] }]
-            })
-            .collect()],
-        PixelFormat::Uyvy => vec![two
-            .flat_map(|x| {
-                let pair = yuv(x & !1);
-                [if x % 2 == 0 { pair[1] } else { pair[2] }, yuv(x)[0]]
-            })
-            .collect()],
+        PixelFormat::Grey => vec![two.map(luma).collect()],
+        PixelFormat::Yuyv => vec![two.flat_map(|x| [luma(x), chroma(x)]).collect()],
+        PixelFormat::Uyvy => vec![two.flat_map(|x| [chroma(x), luma(x)]).collect()],
         // NV12/NV16: Y row, then the CbCr row (Cb, Cr of each pixel pair).
-        PixelFormat::Nv12 | PixelFormat::Nv16 => vec![
-            two.clone().map(|x| yuv(x)[0]).collect(),
-            two.map(|x| yuv(x & !1)[1 + x % 2]).collect(),
-        ],
+        PixelFormat::Nv12 | PixelFormat::Nv16 => {
+            vec![two.clone().map(luma).collect(), two.map(chroma).collect()]
+        }
         // `new` admits only CAPTURE_FORMATS, all drawn above.
         _ => return Err(unsupported(format)),
     })
-}
-
-/// A white row in plane `plane` of `pixel` (neutral chroma on chroma planes).
-fn white_line(pixel: PixelFormat, plane: usize, row: &mut [u8]) {
-    let [y, cb, cr] = rgb_to_yuv([255, 255, 255]);
-    match (pixel, plane) {
-        (PixelFormat::Rgb | PixelFormat::Bgr, _) => row.fill(255),
-        (PixelFormat::Yuyv, _) => {
-            for (i, b) in row.iter_mut().enumerate() {
-                *b = match i % 4 {
-                    0 | 2 => y,
-                    1 => cb,
-                    _ => cr,
-                };
-            }
-        }
-        (PixelFormat::Uyvy, _) => {
-            for (i, b) in row.iter_mut().enumerate() {
-                *b = match i % 4 {
-                    1 | 3 => y,
-                    0 => cb,
-                    _ => cr,
-                };
-            }
-        }
-        (_, 0) => row.fill(y),
-        (_, _) => {
-            for (i, b) in row.iter_mut().enumerate() {
-                *b = if i % 2 == 0 { cb } else { cr };
-            }
-        }
-    }
 }
 
 impl FrameSource for PatternSource {

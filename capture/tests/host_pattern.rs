@@ -16,6 +16,23 @@ fn source(format: &str, w: u32, h: u32) -> PatternSource {
     PatternSource::new(PatternConfig::new(format.parse().unwrap(), w, h)).unwrap()
 }
 
+/// A pattern source of `format` at `w`x`h` with `edit`'s changes to the config.
+fn configured(
+    format: &str,
+    (w, h): (u32, u32),
+    edit: impl FnOnce(&mut PatternConfig),
+) -> Result<PatternSource, CaptureError> {
+    let mut config = PatternConfig::new(format.parse().unwrap(), w, h);
+    edit(&mut config);
+    PatternSource::new(config)
+}
+
+/// The bytes of the next frame's (first) plane.
+fn next_bytes(s: &mut PatternSource) -> Vec<u8> {
+    let f = s.next_frame(SECOND).unwrap();
+    f.tensor().map_read().unwrap().to_vec()
+}
+
 #[test]
 fn imports_equal_buffers_times_planes_in_every_format() {
     for format in CAPTURE_FORMATS {
@@ -150,30 +167,12 @@ fn every_frame_says_the_colour_it_is_drawn_with() {
 #[test]
 fn the_pattern_moves() {
     let mut s = source("GREY", 64, 16);
-    let a = s
-        .next_frame(SECOND)
-        .unwrap()
-        .tensor()
-        .map_read()
-        .unwrap()
-        .to_vec();
-    let b = s
-        .next_frame(SECOND)
-        .unwrap()
-        .tensor()
-        .map_read()
-        .unwrap()
-        .to_vec();
-    assert_ne!(a, b);
+    assert_ne!(next_bytes(&mut s), next_bytes(&mut s));
 }
 
 #[test]
 fn sequence_and_timestamps_advance() {
-    let mut s = PatternSource::new(PatternConfig {
-        fps: Some(200.0),
-        ..PatternConfig::new("NV16".parse().unwrap(), 32, 8)
-    })
-    .unwrap();
+    let mut s = configured("NV16", (32, 8), |c| c.fps = Some(200.0)).unwrap();
     let start = Instant::now();
     let frames: Vec<_> = (0..3)
         .map(|_| {
@@ -191,11 +190,7 @@ fn sequence_and_timestamps_advance() {
 
 #[test]
 fn a_timeout_shorter_than_the_frame_interval_times_out() {
-    let mut s = PatternSource::new(PatternConfig {
-        fps: Some(1.0),
-        ..PatternConfig::new("GREY".parse().unwrap(), 32, 8)
-    })
-    .unwrap();
+    let mut s = configured("GREY", (32, 8), |c| c.fps = Some(1.0)).unwrap();
     s.next_frame(SECOND).unwrap();
     let e = s.next_frame(Duration::from_millis(10)).unwrap_err();
     assert!(matches!(e, CaptureError::Timeout { .. }), "{e}");
@@ -208,11 +203,7 @@ fn a_timeout_shorter_than_the_frame_interval_times_out() {
 #[test]
 fn bad_arguments_are_typed_errors() {
     let nv12: CaptureFormat = "NV12".parse().unwrap();
-    let e = PatternSource::new(PatternConfig {
-        buffers: 0,
-        ..PatternConfig::new(nv12, 64, 32)
-    })
-    .unwrap_err();
+    let e = configured("NV12", (64, 32), |c| c.buffers = 0).unwrap_err();
     assert!(
         matches!(
             e,
@@ -220,45 +211,30 @@ fn bad_arguments_are_typed_errors() {
         ),
         "{e}"
     );
-    let e = PatternSource::new(PatternConfig::new(nv12, 63, 32)).unwrap_err();
+    let e = configured("NV12", (63, 32), |_| {}).unwrap_err();
     assert_eq!(
         e.to_string(),
         "the pattern source cannot make NV12 63x32: the chroma subsampling needs even sizes"
     );
-    let grey: CaptureFormat = "GREY".parse().unwrap();
-    let e = PatternSource::new(PatternConfig::new(grey, 65536, 65537)).unwrap_err();
+    let e = configured("GREY", (65536, 65537), |_| {}).unwrap_err();
     assert!(e.to_string().contains("exceed 4 GiB"), "{e}");
-    let e = PatternSource::new(PatternConfig {
-        fps: Some(1e-300),
-        ..PatternConfig::new(nv12, 64, 32)
-    })
-    .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            CaptureError::InvalidArgument(ArgumentError::BadFrameRate(_))
-        ),
-        "{e}"
-    );
+    for fps in [1e-300, -1.0] {
+        let e = configured("NV12", (64, 32), |c| c.fps = Some(fps)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CaptureError::InvalidArgument(ArgumentError::BadFrameRate(_))
+            ),
+            "{e}"
+        );
+    }
     let rgba = CaptureFormat {
         pixel: PixelFormat::Rgba,
         ..nv12
     };
     let e = PatternSource::new(PatternConfig::new(rgba, 64, 32)).unwrap_err();
     assert!(matches!(e, CaptureError::UnsupportedFormat { .. }), "{e}");
-    let e = PatternSource::new(PatternConfig {
-        fps: Some(-1.0),
-        ..PatternConfig::new(nv12, 64, 32)
-    })
-    .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            CaptureError::InvalidArgument(ArgumentError::BadFrameRate(_))
-        ),
-        "{e}"
-    );
-    assert!(PatternSource::new(PatternConfig::new(nv12, 0, 32)).is_err());
+    assert!(configured("NV12", (0, 32), |_| {}).is_err());
 }
 
 #[test]

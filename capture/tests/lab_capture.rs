@@ -4,7 +4,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{lock, open_fds, MULTI, SINGLE, WAIT};
+use vivid_common::{config, frames, lock, open_fds, red_device, MULTI, SINGLE, WAIT};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,9 +59,7 @@ fn check_red(frame: &Frame, what: &str) {
 }
 
 fn open_red(path: &str, format: CaptureFormat, w: u32, h: u32) -> Device {
-    let mut d = Device::open(path).unwrap();
-    d.set_menu("Test Pattern", "100% Red").unwrap();
-    d.set_menu("OSD Text Mode", "None").unwrap();
+    let mut d = red_device(path);
     let got = d.set_format(format, w, h).unwrap();
     assert_eq!((got.width, got.height, got.format), (w, h, format));
     d.set_frame_rate(60.0).unwrap();
@@ -94,14 +92,7 @@ fn formats_sizes_modes(path: &str) -> Vec<String> {
             for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
                 let what = format!("{path} {} {w}x{h} {}", format.name, mode.name());
                 let d = open_red(path, format, w, h);
-                let mut s = Stream::new(
-                    d,
-                    StreamConfig {
-                        mode,
-                        ..Default::default()
-                    },
-                )
-                .unwrap();
+                let mut s = Stream::new(d, config(|c| c.mode = mode)).unwrap();
                 let mut ids = std::collections::HashSet::new();
                 for n in 0..FRAMES {
                     let f = s.next_frame(WAIT).unwrap();
@@ -150,18 +141,9 @@ fn lab_capture_every_format_size_and_mode_multi_planar() {
 fn lab_capture_hold_n_minus_one_frames_and_all_n() {
     let _g = lock(MULTI);
     let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
-    let mut s = Stream::new(
-        d,
-        StreamConfig {
-            buffers: 4,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut s = Stream::new(d, config(|c| c.buffers = 4)).unwrap();
     let held: Vec<_> = (0..3).map(|_| s.next_frame(WAIT).unwrap()).collect();
-    for _ in 0..20 {
-        s.next_frame(WAIT).unwrap(); // capture goes on with one buffer
-    }
+    frames(&mut s, 20); // capture goes on with one buffer
     let last = s.next_frame(WAIT).unwrap();
     let e = s.next_frame(WAIT).unwrap_err();
     assert!(
@@ -170,9 +152,7 @@ fn lab_capture_hold_n_minus_one_frames_and_all_n() {
     );
     drop(last);
     drop(held);
-    for _ in 0..8 {
-        s.next_frame(WAIT).unwrap();
-    }
+    frames(&mut s, 8);
 }
 
 /// Frames of `n` buffers' worth: (buffer index → (identity, file)) seen.
@@ -218,14 +198,7 @@ fn lab_capture_stop_start_keeps_imports_and_a_format_change_reimports() {
 
     let mut d = s.into_device().unwrap();
     d.set_format("YUYV".parse().unwrap(), 640, 480).unwrap();
-    let mut s = Stream::new(
-        d,
-        StreamConfig {
-            buffers: 3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut s = Stream::new(d, config(|c| c.buffers = 3)).unwrap();
     for _ in 0..9 {
         let f = s.next_frame(WAIT).unwrap();
         check_red(&f, "after the format change");
@@ -237,14 +210,7 @@ fn lab_capture_stop_start_keeps_imports_and_a_format_change_reimports() {
 fn lab_capture_dmabuf_pool_survives_stop_start() {
     let _g = lock(MULTI);
     let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
-    let mut s = Stream::new(
-        d,
-        StreamConfig {
-            mode: BufferMode::DmaBuf,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut s = Stream::new(d, config(|c| c.mode = BufferMode::DmaBuf)).unwrap();
     let before = identities(&mut s, 8);
     let imports = s.stats().cache.misses;
     assert_eq!(imports, 2 * s.stats().buffers as u64, "NV12M: two planes");
@@ -264,11 +230,10 @@ fn lab_capture_buffer_count_from_the_hold_and_the_driver_minimum() {
         let d = open_red(MULTI, "NV12".parse().unwrap(), 320, 180);
         let mut s = Stream::new(
             d,
-            StreamConfig {
-                buffers,
-                hold,
-                ..Default::default()
-            },
+            config(|c| {
+                c.buffers = buffers;
+                c.hold = hold;
+            }),
         )
         .unwrap();
         let plan = s.buffer_plan();
@@ -281,20 +246,11 @@ fn lab_capture_buffer_count_from_the_hold_and_the_driver_minimum() {
             .to_string()
             .contains("no V4L2_CID_MIN_BUFFERS_FOR_CAPTURE"));
         let held: Vec<_> = (0..hold).map(|_| s.next_frame(WAIT).unwrap()).collect();
-        for _ in 0..6 {
-            s.next_frame(WAIT).unwrap(); // capture goes on while `hold` are held
-        }
+        frames(&mut s, 6); // capture goes on while `hold` are held
         drop(held);
     }
     let d = Device::open(MULTI).unwrap();
-    let e = Stream::new(
-        d,
-        StreamConfig {
-            hold: 0,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let e = Stream::new(d, config(|c| c.hold = 0)).unwrap_err();
     assert!(
         matches!(
             e.error,
@@ -317,11 +273,10 @@ fn lab_capture_a_failed_stream_gives_the_device_back() {
     let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
     let e = Stream::new(
         d,
-        StreamConfig {
-            mode: BufferMode::DmaBuf,
-            dma_heap: Some("no-such-heap".into()),
-            ..Default::default()
-        },
+        config(|c| {
+            c.mode = BufferMode::DmaBuf;
+            c.dma_heap = Some("no-such-heap".into());
+        }),
     )
     .unwrap_err();
     assert!(
@@ -352,18 +307,9 @@ fn lab_capture_fd_count_after_close_equals_before_open() {
     for (path, format) in [(SINGLE, "NV12"), (MULTI, "NV12M"), (MULTI, "RGB24")] {
         for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
             let d = open_red(path, format.parse().unwrap(), 320, 180);
-            let mut s = Stream::new(
-                d,
-                StreamConfig {
-                    mode,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let mut s = Stream::new(d, config(|c| c.mode = mode)).unwrap();
             let held = s.next_frame(WAIT).unwrap();
-            for _ in 0..10 {
-                s.next_frame(WAIT).unwrap();
-            }
+            frames(&mut s, 10);
             drop(s); // a frame outlives its stream...
             drop(held); // ...and the last of them closes everything
         }
@@ -404,14 +350,7 @@ fn lab_capture_bad_input_is_typed() {
         "{e}"
     );
 
-    let e = Stream::new(
-        d,
-        StreamConfig {
-            buffers: 0,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let e = Stream::new(d, config(|c| c.buffers = 0)).unwrap_err();
     assert!(
         matches!(
             e.error,

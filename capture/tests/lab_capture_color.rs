@@ -11,7 +11,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{lock, MULTI, SINGLE, WAIT};
+use vivid_common::{lock, red_device, MULTI, SINGLE, WAIT};
 
 use zerocam_capture::{CaptureError, CaptureFormat, Device, FrameSource, Stream, StreamConfig};
 use zerocam_tensor::{ColorSpec, Matrix, Range};
@@ -150,9 +150,7 @@ fn check_cases(path: &'static str, format: &str) -> Vec<String> {
             "{path} {}: colorspace {}, encoding {}, quantization {}",
             format.name, case.colorspace, case.encoding, case.quantization
         );
-        let mut d = Device::open(path).unwrap();
-        d.set_menu("Test Pattern", "100% Red").unwrap();
-        d.set_menu("OSD Text Mode", "None").unwrap();
+        let mut d = red_device(path);
         d.set_menu("Colorspace", case.colorspace).unwrap();
         d.set_menu("Y'CbCr Encoding", case.encoding).unwrap();
         d.set_menu("Quantization", case.quantization).unwrap();
@@ -164,31 +162,29 @@ fn check_cases(path: &'static str, format: &str) -> Vec<String> {
         for _ in 0..3 {
             let f = s.next_frame(WAIT).unwrap();
             assert_eq!(f.color_spec(), case.want, "{what}: the frame");
-            let got = first_sample(&f);
-            let encoded_with = case.encoded_with.unwrap_or(weights(case.want.matrix));
-            let want = red(encoded_with, case.want.range);
-            for (c, (g, w)) in got.iter().zip(want).enumerate() {
-                assert!(
-                    (f64::from(*g) - w).abs() <= 1.5,
-                    "{what}: component {c} is {g}, red with weights {encoded_with:?} \
-                     in {} is {w:.1} ({got:?})",
-                    case.want
-                );
-            }
+            let got = check_red(&f, case.want, case.encoded_with, &what);
             seen.push(format!("{what}: {} red {got:?}", case.want));
         }
     }
     seen
 }
 
-/// Checks that `frame`'s first pixel pair is red in `spec` (within 1.5).
-fn check_red(frame: &zerocam_capture::Frame, spec: ColorSpec, what: &str) -> [u8; 3] {
+/// Checks that `frame`'s first pixel pair is red in `spec` (within 1.5),
+/// encoded with `spec`'s matrix or, when vivid's differs, `encoded_with`.
+fn check_red(
+    frame: &zerocam_capture::Frame,
+    spec: ColorSpec,
+    encoded_with: Option<(f64, f64)>,
+    what: &str,
+) -> [u8; 3] {
     let got = first_sample(frame);
-    let want = red(weights(spec.matrix), spec.range);
+    let encoded_with = encoded_with.unwrap_or(weights(spec.matrix));
+    let want = red(encoded_with, spec.range);
     for (c, (g, w)) in got.iter().zip(want).enumerate() {
         assert!(
             (f64::from(*g) - w).abs() <= 1.5,
-            "{what}: component {c} is {g}, red in {spec} is {w:.1} ({got:?})"
+            "{what}: component {c} is {g}, red with weights {encoded_with:?} \
+             in {spec} is {w:.1} ({got:?})"
         );
     }
     got
@@ -210,9 +206,7 @@ fn check_requests(path: &'static str, format: &str) -> Vec<String> {
     let mut seen = Vec::new();
     for spec in specs {
         let what = format!("{path} {} asked for {spec}", format.name);
-        let mut d = Device::open(path).unwrap();
-        d.set_menu("Test Pattern", "100% Red").unwrap();
-        d.set_menu("OSD Text Mode", "None").unwrap();
+        let mut d = red_device(path);
         let offered = d.formats().unwrap();
         assert!(
             offered
@@ -226,7 +220,7 @@ fn check_requests(path: &'static str, format: &str) -> Vec<String> {
         let mut s = Stream::new(d, StreamConfig::default()).unwrap();
         let f = s.next_frame(WAIT).unwrap();
         assert_eq!(f.color_spec(), spec, "{what}: the frame");
-        let got = check_red(&f, spec, &what);
+        let got = check_red(&f, spec, None, &what);
         seen.push(format!("{what}: red {got:?}"));
     }
     let mut d = Device::open(path).unwrap();

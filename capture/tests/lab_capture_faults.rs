@@ -5,7 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{open_fds, press, WAIT};
+use vivid_common::{config, frames, open_fds, press, WAIT};
 
 use std::process::Command;
 use std::time::Duration;
@@ -25,9 +25,7 @@ fn dropped_buffers_are_counted() {
     let pct = d.control("Percentage of Dropped Buffers").unwrap();
     d.set_control(pct.id, 50).unwrap();
     let mut s = Stream::new(d, StreamConfig::default()).unwrap();
-    for _ in 0..40 {
-        s.next_frame(WAIT).unwrap();
-    }
+    frames(&mut s, 40);
     let st = s.stats();
     println!("50% dropped buffers: {st:?}");
     assert!(st.dropped >= 10, "half the buffers dropped: {st:?}");
@@ -51,9 +49,7 @@ fn a_buffer_error_flag_is_typed_and_capture_goes_on() {
     }
     let msg = seen.expect("a flagged buffer");
     assert!(msg.starts_with("/dev/video0: buffer "), "{msg}");
-    for _ in 0..5 {
-        s.next_frame(WAIT).unwrap();
-    }
+    frames(&mut s, 5);
     assert_eq!(s.stats().buffer_errors, 1);
 }
 
@@ -134,9 +130,7 @@ fn a_fatal_error_met_by_a_requeue_stops_the_stream_too() {
         Err(CaptureError::NotStreaming { .. })
     ));
     s.start().unwrap();
-    for _ in 0..5 {
-        s.next_frame(WAIT).unwrap();
-    }
+    frames(&mut s, 5);
     assert_eq!(s.stats().cache.misses, s.stats().buffers as u64);
 }
 
@@ -145,8 +139,7 @@ fn a_fatal_error_met_by_a_requeue_stops_the_stream_too() {
 /// driver would refuse another memory type while MMAP buffers were exported).
 fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
     let d = device("/dev/video1");
-    let c = d.control("Inject VIDIOC_STREAMON Error").unwrap();
-    d.set_control(c.id, 1).unwrap();
+    press(&d, "Inject VIDIOC_STREAMON Error");
     let e = Stream::new(d, StreamConfig::default()).unwrap_err();
     assert!(
         matches!(
@@ -158,11 +151,7 @@ fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
         ),
         "{e}"
     );
-    let config = StreamConfig {
-        mode: BufferMode::DmaBuf,
-        ..Default::default()
-    };
-    let mut s = Stream::new(*e.device, config).unwrap();
+    let mut s = Stream::new(*e.device, config(|c| c.mode = BufferMode::DmaBuf)).unwrap();
     s.next_frame(WAIT).unwrap();
     // The same stream: a failed start cancels what it queued, so a retry works.
     s.stop().unwrap();
@@ -179,9 +168,7 @@ fn a_streamon_error_gives_the_device_back_and_start_can_be_retried() {
         "{e}"
     );
     s.start().unwrap();
-    for _ in 0..5 {
-        s.next_frame(WAIT).unwrap();
-    }
+    frames(&mut s, 5);
 }
 
 fn a_disconnect_mid_stream_is_typed_and_releases_every_buffer() {

@@ -24,7 +24,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{open_fds, press, WAIT};
+use vivid_common::{open_fds, press, MULTI, SINGLE, WAIT};
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -50,27 +50,15 @@ struct Phase {
     mode: BufferMode,
 }
 
+const fn phase(node: &'static str, format: &'static str, mode: BufferMode) -> Phase {
+    Phase { node, format, mode }
+}
+
 const PHASES: [Phase; 4] = [
-    Phase {
-        node: "/dev/video1",
-        format: "NV12M",
-        mode: BufferMode::Mmap,
-    },
-    Phase {
-        node: "/dev/video1",
-        format: "NV12M",
-        mode: BufferMode::DmaBuf,
-    },
-    Phase {
-        node: "/dev/video0",
-        format: "NV12",
-        mode: BufferMode::Mmap,
-    },
-    Phase {
-        node: "/dev/video0",
-        format: "NV12",
-        mode: BufferMode::DmaBuf,
-    },
+    phase(MULTI, "NV12M", BufferMode::Mmap),
+    phase(MULTI, "NV12M", BufferMode::DmaBuf),
+    phase(SINGLE, "NV12", BufferMode::Mmap),
+    phase(SINGLE, "NV12", BufferMode::DmaBuf),
 ];
 
 /// What the schedule does when the phase has delivered `frames` frames.
@@ -104,6 +92,7 @@ fn rss() -> u64 {
 }
 
 /// The counters of one streaming session (start to stop).
+#[derive(Default)]
 struct Session {
     first: Option<u32>,
     last: u32,
@@ -120,13 +109,8 @@ struct Session {
 impl Session {
     fn new(stats: &StreamStats) -> Session {
         Session {
-            first: None,
-            last: 0,
-            delivered: 0,
-            errored: 0,
-            repeats: 0,
             dropped_before: stats.dropped,
-            seen: Vec::new(),
+            ..Session::default()
         }
     }
 

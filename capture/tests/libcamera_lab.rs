@@ -7,7 +7,7 @@
 
 mod libcamera_common;
 
-use libcamera_common::{fd_count, lock, nv12, CAMERA};
+use libcamera_common::{fd_count, frames, lock, nv12, CAMERA, WAIT};
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,20 +18,23 @@ use zerocam_capture::{
 };
 use zerocam_tensor::ColorSpec;
 
-const WAIT: Duration = Duration::from_secs(20);
 const FRAMES: usize = 120;
 /// The virtual camera's eight bars, left to right (luma; BT.601 limited range of
 /// white, yellow, cyan, green, magenta, red, blue, black).
 const BARS_Y: [u8; 8] = [235, 210, 169, 144, 107, 82, 41, 16];
 
-/// The luma values of row `row`, runs of at least 8 equal pixels collapsed.
-fn bars(frame: &Frame, row: usize) -> Vec<u8> {
+/// The luma values of row `row`.
+fn luma_row(frame: &Frame, row: usize) -> Vec<u8> {
     let y = frame.tensor().plane(0).unwrap();
     let (width, stride) = (y.shape()[1], y.strides().unwrap()[0]);
-    let m = y.map_read().unwrap();
-    let line = &m[row * stride..row * stride + width];
+    y.map_read().unwrap()[row * stride..][..width].to_vec()
+}
+
+/// The luma values of row `row`, runs of at least 8 equal pixels collapsed.
+fn bars(frame: &Frame, row: usize) -> Vec<u8> {
+    let line = luma_row(frame, row);
     let mut runs: Vec<(u8, usize)> = Vec::new();
-    for &v in line {
+    for v in line {
         match runs.last_mut() {
             Some((last, n)) if last.abs_diff(v) <= 2 => *n += 1,
             _ => runs.push((v, 1)),
@@ -52,10 +55,7 @@ fn bars(frame: &Frame, row: usize) -> Vec<u8> {
 /// The middle column of the longest white run (luma 235 ± 2, at least 8
 /// pixels) of row `row`.
 fn white_column(frame: &Frame, row: usize) -> Option<usize> {
-    let y = frame.tensor().plane(0).unwrap();
-    let (width, stride) = (y.shape()[1], y.strides().unwrap()[0]);
-    let m = y.map_read().unwrap();
-    let line = &m[row * stride..row * stride + width];
+    let line = luma_row(frame, row);
     let mut best: Option<(usize, usize)> = None; // (start, length)
     let mut start = None;
     for (x, &v) in line.iter().chain([&0]).enumerate() {
@@ -195,9 +195,7 @@ fn lab_libcamera_stop_start_and_reconfigure_invalidate_the_cache() {
     {
         let mut cam = LibcameraSource::open(nv12(640, 480)).unwrap();
         let b = cam.stats().buffers as u64;
-        for _ in 0..10 {
-            cam.next_frame(WAIT).unwrap();
-        }
+        frames(&mut cam, 10);
         let held = cam.next_frame(WAIT).unwrap();
         cam.stop().unwrap();
         let s = cam.stats();
@@ -238,9 +236,7 @@ fn lab_libcamera_stop_start_and_reconfigure_invalidate_the_cache() {
         if b6 != 6 {
             assert_eq!(cam.adjustments(), [format!("buffers 6 -> {b6}")]);
         }
-        for _ in 0..20 {
-            cam.next_frame(WAIT).unwrap();
-        }
+        frames(&mut cam, 20);
         let s = cam.stats();
         assert_eq!(
             s.cache.misses,

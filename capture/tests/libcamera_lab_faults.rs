@@ -8,16 +8,14 @@
 
 mod libcamera_common;
 
-use libcamera_common::{fd_count, lock, nv12};
+use libcamera_common::{fd_count, frames, lock, nv12, WAIT};
 
 use std::process::Command;
-use std::time::Duration;
 
 use zerocam_capture::{
     libcamera_cameras, CaptureError, FrameSource, LibcameraConfig, LibcameraSource,
 };
 
-const WAIT: Duration = Duration::from_secs(20);
 /// Set in the child process that runs with no camera.
 const CHILD: &str = "ZEROCAM_LAB_LIBCAMERA_NO_CAMERA_CHILD";
 
@@ -116,9 +114,7 @@ fn lab_libcamera_a_failed_reconfigure_releases_the_buffers_and_keeps_the_counter
     {
         let mut cam = LibcameraSource::open(nv12(640, 480)).unwrap();
         let b = cam.stats().buffers as u64;
-        for _ in 0..10 {
-            cam.next_frame(WAIT).unwrap();
-        }
+        frames(&mut cam, 10);
         let s1 = cam.stats();
         assert_eq!((s1.frames, s1.cache.misses, s1.cache.hits), (10, b, 10 - b));
         assert!(fd_count() > before, "the open camera holds fds");
@@ -136,9 +132,7 @@ fn lab_libcamera_a_failed_reconfigure_releases_the_buffers_and_keeps_the_counter
         ));
         cam.reconfigure(nv12(640, 480)).unwrap();
         let b2 = cam.stats().buffers as u64;
-        for _ in 0..10 {
-            cam.next_frame(WAIT).unwrap();
-        }
+        frames(&mut cam, 10);
         let s2 = cam.stats();
         assert_eq!(s2.frames, 20, "frames go on");
         assert_eq!(s2.cache.misses, b + b2, "imports go on: {:?}", s2.cache);

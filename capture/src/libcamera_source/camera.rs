@@ -12,6 +12,7 @@ use libcamera::request::{Request, RequestStatus, ReuseFlag};
 use libcamera::stream::Stream;
 use nix::errno::Errno;
 
+use super::call_failed;
 use super::events::{Completion, Event, Outcome};
 use super::metadata::RawMetadata;
 use super::worker::errno_of;
@@ -62,11 +63,7 @@ pub(crate) struct OpenCamera {
 
 impl OpenCamera {
     fn error(&self, operation: &'static str) -> impl Fn(Errno) -> CaptureError + '_ {
-        move |errno| CaptureError::Libcamera {
-            camera: self.name.clone(),
-            operation,
-            errno,
-        }
+        move |errno| call_failed(&self.name, operation, errno)
     }
 
     /// Starts the camera and queues the requests of buffers `queue` (the

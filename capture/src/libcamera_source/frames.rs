@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
+use super::call_failed;
 use super::events::{CamKey, Completion, Event, Outcome};
 use super::slots::State;
 use crate::frame::{lock, Requeue};
@@ -157,15 +158,14 @@ impl Shared {
                 path: self.name.clone(),
                 timeout,
             }),
-            Err(RecvTimeoutError::Disconnected) => Err(CaptureError::Libcamera {
-                camera: self.camera(),
-                operation: "receive a frame",
-                errno: Errno::EPIPE,
-            }),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(call_failed(&self.camera(), "receive a frame", Errno::EPIPE))
+            }
         }
     }
 
-    fn disconnected(&self) -> CaptureError {
+    /// The error of a camera that went away.
+    pub fn disconnected(&self) -> CaptureError {
         CaptureError::Disconnected {
             path: self.name.clone(),
             errno: Errno::ENODEV,

@@ -2,7 +2,7 @@
 //! shared-memory files, the libcamera thread is a log of re-queue requests
 //! and a channel of events.
 
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use super::*;
 use crate::libcamera_source::events::BufferPlanes;
 use crate::libcamera_source::layout::{buffer_layout, LcPlane};
 use crate::libcamera_source::metadata::RawMetadata;
+use crate::slot::SlotState;
 use crate::{CaptureFormat, PlaneLayout, StreamFormat};
 
 const KEY: CamKey = 7;
@@ -84,10 +85,16 @@ fn frame_of(index: usize) -> Event {
     done(index, Outcome::Frame(RawMetadata::default()))
 }
 
-/// The name of buffer `index`'s state (`"Queued"`, `"Held"`...).
-fn place(sh: &Shared, index: usize) -> String {
-    let state = format!("{:?}", sh.lock().slots[index].core.state());
-    state.split('(').next().unwrap_or_default().to_owned()
+/// Whether buffer `$index` of `$sh` is in the [`SlotState`] `$state`.
+macro_rules! in_state {
+    ($sh:expr, $index:expr, $state:pat) => {
+        matches!($sh.lock().slots[$index].core.state(), $state)
+    };
+}
+
+/// Whether the next frame of `sh` from `rx` times out.
+fn times_out(sh: &Arc<Shared>, rx: &Receiver<Event>) -> bool {
+    matches!(sh.next_frame(rx, SHORT), Err(CaptureError::Timeout { .. }))
 }
 
 fn send(tx: &Sender<Event>, e: Event) {
@@ -103,7 +110,7 @@ fn a_queued_buffers_tensor_cannot_be_mapped() {
         Err(zerocam_tensor::Error::MapConflict { .. })
     ));
     let frame = sh.event(frame_of(0), std::time::Instant::now()).unwrap();
-    assert_eq!(place(&sh, 0), "Held");
+    assert!(in_state!(sh, 0, SlotState::Held));
     assert_eq!(
         frame.color_spec(),
         zerocam_tensor::ColorSpec::BT709_FULL,
@@ -117,7 +124,7 @@ fn a_queued_buffers_tensor_cannot_be_mapped() {
     let t = frame.tensor().clone();
     drop(frame);
     assert_eq!(*log.lock().unwrap(), [(KEY, 0)]);
-    assert_eq!(place(&sh, 0), "Queued");
+    assert!(in_state!(sh, 0, SlotState::Queued(_)));
     assert!(
         matches!(t.map_read(), Err(zerocam_tensor::Error::MapConflict { .. })),
         "queued again: the camera borrows it"
@@ -133,25 +140,19 @@ fn a_buffer_whose_tensor_is_mapped_is_not_queued_until_the_map_drops() {
     let t = frame.tensor().clone();
     let map = t.map_read().unwrap();
     drop(frame);
-    assert_eq!(place(&sh, 0), "Pending", "mapped: not queued");
+    assert!(in_state!(sh, 0, SlotState::Pending), "mapped: not queued");
     assert!(log.lock().unwrap().is_empty());
     // Still mapped: next_frame does not queue it either.
-    assert!(matches!(
-        sh.next_frame(&rx, SHORT),
-        Err(CaptureError::Timeout { .. })
-    ));
+    assert!(times_out(&sh, &rx));
     assert!(log.lock().unwrap().is_empty());
     drop(map);
-    assert!(matches!(
-        sh.next_frame(&rx, SHORT),
-        Err(CaptureError::Timeout { .. })
-    ));
+    assert!(times_out(&sh, &rx));
     assert_eq!(
         *log.lock().unwrap(),
         [(KEY, 0)],
         "queued once the map dropped"
     );
-    assert_eq!(place(&sh, 0), "Queued");
+    assert!(in_state!(sh, 0, SlotState::Queued(_)));
     assert!(t.map_read().is_err());
 }
 
@@ -168,7 +169,7 @@ fn a_failed_request_is_counted_given_back_and_capture_goes_on() {
     );
     assert_eq!(sh.lock().counters.errors, 1);
     assert_eq!(*log.lock().unwrap(), [(KEY, 0)], "its request queued again");
-    assert_eq!(place(&sh, 0), "Queued");
+    assert!(in_state!(sh, 0, SlotState::Queued(_)));
     let f = sh.next_frame(&rx, SHORT).unwrap();
     assert_eq!((f.buffer_index(), f.sequence()), (1, 0));
     assert_eq!(sh.lock().counters.frames, 1);
@@ -185,16 +186,15 @@ fn a_failed_requeue_is_retried_by_the_next_frame() {
         "{e}"
     );
     assert_eq!(sh.lock().counters.errors, 1);
-    assert_eq!(place(&sh, 1), "Pending");
     assert!(
-        !sh.lock().slots[1].core.is_queued(),
+        in_state!(sh, 1, SlotState::Pending),
         "not queued: not borrowed"
     );
     send(&tx, frame_of(0));
     let f = sh.next_frame(&rx, SHORT).unwrap();
     assert_eq!(f.buffer_index(), 0);
     assert_eq!(*log.lock().unwrap(), [(KEY, 1)], "buffer 1 queued again");
-    assert_eq!(place(&sh, 1), "Queued");
+    assert!(in_state!(sh, 1, SlotState::Queued(_)));
     // Every buffer failing to queue is an error each time, never a silent timeout.
     drop(f);
     send(&tx, done(0, Outcome::QueueFailed(Errno::EIO)));
@@ -220,10 +220,7 @@ fn holding_every_buffer_is_no_free_buffer() {
         Err(CaptureError::NoFreeBuffer { buffers: 2, .. })
     ));
     drop(a);
-    assert!(matches!(
-        sh.next_frame(&rx, SHORT),
-        Err(CaptureError::Timeout { .. })
-    ));
+    assert!(times_out(&sh, &rx));
 }
 
 #[test]
@@ -267,17 +264,17 @@ fn stopped_buffers_are_idle_and_start_queues_the_unmapped_ones() {
         sh.stopped(&mut st);
         assert!(st.slots.iter().all(|s| !s.core.is_queued()));
     }
-    assert_eq!(place(&sh, 0), "Held");
+    assert!(in_state!(sh, 0, SlotState::Held));
     let map = files[2].map_read().unwrap();
     let queue = {
         let mut st = sh.lock();
         sh.prepare_start(&mut st)
     };
     assert_eq!(queue, [1], "held and mapped buffers are not queued");
-    assert_eq!(place(&sh, 2), "Pending");
+    assert!(in_state!(sh, 2, SlotState::Pending));
     drop(map);
     drop(held);
-    assert_eq!(place(&sh, 0), "Idle", "stopped: kept idle");
+    assert!(in_state!(sh, 0, SlotState::Idle), "stopped: kept idle");
     assert_eq!(*log.lock().unwrap(), [(KEY, 0)]);
 }
 

@@ -175,17 +175,26 @@ mod tests {
         }
     }
 
+    /// One import of libcamera plane 0's file.
+    fn one_file(
+        start: usize,
+        extent: usize,
+        plane_offset: Option<usize>,
+    ) -> Result<BufferLayout, LayoutError> {
+        Ok(BufferLayout::OneFile {
+            plane: 0,
+            start,
+            extent,
+            plane_offset,
+        })
+    }
+
     #[test]
     fn nv12_in_one_file_with_an_empty_third_plane_is_one_import() {
         let planes = [p(A, 0, 307_200), p(A, 307_200, 153_600), p(A, 460_800, 0)];
         assert_eq!(
             buffer_layout(PixelFormat::Nv12, &planes),
-            Ok(BufferLayout::OneFile {
-                plane: 0,
-                start: 0,
-                extent: 460_800,
-                plane_offset: Some(307_200),
-            })
+            one_file(0, 460_800, Some(307_200))
         );
     }
 
@@ -194,27 +203,14 @@ mod tests {
         let planes = [p(A, 4096, 640 * 480), p(A, 4096 + 327_680, 153_600)];
         assert_eq!(
             buffer_layout(PixelFormat::Nv12, &planes),
-            Ok(BufferLayout::OneFile {
-                plane: 0,
-                start: 4096,
-                extent: 4096 + 327_680 + 153_600,
-                plane_offset: Some(327_680),
-            })
+            one_file(4096, 4096 + 327_680 + 153_600, Some(327_680))
         );
     }
 
     #[test]
     fn packed_formats_and_single_plane_nv12_have_no_plane_offset() {
         for f in [PixelFormat::Yuyv, PixelFormat::Nv12] {
-            assert_eq!(
-                buffer_layout(f, &[p(A, 0, 1000)]),
-                Ok(BufferLayout::OneFile {
-                    plane: 0,
-                    start: 0,
-                    extent: 1000,
-                    plane_offset: None,
-                })
-            );
+            assert_eq!(buffer_layout(f, &[p(A, 0, 1000)]), one_file(0, 1000, None));
         }
     }
 

@@ -40,12 +40,25 @@ mod worker;
 #[cfg(feature = "libcamera")]
 pub use source::{libcamera_cameras, LibcameraSource};
 
+use nix::errno::Errno;
+
+use crate::CaptureError;
 #[cfg(feature = "libcamera")]
 use crate::{CaptureFormat, FourCc};
 
 /// The prefix of libcamera camera names (`libcamera:<id>`).
 #[cfg(feature = "libcamera")]
 pub(crate) const LIBCAMERA: &str = "libcamera";
+
+/// The error of libcamera call `operation` on `camera` (`libcamera:<id>`, or
+/// `libcamera` for the thread and the manager), failed with `errno`.
+pub(crate) fn call_failed(camera: &str, operation: &'static str, errno: Errno) -> CaptureError {
+    CaptureError::Libcamera {
+        camera: camera.into(),
+        operation,
+        errno,
+    }
+}
 
 /// A libcamera camera: its id, what it says about itself, its formats.
 #[cfg(feature = "libcamera")]

@@ -18,7 +18,7 @@ use zerocam_tensor::{ColorSpec, FdIdentity, Matrix, Range};
 use super::events::{BufferPlanes, Configured};
 use super::layout::{buffer_layout, capture_format, drm_fourcc, BufferLayout, LcPlane};
 use super::worker::errno_of;
-use super::{LibcameraCamera, LibcameraConfig, LibcameraFormat, LIBCAMERA};
+use super::{call_failed, LibcameraCamera, LibcameraConfig, LibcameraFormat, LIBCAMERA};
 use crate::{CaptureError, CaptureFormat, FourCc, PlaneLayout, Result, StreamFormat};
 
 /// Roles tried in order when generating a configuration.
@@ -117,14 +117,9 @@ pub(crate) fn configure(manager: &CameraManager, config: &LibcameraConfig) -> Re
     };
     let id = camera.id().to_owned();
     let name = format!("{LIBCAMERA}:{id}");
-    let lc_error = |operation: &'static str| {
-        let name = name.clone();
-        move |errno: Errno| CaptureError::Libcamera {
-            camera: name.clone(),
-            operation,
-            errno,
-        }
-    };
+    let camera_name = name.as_str();
+    let lc_error =
+        |operation: &'static str| move |errno: Errno| call_failed(camera_name, operation, errno);
     let mut active: ActiveCamera<'static> = camera
         .acquire()
         .map_err(|e| lc_error("acquire")(errno_of(&e)))?;

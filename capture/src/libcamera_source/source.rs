@@ -22,13 +22,21 @@ use crate::{ArgumentError, CaptureError, Frame, FrameSource, Result, StreamForma
 /// # Errors
 /// [`CaptureError::Libcamera`] when libcamera's camera manager cannot start.
 pub fn libcamera_cameras() -> Result<Vec<LibcameraCamera>> {
+    ask(&worker()?, "list cameras", Cmd::Enumerate)?
+}
+
+/// Sends the libcamera thread the command `make` builds around a reply
+/// channel, and waits for the reply; a thread gone is an `EPIPE` error
+/// naming `operation`.
+fn ask<T>(
+    worker: &Sender<Cmd>,
+    operation: &'static str,
+    make: impl FnOnce(SyncSender<T>) -> Cmd,
+) -> Result<T> {
     let (reply, answer) = sync_channel(1);
-    worker()?
-        .send(Cmd::Enumerate(reply))
-        .map_err(|_| gone("list cameras", Errno::EPIPE))?;
-    answer
-        .recv()
-        .map_err(|_| gone("list cameras", Errno::EPIPE))?
+    let lost = || gone(operation, Errno::EPIPE);
+    worker.send(make(reply)).map_err(|_| lost())?;
+    answer.recv().map_err(|_| lost())
 }
 
 /// A libcamera camera streaming one configured stream. See the
@@ -61,26 +69,17 @@ fn open_camera(
         return Err(ArgumentError::TooFewBuffers(config.buffers).into());
     }
     let (events, received) = channel();
-    let (reply, answer) = sync_channel(1);
-    worker
-        .send(Cmd::Open {
-            config: config.clone(),
-            events,
-            reply,
-        })
-        .map_err(|_| gone("open a camera", Errno::EPIPE))?;
-    let configured = answer
-        .recv()
-        .map_err(|_| gone("open a camera", Errno::EPIPE))??;
-    Ok((configured, received))
+    let open = |reply| Cmd::Open {
+        config: config.clone(),
+        events,
+        reply,
+    };
+    Ok((ask(worker, "open a camera", open)??, received))
 }
 
 /// Closes camera `key` on the libcamera thread and waits until it is.
 fn close_camera(worker: &Sender<Cmd>, key: super::events::CamKey) {
-    let (reply, answer) = sync_channel(1);
-    if worker.send(Cmd::Close(key, reply)).is_ok() {
-        let _ = answer.recv();
-    }
+    let _ = ask(worker, "close a camera", |reply| Cmd::Close(key, reply));
 }
 
 /// What the source and its frames share for a camera just opened (closed
@@ -147,13 +146,7 @@ impl LibcameraSource {
     }
 
     fn call(&self, make: impl FnOnce(SyncSender<Result<()>>) -> Cmd) -> Result<()> {
-        let (reply, answer) = sync_channel(1);
-        self.worker
-            .send(make(reply))
-            .map_err(|_| gone("reach the libcamera thread", Errno::EPIPE))?;
-        answer
-            .recv()
-            .map_err(|_| gone("reach the libcamera thread", Errno::EPIPE))?
+        ask(&self.worker, "reach the libcamera thread", make)?
     }
 
     /// Starts capturing again after [`stop`](Self::stop): every buffer whose
@@ -168,10 +161,7 @@ impl LibcameraSource {
         // Locked throughout: a frame dropping meanwhile waits, then queues.
         let mut st = self.shared.lock();
         if st.disconnected {
-            return Err(CaptureError::Disconnected {
-                path: self.shared.name.clone(),
-                errno: Errno::ENODEV,
-            });
+            return Err(self.shared.disconnected());
         }
         if !st.open {
             return Err(CaptureError::NotStreaming {

@@ -26,7 +26,7 @@ use nix::errno::Errno;
 use super::camera::{OpenCamera, Slot};
 use super::events::{CamKey, Configured, Event};
 use super::setup::{configure, describe};
-use super::{LibcameraCamera, LibcameraConfig, LIBCAMERA};
+use super::{call_failed, LibcameraCamera, LibcameraConfig, LIBCAMERA};
 use crate::stats::monotonic_now;
 use crate::{CaptureError, Result};
 
@@ -80,11 +80,7 @@ pub(crate) fn worker() -> Result<Sender<Cmd>> {
 
 /// The error for a libcamera thread that could not be started or reached.
 pub(crate) fn gone(operation: &'static str, errno: Errno) -> CaptureError {
-    CaptureError::Libcamera {
-        camera: LIBCAMERA.into(),
-        operation,
-        errno,
-    }
+    call_failed(LIBCAMERA, operation, errno)
 }
 
 /// The errno of an `io::Error` from the libcamera crate (EIO when it has none).
@@ -206,11 +202,7 @@ impl Worker {
 
     fn manager(&mut self) -> Result<&CameraManager> {
         if self.manager.is_none() {
-            let m = CameraManager::new().map_err(|e| CaptureError::Libcamera {
-                camera: LIBCAMERA.into(),
-                operation: "camera manager start",
-                errno: errno_of(&e),
-            })?;
+            let m = CameraManager::new().map_err(|e| gone("camera manager start", errno_of(&e)))?;
             self.manager = Some(m);
         }
         self.manager
@@ -245,11 +237,7 @@ impl Worker {
         });
         let name = configured.name.clone();
         let mut slots = Vec::with_capacity(buffers.len());
-        let lc_error = |operation, errno| CaptureError::Libcamera {
-            camera: name.clone(),
-            operation,
-            errno,
-        };
+        let lc_error = |operation, errno| call_failed(&name, operation, errno);
         for (index, buffer) in buffers.into_iter().enumerate() {
             let mut request = active
                 .create_request(Some(index as u64))

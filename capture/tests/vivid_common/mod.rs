@@ -1,12 +1,13 @@
 //! What the vivid lab tests share: the two device nodes, the frame timeout,
 //! a lock per node (tests that change a node's format or controls run one at
-//! a time on it), pressing a vivid button and counting open fds.
+//! a time on it), a red device, stream configurations, taking frames,
+//! pressing a vivid button and counting open fds.
 #![allow(dead_code)]
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use zerocam_capture::Device;
+use zerocam_capture::{Device, FrameSource, StreamConfig};
 
 /// vivid's single-planar capture node.
 pub const SINGLE: &str = "/dev/video0";
@@ -27,6 +28,14 @@ pub fn lock(path: &str) -> MutexGuard<'static, ()> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// vivid's node `path` drawing "100% Red" with no OSD text.
+pub fn red_device(path: &str) -> Device {
+    let d = Device::open(path).unwrap();
+    d.set_menu("Test Pattern", "100% Red").unwrap();
+    d.set_menu("OSD Text Mode", "None").unwrap();
+    d
+}
+
 /// Presses vivid's button control `button` (a fault injection).
 pub fn press(d: &Device, button: &str) {
     let c = d.control(button).unwrap();
@@ -36,4 +45,18 @@ pub fn press(d: &Device, button: &str) {
 /// The process's open file descriptors.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// The default stream configuration with `edit` applied.
+pub fn config(edit: impl FnOnce(&mut StreamConfig)) -> StreamConfig {
+    let mut c = StreamConfig::default();
+    edit(&mut c);
+    c
+}
+
+/// Takes `n` frames from `s`, dropping each (capture goes on).
+pub fn frames(s: &mut impl FrameSource, n: usize) {
+    for _ in 0..n {
+        s.next_frame(WAIT).unwrap();
+    }
 }
