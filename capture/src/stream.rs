@@ -2,17 +2,15 @@
 //! dequeued as [`Frame`]s whose tensors come from the import cache.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use zerocam_cache::ImportCache;
 
 use crate::buffers::{set_up, Buffers};
-use crate::queue::{Queue, State};
+use crate::queue::Queue;
 use crate::slot::cache_capacity;
-use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferPlan, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
@@ -181,21 +179,7 @@ impl Stream {
         let capacity = config
             .cache_capacity
             .unwrap_or_else(|| cache_capacity(slots.len(), format.planes.len()));
-        let queue = Queue {
-            format,
-            plan,
-            buf_type: device.info().api.buf_type(),
-            mode: config.mode,
-            state: Mutex::new(State {
-                slots,
-                streaming: false,
-                cache: ImportCache::new(capacity),
-                sequence: SequenceTracker::default(),
-                counters: Counters::default(),
-                requeue_error: None,
-            }),
-            device,
-        };
+        let queue = Queue::new(device, format, plan, config.mode, slots, capacity);
         let started = queue.start(&mut queue.lock());
         match started {
             Ok(()) => Ok(Stream {
@@ -295,11 +279,11 @@ fn free_buffers(queue: Queue) -> (Device, Result<()>) {
     let Queue {
         device,
         mode,
-        buf_type,
         state,
         ..
     } = queue;
     drop(state);
+    let buf_type = device.info().api.buf_type();
     let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
         .map(drop)
         .map_err(|e| {
