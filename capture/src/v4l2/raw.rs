@@ -445,6 +445,5 @@ nix::ioctl_readwrite!(vidioc_g_ctrl, b'V', 27, Control);
 nix::ioctl_readwrite!(vidioc_s_ctrl, b'V', 28, Control);
 nix::ioctl_readwrite!(vidioc_queryctrl, b'V', 36, QueryCtrl);
 nix::ioctl_readwrite!(vidioc_querymenu, b'V', 37, QueryMenu);
-nix::ioctl_readwrite!(vidioc_try_fmt, b'V', 64, Format);
 nix::ioctl_readwrite!(vidioc_enum_framesizes, b'V', 74, FrmSizeEnum);
 nix::ioctl_readwrite!(vidioc_enum_frameintervals, b'V', 75, FrmIvalEnum);
