@@ -45,14 +45,9 @@ impl BufferMode {
     }
 }
 
-/// How to set up a stream.
-///
-/// The buffer count is derived ([`BufferPlan`]): the stream asks
-/// `VIDIOC_REQBUFS` for `min(max(buffers, driver minimum + hold), MAX_BUFFERS)`
-/// buffers, where the driver minimum is `V4L2_CID_MIN_BUFFERS_FOR_CAPTURE` (1
-/// when the driver has no such control, reports a value below 1, or the read
-/// fails), and runs with any grant from `driver minimum + hold` to
-/// [`MAX_BUFFERS`](crate::MAX_BUFFERS). [`Stream::buffer_plan`] says what was chosen and why.
+/// How to set up a stream. The buffer count is derived from `buffers`,
+/// `hold` and the driver's minimum as [`BufferPlan`] says;
+/// [`Stream::buffer_plan`] says what was chosen and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamConfig {
     /// Buffers to ask for at least (2 or more; more are asked when the
@@ -108,10 +103,8 @@ impl Default for StreamConfig {
 ///   on the device imports anew); dropping the stream stops it, and the last
 ///   frame out closes everything.
 ///
-/// [`stats`](FrameSource::stats) counts frames handed out, frames the driver
-/// dropped (sequence gaps), flagged buffers, the buffers and planes, and the
-/// import cache's hits and misses (misses = imports) over the stream's life,
-/// restarts included.
+/// [`stats`](FrameSource::stats) counts over the stream's life, restarts
+/// included ([`StreamStats`]).
 #[derive(Debug)]
 pub struct Stream {
     queue: Arc<Queue>,
