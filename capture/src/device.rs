@@ -415,10 +415,10 @@ impl Device {
             None => None,
         };
         let c = csc.unwrap_or_default();
-        let flags = if csc.is_some() {
-            raw::PIX_FMT_FLAG_SET_CSC
-        } else {
-            0
+        // The extended fields of a single-planar format count only with the magic.
+        let (flags, priv_) = match csc {
+            Some(_) => (raw::PIX_FMT_FLAG_SET_CSC, raw::PIX_FMT_PRIV_MAGIC),
+            None => (0, 0),
         };
         let mut f = raw::Format::new(self.info.api.buf_type());
         match self.info.api {
@@ -429,12 +429,7 @@ impl Device {
                     pixelformat: format.fourcc.to_u32(),
                     field: raw::FIELD_NONE,
                     colorspace: c.colorspace,
-                    // The extended fields count only with the magic.
-                    priv_: if csc.is_some() {
-                        raw::PIX_FMT_PRIV_MAGIC
-                    } else {
-                        0
-                    },
+                    priv_,
                     flags,
                     ycbcr_enc: c.ycbcr_enc,
                     quantization: c.quantization,
