@@ -108,7 +108,7 @@ pub(crate) fn export_planes(
     index: u32,
 ) -> Result<Vec<PlaneMemory>> {
     let lengths = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index)
-        .map_err(|e| e.into_capture(device.path(), "VIDIOC_QUERYBUF"))?;
+        .map_err(device.ioctl_error("VIDIOC_QUERYBUF"))?;
     let buffer_planes = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
         format.planes.len()
     } else {
@@ -135,7 +135,7 @@ pub(crate) fn export_planes(
                 });
             }
             let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32)
-                .map_err(|e| e.into_capture(device.path(), "VIDIOC_EXPBUF"))?;
+                .map_err(device.ioctl_error("VIDIOC_EXPBUF"))?;
             let file = fd_identity(device.path(), fd.as_fd())?;
             Ok(PlaneMemory {
                 source: PlaneSource::Exported(fd),

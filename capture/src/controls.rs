@@ -36,28 +36,25 @@ impl Device {
     pub fn controls(&self) -> Result<Vec<ControlInfo>> {
         let mut out = Vec::new();
         let mut id = 0;
-        loop {
-            let found = ioctl::queryctrl_next(self.fd(), id)
-                .map_err(self.ioctl_error("VIDIOC_QUERYCTRL"))?;
-            match found {
-                Some(q) if q.id <= id && id != 0 => break, // a driver looping on one id
-                Some(q) => {
-                    id = q.id;
-                    if q.flags & raw::CTRL_FLAG_DISABLED != 0 || q.type_ == CTRL_TYPE_CLASS {
-                        continue;
-                    }
-                    out.push(ControlInfo {
-                        id: q.id,
-                        name: c_str(&q.name),
-                        kind: q.type_,
-                        minimum: q.minimum,
-                        maximum: q.maximum,
-                        step: q.step,
-                        default: q.default_value,
-                    });
-                }
-                None => break,
+        while let Some(q) =
+            ioctl::queryctrl_next(self.fd(), id).map_err(self.ioctl_error("VIDIOC_QUERYCTRL"))?
+        {
+            if q.id <= id && id != 0 {
+                break; // a driver looping on one id
             }
+            id = q.id;
+            if q.flags & raw::CTRL_FLAG_DISABLED != 0 || q.type_ == CTRL_TYPE_CLASS {
+                continue;
+            }
+            out.push(ControlInfo {
+                id: q.id,
+                name: c_str(&q.name),
+                kind: q.type_,
+                minimum: q.minimum,
+                maximum: q.maximum,
+                step: q.step,
+                default: q.default_value,
+            });
         }
         Ok(out)
     }

@@ -256,23 +256,18 @@ impl Device {
 
     /// The pixel formats the device offers.
     pub fn formats(&self) -> Result<Vec<FormatDesc>> {
+        let csc = raw::FMT_FLAG_CSC_YCBCR_ENC | raw::FMT_FLAG_CSC_QUANTIZATION;
         let mut out = Vec::new();
-        for index in 0.. {
-            let found = ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), index)
-                .map_err(self.ioctl_error("VIDIOC_ENUM_FMT"))?;
-            match found {
-                Some(d) => {
-                    let fourcc = FourCc::from_u32(d.pixelformat);
-                    let csc = raw::FMT_FLAG_CSC_YCBCR_ENC | raw::FMT_FLAG_CSC_QUANTIZATION;
-                    out.push(FormatDesc {
-                        fourcc,
-                        description: c_str(&d.description),
-                        capture: CaptureFormat::from_fourcc(fourcc),
-                        sets_color: d.flags & csc == csc,
-                    });
-                }
-                None => break,
-            }
+        while let Some(d) = ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), out.len() as u32)
+            .map_err(self.ioctl_error("VIDIOC_ENUM_FMT"))?
+        {
+            let fourcc = FourCc::from_u32(d.pixelformat);
+            out.push(FormatDesc {
+                fourcc,
+                description: c_str(&d.description),
+                capture: CaptureFormat::from_fourcc(fourcc),
+                sets_color: d.flags & csc == csc,
+            });
         }
         Ok(out)
     }
@@ -280,27 +275,23 @@ impl Device {
     /// The frame sizes of `fourcc`.
     pub fn frame_sizes(&self, fourcc: FourCc) -> Result<FrameSizes> {
         let mut discrete = Vec::new();
-        for index in 0.. {
-            let found = ioctl::enum_framesizes(self.fd(), fourcc.to_u32(), index)
-                .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMESIZES"))?;
-            match found {
-                Some(s) if s.type_ == raw::FRM_TYPE_DISCRETE => {
-                    discrete.push((s.size[0], s.size[1]))
-                }
-                Some(s) => {
-                    let [min_width, max_width, step_width, min_height, max_height, step_height] =
-                        s.size;
-                    return Ok(FrameSizes::Stepwise {
-                        min_width,
-                        max_width,
-                        step_width,
-                        min_height,
-                        max_height,
-                        step_height,
-                    });
-                }
-                None => break,
+        while let Some(s) =
+            ioctl::enum_framesizes(self.fd(), fourcc.to_u32(), discrete.len() as u32)
+                .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMESIZES"))?
+        {
+            if s.type_ == raw::FRM_TYPE_DISCRETE {
+                discrete.push((s.size[0], s.size[1]));
+                continue;
             }
+            let [min_width, max_width, step_width, min_height, max_height, step_height] = s.size;
+            return Ok(FrameSizes::Stepwise {
+                min_width,
+                max_width,
+                step_width,
+                min_height,
+                max_height,
+                step_height,
+            });
         }
         Ok(FrameSizes::Discrete(discrete))
     }
@@ -314,21 +305,15 @@ impl Device {
         height: u32,
     ) -> Result<Vec<Interval>> {
         let mut out = Vec::new();
-        for index in 0.. {
-            let found =
-                ioctl::enum_frameintervals(self.fd(), fourcc.to_u32(), width, height, index)
-                    .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMEINTERVALS"))?;
-            match found {
-                Some(i) => {
-                    if i.type_ == raw::FRM_TYPE_DISCRETE {
-                        out.push(i.ival[0].into());
-                    } else {
-                        out.extend(i.ival[..2].iter().map(|&f| Interval::from(f)));
-                        break;
-                    }
-                }
-                None => break,
+        let (fd, fourcc) = (self.fd(), fourcc.to_u32());
+        while let Some(i) = ioctl::enum_frameintervals(fd, fourcc, width, height, out.len() as u32)
+            .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMEINTERVALS"))?
+        {
+            if i.type_ != raw::FRM_TYPE_DISCRETE {
+                out.extend(i.ival[..2].iter().map(|&f| Interval::from(f)));
+                break;
             }
+            out.push(i.ival[0].into());
         }
         Ok(out)
     }
@@ -336,9 +321,7 @@ impl Device {
     /// The current format (`VIDIOC_G_FMT`), if zerocam can capture it and
     /// its planes fit their buffers ([`FormatReply::stream_format`]).
     pub fn format(&self) -> Result<StreamFormat> {
-        let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
-            .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
-        self.reply(&f)?.stream_format(&self.path)
+        self.current_format()?.stream_format(&self.path)
     }
 
     /// Sets `format` at `width`x`height`, honouring the driver's strides and sizes.
@@ -426,18 +409,16 @@ impl Device {
         // encoding and quantization of a request whose colorspace is 0.
         let csc = match color {
             Some(color) => {
-                let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
-                    .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
-                let current = self.reply(&f)?.colorimetry.colorspace;
+                let current = self.current_format()?.colorimetry.colorspace;
                 Some(Colorimetry::request(color, current))
             }
             None => None,
         };
         let c = csc.unwrap_or_default();
-        let flags = if csc.is_some() {
-            raw::PIX_FMT_FLAG_SET_CSC
-        } else {
-            0
+        // The extended fields of a single-planar format count only with the magic.
+        let (flags, priv_) = match csc {
+            Some(_) => (raw::PIX_FMT_FLAG_SET_CSC, raw::PIX_FMT_PRIV_MAGIC),
+            None => (0, 0),
         };
         let mut f = raw::Format::new(self.info.api.buf_type());
         match self.info.api {
@@ -448,12 +429,7 @@ impl Device {
                     pixelformat: format.fourcc.to_u32(),
                     field: raw::FIELD_NONE,
                     colorspace: c.colorspace,
-                    // The extended fields count only with the magic.
-                    priv_: if csc.is_some() {
-                        raw::PIX_FMT_PRIV_MAGIC
-                    } else {
-                        0
-                    },
+                    priv_,
                     flags,
                     ycbcr_enc: c.ycbcr_enc,
                     quantization: c.quantization,
@@ -476,9 +452,16 @@ impl Device {
                 }
             }
         }
-        let set = ioctl::s_fmt(self.fd(), f, false).map_err(self.ioctl_error("VIDIOC_S_FMT"))?;
+        let set = ioctl::s_fmt(self.fd(), f).map_err(self.ioctl_error("VIDIOC_S_FMT"))?;
         self.reply(&set)?
             .stream_format_for(&self.path, format, width, height)
+    }
+
+    /// `VIDIOC_G_FMT` as plain values.
+    fn current_format(&self) -> Result<FormatReply> {
+        let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
+            .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
+        self.reply(&f)
     }
 
     /// The reply of `VIDIOC_S_FMT`/`G_FMT` as plain values.

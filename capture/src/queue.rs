@@ -44,12 +44,38 @@ pub(crate) struct Queue<D = Device> {
     pub format: StreamFormat,
     /// The buffer count asked for, why, and what was granted.
     pub plan: BufferPlan,
-    pub buf_type: u32,
     pub mode: BufferMode,
     pub device: D,
 }
 
 impl<D: BufferQueue> Queue<D> {
+    /// A stopped queue of `slots` on `device`, its import cache holding
+    /// `cache_capacity` entries.
+    pub fn new(
+        device: D,
+        format: StreamFormat,
+        plan: BufferPlan,
+        mode: BufferMode,
+        slots: Vec<Slot>,
+        cache_capacity: usize,
+    ) -> Queue<D> {
+        let state = Mutex::new(State {
+            slots,
+            streaming: false,
+            cache: ImportCache::new(cache_capacity),
+            sequence: SequenceTracker::default(),
+            counters: Counters::default(),
+            requeue_error: None,
+        });
+        Queue {
+            state,
+            format,
+            plan,
+            mode,
+            device,
+        }
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }

@@ -2,17 +2,15 @@
 //! dequeued as [`Frame`]s whose tensors come from the import cache.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use zerocam_cache::ImportCache;
 
 use crate::buffers::{set_up, Buffers};
-use crate::queue::{Queue, State};
+use crate::queue::Queue;
 use crate::slot::cache_capacity;
-use crate::stats::{Counters, SequenceTracker};
 use crate::v4l2::{ioctl, raw};
 use crate::{
     BufferPlan, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
@@ -47,14 +45,9 @@ impl BufferMode {
     }
 }
 
-/// How to set up a stream.
-///
-/// The buffer count is derived ([`BufferPlan`]): the stream asks
-/// `VIDIOC_REQBUFS` for `min(max(buffers, driver minimum + hold), MAX_BUFFERS)`
-/// buffers, where the driver minimum is `V4L2_CID_MIN_BUFFERS_FOR_CAPTURE` (1
-/// when the driver has no such control, reports a value below 1, or the read
-/// fails), and runs with any grant from `driver minimum + hold` to
-/// [`MAX_BUFFERS`](crate::MAX_BUFFERS). [`Stream::buffer_plan`] says what was chosen and why.
+/// How to set up a stream. The buffer count is derived from `buffers`,
+/// `hold` and the driver's minimum as [`BufferPlan`] says;
+/// [`Stream::buffer_plan`] says what was chosen and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamConfig {
     /// Buffers to ask for at least (2 or more; more are asked when the
@@ -110,10 +103,8 @@ impl Default for StreamConfig {
 ///   on the device imports anew); dropping the stream stops it, and the last
 ///   frame out closes everything.
 ///
-/// [`stats`](FrameSource::stats) counts frames handed out, frames the driver
-/// dropped (sequence gaps), flagged buffers, the buffers and planes, and the
-/// import cache's hits and misses (misses = imports) over the stream's life,
-/// restarts included.
+/// [`stats`](FrameSource::stats) counts over the stream's life, restarts
+/// included ([`StreamStats`]).
 #[derive(Debug)]
 pub struct Stream {
     queue: Arc<Queue>,
@@ -181,21 +172,7 @@ impl Stream {
         let capacity = config
             .cache_capacity
             .unwrap_or_else(|| cache_capacity(slots.len(), format.planes.len()));
-        let queue = Queue {
-            format,
-            plan,
-            buf_type: device.info().api.buf_type(),
-            mode: config.mode,
-            state: Mutex::new(State {
-                slots,
-                streaming: false,
-                cache: ImportCache::new(capacity),
-                sequence: SequenceTracker::default(),
-                counters: Counters::default(),
-                requeue_error: None,
-            }),
-            device,
-        };
+        let queue = Queue::new(device, format, plan, config.mode, slots, capacity);
         let started = queue.start(&mut queue.lock());
         match started {
             Ok(()) => Ok(Stream {
@@ -295,11 +272,11 @@ fn free_buffers(queue: Queue) -> (Device, Result<()>) {
     let Queue {
         device,
         mode,
-        buf_type,
         state,
         ..
     } = queue;
     drop(state);
+    let buf_type = device.info().api.buf_type();
     let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
         .map(drop)
         .map_err(|e| {

@@ -1,29 +1,13 @@
 //! What a failed ioctl means, typed per operation, so that no caller decodes
-//! an errno itself.
-//!
-//! The errnos that mean something are the same across the buffer-queue
-//! ioctls, so they share variants:
-//!
-//! - `ENODEV` / `ENXIO`: the device went away (unplugged, driver unbound) —
-//!   every ioctl ([`IoctlError`], [`QbufError`], [`DqbufError`], [`ReqbufsError`]).
-//! - `EIO` from `VIDIOC_QBUF` or `VIDIOC_DQBUF`: vb2's fatal queue error
-//!   (`vb2_queue_error`): both answer `EIO` until `VIDIOC_STREAMOFF`
-//!   ([`QbufError::Io`], [`DqbufError::Io`]).
-//! - `EAGAIN` from `VIDIOC_DQBUF` on a non-blocking fd: no buffer is done yet
-//!   ([`DqbufError::NotReady`]).
-//! - `EINVAL` from `VIDIOC_REQBUFS`: the driver does not support the buffer
-//!   type or memory asked for ([`ReqbufsError::Unsupported`]).
-//!
-//! - `ENOTTY` / `EINVAL` from `VIDIOC_QUERYCAP`: not a V4L2 node
-//!   ([`QuerycapError::NotV4l2`]).
-//! - `EINVAL` from an enumeration (`VIDIOC_ENUM_FMT`, `_FRAMESIZES`,
-//!   `_FRAMEINTERVALS`, `VIDIOC_QUERYCTRL` with `NEXT_CTRL`,
-//!   `VIDIOC_QUERYMENU`): past the last item (or one a menu skips) — the
-//!   wrapper answers `Ok(None)`.
-//!
-//! `VIDIOC_STREAMON`/`STREAMOFF`, `VIDIOC_QUERYBUF`, `VIDIOC_EXPBUF` and the
-//! rest only distinguish a vanished device from any other failure, so they
-//! share [`IoctlError`]. Every other errno is kept as it came (`Other`).
+//! an errno itself. An errno that means the same to several ioctls is the
+//! same variant in each enum: `Disconnected` for `ENODEV`/`ENXIO` (the device
+//! went away) in all of them, `Io` for vb2's fatal queue error (`EIO` from
+//! `VIDIOC_QBUF` and `VIDIOC_DQBUF` until `VIDIOC_STREAMOFF`). An ioctl whose
+//! errnos mean nothing more than that ([`IoctlError`]: `STREAMON`/`STREAMOFF`,
+//! `QUERYBUF`, `EXPBUF` and the rest) keeps every other errno as it came
+//! (`Other`). The enumerations (`VIDIOC_ENUM_FMT`, `_FRAMESIZES`,
+//! `_FRAMEINTERVALS`, `VIDIOC_QUERYCTRL` with `NEXT_CTRL`, `VIDIOC_QUERYMENU`)
+//! answer `Ok(None)` for `EINVAL`, past the last item (or one a menu skips).
 
 use std::path::Path;
 

@@ -66,21 +66,21 @@ pub(crate) struct FakeState {
 #[derive(Debug)]
 pub(crate) struct FakeDevice {
     path: PathBuf,
-    /// `bytesused` of each plane of a dequeued buffer.
-    bytes_used: [u32; raw::MAX_PLANES],
+    /// The planes of a dequeued buffer (their `bytesused`).
+    planes: [DequeuedPlane; raw::MAX_PLANES],
     state: Mutex<FakeState>,
 }
 
 impl FakeDevice {
     /// A fake at `/dev/fake`, whose frames fill `bytes_used` bytes per plane.
     pub fn new(bytes_used: &[u32]) -> FakeDevice {
-        let mut b = [0; raw::MAX_PLANES];
-        for (b, u) in b.iter_mut().zip(bytes_used) {
-            *b = *u;
+        let mut planes = [DequeuedPlane::default(); raw::MAX_PLANES];
+        for (p, &b) in planes.iter_mut().zip(bytes_used) {
+            p.bytes_used = b;
         }
         FakeDevice {
             path: PathBuf::from("/dev/fake"),
-            bytes_used: b,
+            planes,
             state: Mutex::default(),
         }
     }
@@ -144,16 +144,12 @@ impl BufferQueue for FakeDevice {
         let index = index.unwrap_or(queued);
         let sequence = st.sequence;
         st.sequence += 1;
-        let mut planes = [DequeuedPlane::default(); raw::MAX_PLANES];
-        for (p, b) in planes.iter_mut().zip(self.bytes_used) {
-            p.bytes_used = b;
-        }
         Ok(Dequeued {
             index,
             sequence,
             timestamp: Duration::from_millis(u64::from(sequence) * 33),
             error,
-            planes,
+            planes: self.planes,
         })
     }
 

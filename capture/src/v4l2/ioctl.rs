@@ -97,19 +97,10 @@ pub fn g_fmt(fd: BorrowedFd<'_>, type_: u32) -> Result<raw::Format, IoctlError> 
     Ok(f)
 }
 
-/// [`VIDIOC_S_FMT`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-fmt.html) (or `VIDIOC_TRY_FMT` with `try_only`): the driver's adjusted format.
+/// [`VIDIOC_S_FMT`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-fmt.html): the driver's adjusted format.
 #[doc(alias = "VIDIOC_S_FMT")]
-#[doc(alias = "VIDIOC_TRY_FMT")]
-pub fn s_fmt(
-    fd: BorrowedFd<'_>,
-    mut f: raw::Format,
-    try_only: bool,
-) -> Result<raw::Format, IoctlError> {
-    if try_only {
-        call!(raw::vidioc_try_fmt, fd, &mut f)?;
-    } else {
-        call!(raw::vidioc_s_fmt, fd, &mut f)?;
-    }
+pub fn s_fmt(fd: BorrowedFd<'_>, mut f: raw::Format) -> Result<raw::Format, IoctlError> {
+    call!(raw::vidioc_s_fmt, fd, &mut f)?;
     Ok(f)
 }
 

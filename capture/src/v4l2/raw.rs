@@ -261,7 +261,7 @@ pub union PlaneM {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Plane {
     pub bytesused: u32,
     pub length: u32,
@@ -270,15 +270,9 @@ pub struct Plane {
     pub reserved: [u32; 11],
 }
 
-impl Default for Plane {
-    fn default() -> Plane {
-        Plane {
-            bytesused: 0,
-            length: 0,
-            m: PlaneM { userptr: 0 },
-            data_offset: 0,
-            reserved: [0; 11],
-        }
+impl Default for PlaneM {
+    fn default() -> PlaneM {
+        PlaneM { userptr: 0 }
     }
 }
 
@@ -292,8 +286,14 @@ pub union BufferM {
     pub fd: i32,
 }
 
+impl Default for BufferM {
+    fn default() -> BufferM {
+        BufferM { userptr: 0 }
+    }
+}
+
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Buffer {
     pub index: u32,
     pub type_: u32,
@@ -315,17 +315,8 @@ impl Buffer {
         Buffer {
             index,
             type_,
-            bytesused: 0,
-            flags: 0,
-            field: 0,
-            timestamp: Timeval::default(),
-            timecode: Timecode::default(),
-            sequence: 0,
             memory,
-            m: BufferM { userptr: 0 },
-            length: 0,
-            reserved2: 0,
-            request_fd: 0,
+            ..Default::default()
         }
     }
 }
@@ -445,6 +436,5 @@ nix::ioctl_readwrite!(vidioc_g_ctrl, b'V', 27, Control);
 nix::ioctl_readwrite!(vidioc_s_ctrl, b'V', 28, Control);
 nix::ioctl_readwrite!(vidioc_queryctrl, b'V', 36, QueryCtrl);
 nix::ioctl_readwrite!(vidioc_querymenu, b'V', 37, QueryMenu);
-nix::ioctl_readwrite!(vidioc_try_fmt, b'V', 64, Format);
 nix::ioctl_readwrite!(vidioc_enum_framesizes, b'V', 74, FrmSizeEnum);
 nix::ioctl_readwrite!(vidioc_enum_frameintervals, b'V', 75, FrmIvalEnum);
