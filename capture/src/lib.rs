@@ -43,7 +43,6 @@ mod queue;
 mod slot;
 mod stats;
 mod stream;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod v4l2;
 
 pub use colorimetry::Colorimetry;

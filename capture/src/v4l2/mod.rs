@@ -19,9 +19,11 @@ use std::time::Duration;
 pub(crate) mod error;
 #[cfg(test)]
 pub(crate) mod fake;
+#[allow(unsafe_code)] // the syscall edge: each ioctl, with its SAFETY line
 pub(crate) mod ioctl;
 #[cfg(test)]
 mod queue_tests;
+#[allow(unsafe_code)] // the syscall edge: the kernel's structures and the union reads
 pub(crate) mod raw;
 
 pub(crate) use error::{DqbufError, IoctlError, QbufError};

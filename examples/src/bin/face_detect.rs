@@ -151,8 +151,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             total.decode += t.decode;
         }
     }
-    if !args.no_timings && args.frames > 1 {
-        let n = (args.frames - 1) as u32;
+    // A mean over more frames than a u32 counts is not worth a division by
+    // zero or a wrong figure: none is printed then.
+    let timed = u32::try_from(args.frames.saturating_sub(1))
+        .ok()
+        .filter(|&n| n > 0);
+    if let (false, Some(n)) = (args.no_timings, timed) {
         println!(
             "mean of frames 1..{}: preprocess {:.2} ms, copy {:.3} ms, inference {:.2} ms, decode {:.3} ms",
             args.frames - 1,
