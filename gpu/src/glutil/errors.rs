@@ -38,3 +38,12 @@ pub fn string(name: u32) -> String {
             .into_owned()
     }
 }
+
+/// `v` as the `GLint`/`GLsizei` argument of `what`; a value past `i32::MAX`
+/// is refused before GL is called, as GL would refuse it (`INVALID_VALUE`).
+pub(super) fn int(what: &'static str, v: usize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| GpuError::Gl {
+        call: what,
+        code: gl::INVALID_VALUE,
+    })
+}

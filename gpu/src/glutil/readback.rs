@@ -2,11 +2,12 @@
 //! CPU memory or into a pixel pack buffer, through one [`Readback`] that owns
 //! the pack state while it lives.
 
+use super::errors::int;
 use std::ops::Range;
 
 use zerocam_tensor::Element;
 
-use crate::{GpuError, Result};
+use crate::Result;
 
 /// A rectangle of the read framebuffer, in texels (x) and rows (y).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +20,6 @@ pub struct PixelRect {
     pub width: usize,
     /// Rows.
     pub height: usize,
-}
-
-fn int(what: &'static str, v: usize) -> Result<i32> {
-    i32::try_from(v).map_err(|_| GpuError::Gl {
-        call: what,
-        code: gl::INVALID_VALUE,
-    })
 }
 
 /// `(x, y, width, height)` as GL takes them.

@@ -2,6 +2,7 @@
 //! an unpack pixel buffer, in one `glTexSubImage2D` or row by row; nothing is
 //! allocated.
 
+use super::errors::int;
 use crate::{GpuError, Result};
 
 /// One upload into a 2D texture of `width`x`height` texels of `format`
@@ -48,13 +49,6 @@ fn texel_bytes(format: u32) -> Option<usize> {
         gl::RGBA => Some(4),
         _ => None,
     }
-}
-
-fn int(what: &'static str, v: usize) -> Result<i32> {
-    i32::try_from(v).map_err(|_| GpuError::Gl {
-        call: what,
-        code: gl::INVALID_VALUE,
-    })
 }
 
 /// Uploads `from` into `upload.texture` (left bound at `GL_TEXTURE_2D`), with

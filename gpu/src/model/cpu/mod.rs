@@ -33,7 +33,13 @@
 //! x86-64's baseline SSE2), one thread, shared with other builds: so
 //! instructions per frame (callgrind, independent of the load), and times of
 //! three alternating rounds of 300 runs, load average 4.6–5.2. OpenCV 5.0 +
-//! numpy 2.4 with `cv2.setNumThreads(1)`, the code the bench prints:
+//! numpy 2.4 with `cv2.setNumThreads(1)`, the code the bench prints. Times:
+//! `cargo run --release -p zerocam-gpu --example model_input_bench 300` and
+//! `python python/bench/model_input_bench.py 300` (OpenCV), alternated three
+//! times; instructions: that example under `valgrind --tool=callgrind` with a
+//! case filter (`... model_input_bench 1 f32`). These are the figures the
+//! rewrite was judged by; docs/benchmarks.md holds the current ones (they
+//! differ by the load of the day):
 //!
 //! | | instructions | fastest | median |
 //! | --- | --- | --- | --- |

@@ -13,8 +13,6 @@ pub(super) struct Ring {
     depth: usize,
     /// Where the next search for a free destination starts.
     next: usize,
-    /// Destinations allocated so far (never more than `depth`).
-    allocated: u64,
 }
 
 impl Ring {
@@ -29,7 +27,6 @@ impl Ring {
             slots: Vec::new(),
             depth,
             next: 0,
-            allocated: 0,
         })
     }
 
@@ -37,8 +34,10 @@ impl Ring {
         self.depth
     }
 
+    /// Destinations allocated so far (never more than `depth`): the slots,
+    /// which only grow.
     pub fn allocated(&self) -> u64 {
-        self.allocated
+        self.slots.len() as u64
     }
 
     /// Results held outside the ring now.
@@ -61,7 +60,6 @@ impl Ring {
             Some(i) => i,
             None if n < self.depth => {
                 self.slots.push(make()?);
-                self.allocated += 1;
                 n
             }
             None => return Err(PreprocessError::RingFull { depth: self.depth }),
