@@ -43,6 +43,10 @@ mod queue;
 mod slot;
 mod stats;
 mod stream;
+#[cfg(test)]
+#[path = "../../gpu/tests/common/counting_alloc.rs"]
+#[allow(unsafe_code)] // test-only: a GlobalAlloc is an unsafe impl by nature
+mod test_alloc;
 mod v4l2;
 
 pub use colorimetry::Colorimetry;

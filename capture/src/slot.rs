@@ -4,6 +4,7 @@
 //! the state holds. Callers move a slot through its states with the methods
 //! here; the count of queued buffers is read from the states.
 
+use smallvec::SmallVec;
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{Access, DeviceBorrow, FileBorrows, Tensor};
 
@@ -31,8 +32,10 @@ pub(crate) enum SlotState {
 
 /// A device's write borrows of a buffer's files while the buffer is queued to
 /// it: no CPU map of them can start meanwhile. Dropping them ends the borrows.
+/// Inline up to four files (every format zerocam captures has at most two
+/// memory planes), so queueing a buffer allocates nothing.
 #[derive(Debug)]
-pub(crate) struct DeviceBorrows(#[allow(dead_code)] Vec<DeviceBorrow>); // held for its drop
+pub(crate) struct DeviceBorrows(#[allow(dead_code)] SmallVec<[DeviceBorrow; 4]>); // held for its drop
 
 impl DeviceBorrows {
     /// The device's write borrow of every file in `files`; on failure (a CPU
@@ -184,6 +187,25 @@ mod tests {
     fn shm_plane() -> (PlaneMemory, Tensor<u8>) {
         let t = Tensor::<u8>::new(&[16], Some(TensorMemory::Shm), None).unwrap();
         (PlaneMemory::owned(t.clone()).unwrap(), t)
+    }
+
+    #[test]
+    fn queueing_and_dequeueing_a_slot_allocates_nothing() {
+        let (a, _ta) = shm_plane();
+        let (b, _tb) = shm_plane();
+        let mut slot = Slot::new(vec![a, b]);
+        slot.queue(|_| Ok::<_, ()>(())).unwrap(); // warm-up: the files' borrow lists grow once
+        slot.dequeued();
+        let before = crate::test_alloc::this_thread();
+        for _ in 0..10 {
+            assert_eq!(slot.queue(|_| Ok::<_, ()>(())), Ok(true));
+            slot.dequeued();
+        }
+        assert_eq!(
+            crate::test_alloc::this_thread() - before,
+            0,
+            "allocations per queue"
+        );
     }
 
     #[test]
