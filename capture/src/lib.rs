@@ -40,6 +40,7 @@ mod pattern;
 mod plan;
 mod plane_memory;
 mod queue;
+pub mod share;
 mod slot;
 mod stats;
 mod stream;

@@ -1,0 +1,12 @@
+//! Frame sharing between processes over a Unix stream socket: a publisher
+//! lends the frames of any [`FrameSource`](crate::FrameSource) to subscriber
+//! processes, sending each buffer's read-only fds once (`SCM_RIGHTS`) and then
+//! only its index; subscribers import each buffer once through their
+//! [`ImportCache`](zerocam_cache::ImportCache). docs/sharing.md describes the
+//! protocol.
+
+#[allow(unsafe_code)] // the fds SCM_RIGHTS installs are owned at the edge
+mod socket;
+mod wire;
+
+pub use wire::{GoodbyeReason, WireError};
