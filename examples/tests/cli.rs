@@ -111,6 +111,8 @@ fn bench_json_counts_imports_once_per_buffer_plane() {
         "seconds",
         "overhead_us_median",
         "overhead_us_p99",
+        "latency_us_median",
+        "latency_us_p99",
         "cpu_us_per_frame",
     ] {
         assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");

@@ -31,6 +31,12 @@ pub struct BenchReport {
     pub overhead_us_median: f64,
     /// 99th percentile SDK overhead per frame, µs.
     pub overhead_us_p99: f64,
+    /// Median age of a frame when the caller got it, µs: `CLOCK_MONOTONIC`
+    /// then minus the frame's timestamp (the driver's, or the publisher's
+    /// source's for `unix:`), so it includes the capture pipeline's latency.
+    pub latency_us_median: f64,
+    /// 99th percentile of the frame age, µs.
+    pub latency_us_p99: f64,
     /// Process CPU time per frame, µs.
     pub cpu_us_per_frame: f64,
     /// Buffers.
@@ -52,6 +58,8 @@ impl BenchReport {
             "dropped": self.dropped,
             "overhead_us_median": self.overhead_us_median,
             "overhead_us_p99": self.overhead_us_p99,
+            "latency_us_median": self.latency_us_median,
+            "latency_us_p99": self.latency_us_p99,
             "cpu_us_per_frame": self.cpu_us_per_frame,
             "buffers": self.buffers,
             "planes": self.planes,
@@ -63,7 +71,8 @@ impl BenchReport {
     pub fn to_text(&self) -> String {
         format!(
             "{} frames in {:.2} s ({:.1} fps)\nSDK overhead per frame: median {:.1} µs, p99 {:.1} µs\n\
-             imports {} (buffers {} x planes {}), cache hits {}\ndropped {}\nCPU time per frame {:.1} µs\n",
+             imports {} (buffers {} x planes {}), cache hits {}\ndropped {}\nframe age when received: median {:.1} µs, p99 {:.1} µs\n\
+             CPU time per frame {:.1} µs\n",
             self.frames,
             self.seconds,
             self.fps,
@@ -74,6 +83,8 @@ impl BenchReport {
             self.planes,
             self.cache_hits,
             self.dropped,
+            self.latency_us_median,
+            self.latency_us_p99,
             self.cpu_us_per_frame
         )
     }
@@ -88,6 +99,20 @@ fn cpu_time() -> Duration {
     let micros =
         |t: TimeVal| Duration::from_micros(u64::try_from(t.num_microseconds()).unwrap_or(0));
     micros(usage.user_time()) + micros(usage.system_time())
+}
+
+/// `CLOCK_MONOTONIC` now, the clock frame timestamps are on.
+fn monotonic_now() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(Duration::from)
+        .unwrap_or_default()
+}
+
+/// The `q` quantile of sorted durations, µs (0 when there are none).
+fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
+    sorted
+        .get(((sorted.len().saturating_sub(1)) as f64 * q).round() as usize)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e6)
 }
 
 /// Captures `frames` frames, timing zerocam's part of each.
@@ -107,10 +132,12 @@ pub fn bench(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut overhead = Vec::with_capacity(frames as usize);
+    let mut age = Vec::with_capacity(frames as usize);
     let (start, cpu0) = (Instant::now(), cpu_time());
     for _ in 0..frames {
         let f = opened.source.next_frame(Duration::from_secs(5))?;
         let t = Instant::now();
+        age.push(monotonic_now().saturating_sub(f.timestamp()));
         let deq = f.dequeue_overhead();
         drop(f);
         overhead.push(deq + t.elapsed());
@@ -119,11 +146,7 @@ pub fn bench(
     let (wall, cpu) = (start.elapsed(), cpu_time().saturating_sub(cpu0));
     bar.finish_and_clear();
     overhead.sort();
-    let pct = |q: f64| {
-        overhead
-            .get(((overhead.len().saturating_sub(1)) as f64 * q).round() as usize)
-            .map_or(0.0, |d| d.as_secs_f64() * 1e6)
-    };
+    age.sort();
     let st = opened.source.stats();
     let n = frames.max(1) as f64;
     let report = BenchReport {
@@ -134,8 +157,10 @@ pub fn bench(
         imports: st.cache.misses,
         cache_hits: st.cache.hits,
         dropped: st.dropped,
-        overhead_us_median: pct(0.5),
-        overhead_us_p99: pct(0.99),
+        overhead_us_median: quantile_us(&overhead, 0.5),
+        overhead_us_p99: quantile_us(&overhead, 0.99),
+        latency_us_median: quantile_us(&age, 0.5),
+        latency_us_p99: quantile_us(&age, 0.99),
         cpu_us_per_frame: cpu.as_secs_f64() * 1e6 / n,
         buffers: st.buffers,
         planes: st.planes,
