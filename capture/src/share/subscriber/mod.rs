@@ -1,0 +1,419 @@
+//! [`Subscriber`]: a [`FrameSource`] whose frames are another process's,
+//! lent over a Unix socket by a publisher. Each buffer's fds come once and
+//! are imported once through the subscriber's [`ImportCache`], kept across
+//! [`reconnect`](Subscriber::reconnect)s (the same files are cache hits);
+//! dropping a frame sends its release. Everything the publisher sends is
+//! checked (message bytes, fd counts, fd kinds, sizes against the format), so
+//! a hostile publisher gets a typed error, never a crash.
+
+mod buffers;
+mod connection;
+mod error;
+#[cfg(test)]
+mod tests;
+
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zerocam_cache::ImportCache;
+
+use super::socket::{ReceiveError, Receiver};
+use super::wire::{ClientMessage, ServerMessage, WireFormat};
+use crate::frame::{FrameMeta, Requeue};
+use crate::slot::cache_capacity;
+use crate::stats::Counters;
+use crate::{
+    CaptureError, Colorimetry, FormatReply, Frame, FrameSource, Result, StreamFormat, StreamStats,
+    MAX_BUFFERS,
+};
+use buffers::Buffers;
+use connection::Connection;
+pub use error::{BufferProblem, Disconnect, SubscribeError};
+
+/// How long a publisher may take to answer `Hello`.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to subscribe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriberConfig {
+    /// The publisher's socket path.
+    pub socket: PathBuf,
+    /// The most frames this subscriber holds at once (at least 1; the
+    /// publisher may lower it, and skips this subscriber while it holds them).
+    pub max_leases: u16,
+    /// The import cache's capacity; `None`: every buffer plane twice.
+    pub cache_capacity: Option<usize>,
+}
+
+impl SubscriberConfig {
+    /// The publisher at `socket`, 2 leases, the default cache.
+    pub fn new(socket: impl Into<PathBuf>) -> SubscriberConfig {
+        SubscriberConfig {
+            socket: socket.into(),
+            max_leases: 2,
+            cache_capacity: None,
+        }
+    }
+}
+
+/// The terms a publisher's `Welcome` set.
+#[derive(Debug, Clone, Copy)]
+struct Terms {
+    wire: WireFormat,
+    max_leases: usize,
+}
+
+/// A subscriber to a publisher's frames: the same [`Frame`] API as a camera.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zerocam_capture::{share::Subscriber, FrameSource};
+///
+/// let mut camera = Subscriber::connect("/run/zerocam/cam0.sock")?;
+/// let frame = camera.next_frame(Duration::from_secs(1))?;
+/// println!("{} {:?}", frame.sequence(), frame.tensor().shape());
+/// # Ok::<(), zerocam_capture::CaptureError>(())
+/// ```
+#[derive(Debug)]
+pub struct Subscriber {
+    config: SubscriberConfig,
+    /// `None` once the connection ended, until a reconnect.
+    connection: Option<Arc<Connection>>,
+    receiver: Receiver,
+    terms: Terms,
+    format: StreamFormat,
+    buffers: Buffers,
+    cache: ImportCache,
+    counters: Counters,
+}
+
+impl Subscriber {
+    /// Connects to the publisher at `socket` with the default
+    /// [`SubscriberConfig`].
+    ///
+    /// # Errors
+    /// See [`connect_with`](Self::connect_with).
+    pub fn connect(socket: impl AsRef<Path>) -> Result<Subscriber> {
+        Subscriber::connect_with(SubscriberConfig::new(socket.as_ref()))
+    }
+
+    /// Connects to the publisher `config` names: says `Hello` and reads its
+    /// `Welcome` (the format and the terms).
+    ///
+    /// # Errors
+    /// [`SubscribeError::Connect`] when nothing listens there;
+    /// [`SubscribeError::Disconnected`] when the publisher refuses
+    /// (`Goodbye(NotAllowed)`, `Goodbye(Full)`) or closes;
+    /// [`CaptureError::Timeout`] when it does not answer in 5 s;
+    /// [`SubscribeError::Wire`] / [`SubscribeError::Protocol`] for a bad
+    /// answer; [`CaptureError::UnsupportedFormat`] / [`CaptureError::BadFormat`]
+    /// for a format zerocam cannot take.
+    pub fn connect_with(config: SubscriberConfig) -> Result<Subscriber> {
+        let mut receiver = Receiver::new();
+        let (sock, terms, format) = handshake(&config, &mut receiver)?;
+        let buffers = usize::from(terms.1);
+        let capacity = config
+            .cache_capacity
+            .unwrap_or_else(|| cache_capacity(buffers, format.planes.len()));
+        let mut subscriber = Subscriber {
+            connection: Some(Arc::new(Connection::new(sock, buffers))),
+            config,
+            receiver,
+            terms: terms.0,
+            format,
+            buffers: Buffers::default(),
+            cache: ImportCache::new(capacity),
+            counters: Counters::default(),
+        };
+        subscriber.buffers.restart(buffers);
+        Ok(subscriber)
+    }
+
+    /// A new connection to the same socket, keeping the import cache: the
+    /// publisher's buffers are the same files, so they are cache hits, not
+    /// new imports. Frames of the old connection stay valid; their drops
+    /// release nothing (the old connection's leases ended with it).
+    ///
+    /// # Errors
+    /// Those of [`connect_with`](Self::connect_with); the subscriber stays
+    /// disconnected.
+    pub fn reconnect(&mut self) -> Result<()> {
+        self.drop_connection();
+        let (sock, terms, format) = handshake(&self.config, &mut self.receiver)?;
+        let buffers = usize::from(terms.1);
+        self.buffers.restart(buffers);
+        self.terms = terms.0;
+        self.format = format;
+        self.connection = Some(Arc::new(Connection::new(sock, buffers)));
+        Ok(())
+    }
+
+    /// Ends the connection (the publisher sees EOF and ends its leases).
+    fn drop_connection(&mut self) {
+        if let Some(c) = self.connection.take() {
+            c.close();
+        }
+    }
+
+    fn error(&self, e: SubscribeError) -> CaptureError {
+        CaptureError::Share(e)
+    }
+
+    /// `e` after ending the connection: what the subscriber gives on a
+    /// protocol error or the publisher's end.
+    fn fail(&mut self, e: SubscribeError) -> CaptureError {
+        self.drop_connection();
+        self.error(e)
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.config.socket.clone()
+    }
+}
+
+/// Connects, says `Hello` and reads the `Welcome`: the socket, the terms and
+/// the publisher's buffer count, and the format checked.
+fn handshake(
+    config: &SubscriberConfig,
+    receiver: &mut Receiver,
+) -> Result<(UnixStream, (Terms, u16), StreamFormat)> {
+    let socket = || config.socket.clone();
+    let sock = UnixStream::connect(&config.socket).map_err(|source| SubscribeError::Connect {
+        socket: socket(),
+        source,
+    })?;
+    let io = |source| SubscribeError::Io {
+        socket: socket(),
+        source,
+    };
+    let asked = config.max_leases.max(1);
+    let hello = ClientMessage::Hello { max_leases: asked }.encode();
+    if !super::socket::send(sock.as_fd(), &hello, &[]).map_err(io)? {
+        let full = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        return Err(io(full).into());
+    }
+    let received = receiver.receive(sock.as_fd(), Some(Instant::now() + HANDSHAKE_TIMEOUT));
+    let received = received.map_err(|e| receive_error(&config.socket, e, HANDSHAKE_TIMEOUT))?;
+    let protocol = |what: String| SubscribeError::Protocol {
+        socket: socket(),
+        what,
+    };
+    if !received.fds.is_empty() {
+        let n = received.fds.len();
+        return Err(protocol(format!("{n} fds came with the publisher's first message")).into());
+    }
+    let wire = |source| SubscribeError::Wire {
+        socket: socket(),
+        source,
+    };
+    let message = ServerMessage::decode(received.kind, received.body).map_err(wire)?;
+    let (lease_ms, max_leases, buffers, wire_format) = match message {
+        ServerMessage::Welcome {
+            lease_ms,
+            max_leases,
+            buffers,
+            format,
+        } => (lease_ms, max_leases, buffers, format),
+        ServerMessage::Goodbye(reason) => {
+            return Err(SubscribeError::Disconnected {
+                socket: socket(),
+                reason: Disconnect::Goodbye(reason),
+            }
+            .into())
+        }
+        ServerMessage::Frame(_) => return Err(protocol("a frame before the Welcome".into()).into()),
+    };
+    if max_leases == 0 || buffers == 0 || u32::from(buffers) > MAX_BUFFERS {
+        return Err(protocol(format!(
+            "Welcome with {max_leases} leases and {buffers} buffers (1..={MAX_BUFFERS} buffers, at least 1 lease)"
+        ))
+        .into());
+    }
+    let _ = lease_ms; // the publisher enforces it
+    let format = checked_format(&config.socket, &wire_format)?;
+    let terms = Terms {
+        wire: wire_format,
+        max_leases: usize::from(max_leases.min(asked)),
+    };
+    Ok((sock, (terms, buffers), format))
+}
+
+/// The stream format of `wire`, checked as a driver's reply is (a format
+/// zerocam captures, planes whose sizes hold the image).
+fn checked_format(socket: &Path, wire: &WireFormat) -> Result<StreamFormat> {
+    let reply = FormatReply {
+        fourcc: wire.fourcc,
+        width: wire.width,
+        height: wire.height,
+        field: 0,
+        num_planes: wire.plane_count,
+        planes: wire.planes().to_vec(),
+        colorimetry: Colorimetry::default(),
+    };
+    let mut format = reply.stream_format(socket)?;
+    format.color = wire.color;
+    Ok(format)
+}
+
+/// A receive failure as the subscriber reports it.
+fn receive_error(socket: &Path, e: ReceiveError, timeout: Duration) -> CaptureError {
+    let socket = socket.to_path_buf();
+    match e {
+        ReceiveError::Timeout => CaptureError::Timeout {
+            path: socket,
+            timeout,
+        },
+        ReceiveError::Closed => SubscribeError::Disconnected {
+            socket,
+            reason: Disconnect::Closed,
+        }
+        .into(),
+        ReceiveError::Wire(source) => SubscribeError::Wire { socket, source }.into(),
+        ReceiveError::TooManyFds { count } => SubscribeError::Protocol {
+            socket,
+            what: format!("{count} fds came with one message"),
+        }
+        .into(),
+        ReceiveError::Io(source) if source.kind() == std::io::ErrorKind::ConnectionReset => {
+            SubscribeError::Disconnected {
+                socket,
+                reason: Disconnect::Closed,
+            }
+            .into()
+        }
+        ReceiveError::Io(source) => SubscribeError::Io { socket, source }.into(),
+    }
+}
+
+impl FrameSource for Subscriber {
+    /// The next frame the publisher lends, waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// [`CaptureError::Timeout`] when none came; [`CaptureError::NoFreeBuffer`]
+    /// when the caller holds as many frames as the terms allow;
+    /// [`SubscribeError::Disconnected`] when the publisher said goodbye or
+    /// closed (or an earlier error ended the connection); any other
+    /// [`SubscribeError`] for what the publisher sent wrong, after which the
+    /// connection is ended.
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
+        let Some(connection) = self.connection.clone() else {
+            return Err(self.error(SubscribeError::Disconnected {
+                socket: self.socket(),
+                reason: Disconnect::Dropped,
+            }));
+        };
+        connection.flush_releases();
+        if connection.held() >= self.terms.max_leases {
+            return Err(CaptureError::NoFreeBuffer {
+                path: self.socket(),
+                buffers: self.terms.max_leases,
+            });
+        }
+        let deadline = Instant::now() + timeout;
+        let received = self
+            .receiver
+            .receive(connection.socket().as_fd(), Some(deadline));
+        let (kind, fds, message) = match received {
+            Ok(r) => (r.kind, r.fds, ServerMessage::decode(r.kind, r.body)),
+            Err(ReceiveError::Timeout) => {
+                return Err(receive_error(
+                    &self.config.socket,
+                    ReceiveError::Timeout,
+                    timeout,
+                ))
+            }
+            Err(e) => {
+                self.drop_connection();
+                return Err(receive_error(&self.config.socket, e, timeout));
+            }
+        };
+        let ready = Instant::now();
+        let socket = self.socket();
+        let f = match message {
+            Ok(ServerMessage::Frame(f)) => f,
+            Ok(ServerMessage::Goodbye(reason)) => {
+                let reason = Disconnect::Goodbye(reason);
+                return Err(self.fail(SubscribeError::Disconnected { socket, reason }));
+            }
+            Ok(ServerMessage::Welcome { .. }) => {
+                let what = format!("a second Welcome (kind {kind:#x})");
+                return Err(self.fail(SubscribeError::Protocol { socket, what }));
+            }
+            Err(source) => return Err(self.fail(SubscribeError::Wire { socket, source })),
+        };
+        if f.format != self.terms.wire {
+            let what = format!(
+                "frame {} is {} {}x{}, the Welcome said {} {}x{}",
+                f.frame_id,
+                f.format.fourcc,
+                f.format.width,
+                f.format.height,
+                self.terms.wire.fourcc,
+                self.terms.wire.width,
+                self.terms.wire.height
+            );
+            return Err(self.fail(SubscribeError::Protocol { socket, what }));
+        }
+        let tensor = self
+            .buffers
+            .frame_tensor(&mut self.cache, &self.format, &f, fds);
+        let tensor = match tensor {
+            Ok(t) => t,
+            Err((plane, problem)) => {
+                let buffer = f.buffer;
+                return Err(self.fail(SubscribeError::BadBuffer {
+                    socket,
+                    buffer,
+                    plane,
+                    problem,
+                }));
+            }
+        };
+        let index = f.buffer as usize;
+        connection.lend(index, f.frame_id);
+        self.counters.frames += 1;
+        let meta = FrameMeta {
+            sequence: f.sequence,
+            timestamp: Duration::from_nanos(f.timestamp_ns),
+            bytes_used: usize::try_from(f.bytes_used).unwrap_or(usize::MAX),
+            synthesized: f.synthesized,
+        };
+        let owner: Arc<dyn Requeue> = connection;
+        Ok(Frame::new(
+            owner,
+            index,
+            tensor,
+            self.format.color,
+            meta,
+            ready,
+        ))
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        &self.format
+    }
+
+    fn stats(&self) -> StreamStats {
+        let buffers = self.buffers.count();
+        StreamStats::new(
+            self.counters,
+            buffers,
+            self.format.planes.len(),
+            self.cache.stats(),
+        )
+    }
+
+    /// The socket path.
+    fn name(&self) -> &Path {
+        &self.config.socket
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.drop_connection();
+    }
+}
