@@ -293,7 +293,8 @@ impl FrameSource for Subscriber {
     ///
     /// # Errors
     /// [`CaptureError::Timeout`] when none came; [`CaptureError::NoFreeBuffer`]
-    /// when the caller holds as many frames as the terms allow;
+    /// when the caller holds as many frames as the terms allow and nothing
+    /// is waiting on the socket;
     /// [`SubscribeError::Disconnected`] when the publisher said goodbye or
     /// closed (or an earlier error ended the connection); any other
     /// [`SubscribeError`] for what the publisher sent wrong, after which the
@@ -306,18 +307,22 @@ impl FrameSource for Subscriber {
             }));
         };
         connection.flush_releases();
-        if connection.held() >= self.terms.max_leases {
-            return Err(CaptureError::NoFreeBuffer {
-                path: self.socket(),
-                buffers: self.terms.max_leases,
-            });
-        }
-        let deadline = Instant::now() + timeout;
+        // At the cap the publisher skips this client: wait for nothing, but
+        // take what is already there (its goodbye, its end, or a frame lent
+        // again after a lease deadline).
+        let at_cap = connection.held() >= self.terms.max_leases;
+        let deadline = Instant::now() + if at_cap { Duration::ZERO } else { timeout };
         let received = self
             .receiver
             .receive(connection.socket().as_fd(), Some(deadline));
         let (kind, fds, message) = match received {
             Ok(r) => (r.kind, r.fds, ServerMessage::decode(r.kind, r.body)),
+            Err(ReceiveError::Timeout) if at_cap => {
+                return Err(CaptureError::NoFreeBuffer {
+                    path: self.socket(),
+                    buffers: self.terms.max_leases,
+                })
+            }
             Err(ReceiveError::Timeout) => {
                 return Err(receive_error(
                     &self.config.socket,
