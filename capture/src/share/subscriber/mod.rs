@@ -336,18 +336,21 @@ impl FrameSource for Subscriber {
             }
         };
         let ready = Instant::now();
-        let socket = self.socket();
         let f = match message {
             Ok(ServerMessage::Frame(f)) => f,
             Ok(ServerMessage::Goodbye(reason)) => {
                 let reason = Disconnect::Goodbye(reason);
+                let socket = self.socket();
                 return Err(self.fail(SubscribeError::Disconnected { socket, reason }));
             }
             Ok(ServerMessage::Welcome { .. }) => {
-                let what = format!("a second Welcome (kind {kind:#x})");
+                let (socket, what) = (self.socket(), format!("a second Welcome (kind {kind:#x})"));
                 return Err(self.fail(SubscribeError::Protocol { socket, what }));
             }
-            Err(source) => return Err(self.fail(SubscribeError::Wire { socket, source })),
+            Err(source) => {
+                let socket = self.socket();
+                return Err(self.fail(SubscribeError::Wire { socket, source }));
+            }
         };
         if f.format != self.terms.wire {
             let what = format!(
@@ -360,6 +363,7 @@ impl FrameSource for Subscriber {
                 self.terms.wire.width,
                 self.terms.wire.height
             );
+            let socket = self.socket();
             return Err(self.fail(SubscribeError::Protocol { socket, what }));
         }
         let tensor = self
@@ -368,7 +372,7 @@ impl FrameSource for Subscriber {
         let tensor = match tensor {
             Ok(t) => t,
             Err((plane, problem)) => {
-                let buffer = f.buffer;
+                let (socket, buffer) = (self.socket(), f.buffer);
                 return Err(self.fail(SubscribeError::BadBuffer {
                     socket,
                     buffer,

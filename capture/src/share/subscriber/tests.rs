@@ -669,3 +669,30 @@ fn a_refusal_or_a_bad_welcome_fails_connect_typed() {
     let e = Subscriber::connect(socket_path("nobody")).unwrap_err();
     assert!(matches!(share_error(e), SubscribeError::Connect { .. }));
 }
+
+#[test]
+fn a_frame_and_its_release_allocate_nothing_once_the_buffers_came() {
+    let nv12m = format("NV12M", 64, 32);
+    let buffers: Vec<_> = (0..2).map(|i| Buffer::new(&nv12m, i)).collect();
+    let (path, thread) = publisher("alloc", &nv12m, 1, move |_, p| {
+        p.hello();
+        p.welcome(2, 2);
+        for id in 0..104u64 {
+            p.lend(id, (id % 2) as u32, &buffers[(id % 2) as usize], id < 2);
+            assert_eq!(p.release(), id);
+        }
+    });
+    let mut s = Subscriber::connect(&path).unwrap();
+    for _ in 0..4 {
+        drop(s.next_frame(WAIT).unwrap()); // the imports, the composed tensors
+    }
+    let before = crate::test_alloc::this_thread();
+    for _ in 0..100 {
+        drop(s.next_frame(WAIT).unwrap());
+    }
+    let allocations = crate::test_alloc::this_thread() - before;
+    assert_eq!(allocations, 0, "allocations over 100 frames and releases");
+    assert_eq!(s.stats().cache.misses, 4);
+    thread.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+}
