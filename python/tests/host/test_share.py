@@ -191,3 +191,31 @@ def test_a_hostile_publisher_is_an_error_not_a_crash(tmp_path):
     publisher.join()
     os.close(r)
     os.close(w)
+
+
+def test_no_fd_growth_over_2000_frames(tmp_path):
+    path = tmp_path / "cam.sock"
+    fds = [read_only_memfd(i) for i in range(3)]
+    frames = 2000
+
+    def script(n, conn):
+        conn.sendall(welcome(3))
+        for i in range(frames):
+            anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", fds[i % 3]))] if i < 3 else []
+            conn.sendmsg([frame(i, i % 3, i < 3)], anc)
+            assert released_id(conn) == i
+
+    publisher = Publisher(path, script)
+    with Camera(f"unix:{path}") as cam:
+        for i in range(3):
+            cam.read().release()  # the buffers' fds came: the subscriber keeps one per plane
+        before = len(os.listdir("/proc/self/fd"))
+        for i in range(3, frames):
+            with cam.read() as f:
+                assert f.sequence == i * 10
+        after = len(os.listdir("/proc/self/fd"))
+        assert after <= before, f"fds {before} -> {after} over {frames} frames"
+        assert cam.stats()["cache"]["misses"] == 3
+    publisher.join()
+    for fd in fds:
+        os.close(fd)
