@@ -18,6 +18,10 @@ use crate::share::wire::ClientMessage;
 /// the older frame is still out.
 type Ids = SmallVec<[u64; 2]>;
 
+/// The most releases kept for a publisher that does not read them; more are
+/// dropped (its lease deadlines end those frames' leases anyway).
+const MAX_UNSENT: usize = 64;
+
 /// What the frames of a connection share with it.
 #[derive(Debug, Default)]
 struct Leases {
@@ -103,7 +107,7 @@ impl Requeue for Connection {
         }
         let frame_id = ids.remove(0);
         l.held = l.held.saturating_sub(1);
-        if !l.unsent.is_empty() || !self.send_release(frame_id) {
+        if (!l.unsent.is_empty() || !self.send_release(frame_id)) && l.unsent.len() < MAX_UNSENT {
             l.unsent.push(frame_id);
         }
     }
