@@ -320,7 +320,9 @@ impl Camera {
             let mut src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
             match src.as_mut() {
                 Some(Source::Subscriber(s)) => Ok(s.reconnect()),
-                Some(_) => Err(Some("reconnect: the camera is not a publisher's (unix:PATH)")),
+                Some(_) => Err(Some(
+                    "reconnect: the camera is not a publisher's (unix:PATH)",
+                )),
                 None => Err(None),
             }
         })
