@@ -322,3 +322,34 @@ fn a_refusal_or_a_bad_welcome_fails_connect_typed() {
     let e = Subscriber::connect(socket_path("nobody")).unwrap_err();
     assert!(matches!(share_error(e), SubscribeError::Connect { .. }));
 }
+
+#[test]
+fn a_header_without_its_body_ends_the_connection_not_a_timeout() {
+    let nv12 = format("NV12", 64, 32);
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let (path, thread) = publisher("header-only", &nv12, 1, move |_, p| {
+        p.hello();
+        p.welcome(3, 2);
+        let f = frame_message(p.wire, 0, 0, &[NV12_BYTES], false);
+        let bytes = ServerMessage::Frame(f).encode();
+        p.sock.write_all(&bytes.as_bytes()[..12]).unwrap(); // and then nothing
+        let _ = wait.recv();
+    });
+    let mut s = Subscriber::connect(&path).unwrap();
+    let e = share_error(s.next_frame(Duration::from_millis(10)).unwrap_err());
+    assert!(
+        matches!(&e, SubscribeError::Io { source, .. } if source.kind() == std::io::ErrorKind::TimedOut),
+        "{e}"
+    );
+    let again = share_error(s.next_frame(WAIT).unwrap_err());
+    assert!(matches!(
+        again,
+        SubscribeError::Disconnected {
+            reason: Disconnect::Dropped,
+            ..
+        }
+    ));
+    done.send(()).unwrap();
+    thread.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+}
