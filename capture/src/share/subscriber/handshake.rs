@@ -16,11 +16,11 @@ use crate::{CaptureError, Colorimetry, FormatReply, Result, StreamFormat, MAX_BU
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connects, says `Hello` and reads the `Welcome`: the socket, the terms and
-/// the publisher's buffer count, and the format checked.
+/// the format checked.
 pub(super) fn handshake(
     config: &SubscriberConfig,
     receiver: &mut Receiver,
-) -> Result<(UnixStream, (Terms, u16), StreamFormat)> {
+) -> Result<(UnixStream, Terms, StreamFormat)> {
     let socket = || config.socket.clone();
     let sock = UnixStream::connect(&config.socket).map_err(|source| SubscribeError::Connect {
         socket: socket(),
@@ -78,8 +78,9 @@ pub(super) fn handshake(
     let terms = Terms {
         wire: wire_format,
         max_leases: usize::from(max_leases.min(asked)),
+        buffers: usize::from(buffers),
     };
-    Ok((sock, (terms, buffers), format))
+    Ok((sock, terms, format))
 }
 
 /// The stream format of `wire`, checked as a driver's reply is (a format

@@ -57,8 +57,12 @@ impl SubscriberConfig {
 /// The terms a publisher's `Welcome` set.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Terms {
+    /// The format every frame must come in.
     wire: WireFormat,
+    /// The most frames the caller may hold.
     max_leases: usize,
+    /// The publisher's buffer count.
+    buffers: usize,
 }
 
 /// A subscriber to a publisher's frames: the same [`Frame`] API as a camera.
@@ -109,7 +113,7 @@ impl Subscriber {
     pub fn connect_with(config: SubscriberConfig) -> Result<Subscriber> {
         let mut receiver = Receiver::new();
         let (sock, terms, format) = handshake(&config, &mut receiver)?;
-        let buffers = usize::from(terms.1);
+        let buffers = terms.buffers;
         let capacity = config
             .cache_capacity
             .unwrap_or_else(|| cache_capacity(buffers, format.planes.len()));
@@ -117,7 +121,7 @@ impl Subscriber {
             connection: Some(Arc::new(Connection::new(sock, buffers))),
             config,
             receiver,
-            terms: terms.0,
+            terms,
             format,
             buffers: Buffers::default(),
             cache: ImportCache::new(capacity),
@@ -138,9 +142,9 @@ impl Subscriber {
     pub fn reconnect(&mut self) -> Result<()> {
         self.drop_connection();
         let (sock, terms, format) = handshake(&self.config, &mut self.receiver)?;
-        let buffers = usize::from(terms.1);
+        let buffers = terms.buffers;
         self.buffers.restart(buffers);
-        self.terms = terms.0;
+        self.terms = terms;
         self.format = format;
         self.connection = Some(Arc::new(Connection::new(sock, buffers)));
         Ok(())
