@@ -308,6 +308,12 @@ pub enum CaptureError {
         /// The tensor error.
         source: zerocam_tensor::Error,
     },
+
+    /// Subscribing to a publisher's frames failed
+    /// ([`Subscriber`](crate::share::Subscriber)): the connection, the
+    /// publisher's end, or what it sent.
+    #[error(transparent)]
+    Share(#[from] crate::share::SubscribeError),
 }
 
 /// An argument that is wrong whatever the device.

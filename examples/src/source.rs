@@ -12,7 +12,8 @@ use zerocam_capture::{
 #[derive(Debug, Clone)]
 pub struct SourceSpec {
     /// A device path, `libcamera:<id>` (or `libcamera`: the first libcamera
-    /// camera), `pattern`, or `None` to pick the first libcamera camera
+    /// camera), `unix:<socket>` (a publisher's frames: `zerocam serve`),
+    /// `pattern`, or `None` to pick the first libcamera camera
     /// (feature `libcamera`), else the first V4L2 camera, else the pattern.
     pub device: Option<String>,
     /// The format (default: NV12, or the device's current format).
@@ -59,6 +60,9 @@ pub fn open_or_fall_back(
     spec: &SourceSpec,
     fallback: Option<BufferMode>,
 ) -> Result<Opened, CaptureError> {
+    if let Some(socket) = spec.device.as_deref().and_then(|d| d.strip_prefix("unix:")) {
+        return open_subscriber(socket, spec);
+    }
     #[cfg(feature = "libcamera")]
     crate::cli::libcamera::quiet_log();
     if let Some(id) = spec
@@ -153,6 +157,29 @@ pub fn open_or_fall_back(
     })
 }
 
+/// Subscribes to the publisher at `socket`: its format, size, rate and
+/// buffers are the publisher's, so `spec`'s are ignored (the description
+/// says so when any was given).
+fn open_subscriber(socket: &str, spec: &SourceSpec) -> Result<Opened, CaptureError> {
+    let source = zerocam_capture::share::Subscriber::connect(socket)?;
+    let f = source.stream_format();
+    let mut description = format!(
+        "unix:{socket} (a publisher's frames): {} {}x{}, {} buffers",
+        f.format.name,
+        f.width,
+        f.height,
+        source.stats().buffers
+    );
+    if spec.format.is_some() || spec.size.is_some() || spec.fps.is_some() {
+        description += " (format, size and rate are the publisher's: the options are ignored)";
+    }
+    Ok(Opened {
+        source: Box::new(source),
+        description,
+        is_pattern: false,
+    })
+}
+
 /// Opens libcamera camera `id` (or the first) as `spec` asks (default NV12
 /// 640x480); the V4L2 buffer mode does not apply, and a frame rate is
 /// refused (`LibcameraUnsupported`) rather than ignored.
@@ -199,4 +226,34 @@ fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, Captur
         feature: "libcamera",
     }
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_spec_subscribes_and_names_the_socket_when_nobody_listens() {
+        let socket =
+            std::env::temp_dir().join(format!("zerocam-nobody-{}.sock", std::process::id()));
+        let spec = SourceSpec {
+            device: Some(format!("unix:{}", socket.display())),
+            format: None,
+            size: None,
+            fps: None,
+            buffers: 4,
+            mode: BufferMode::Mmap,
+        };
+        let Err(e) = open(&spec) else {
+            panic!("nothing listens at {}", socket.display());
+        };
+        assert!(
+            matches!(
+                &e,
+                CaptureError::Share(zerocam_capture::share::SubscribeError::Connect { socket: s, .. })
+                    if *s == socket
+            ),
+            "{e}"
+        );
+    }
 }

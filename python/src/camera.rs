@@ -1,4 +1,5 @@
-//! `zerocam.Camera` and `zerocam.Frame`: V4L2 capture and the pattern source.
+//! `zerocam.Camera` and `zerocam.Frame`: V4L2 capture, the pattern source,
+//! and a publisher's frames (`unix:PATH`).
 //!
 //! A frame keeps its buffer out of the driver's queue until `release()` (or
 //! the end of its `with` block, or its garbage collection). Its `planes` are
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
+use zerocam_capture::share::Subscriber;
 use zerocam_capture::{
     BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
     Stream, StreamConfig,
@@ -28,6 +30,7 @@ use crate::tensor::PyTensor;
 enum Source {
     Stream(Stream),
     Pattern(PatternSource),
+    Subscriber(Subscriber),
 }
 
 impl Source {
@@ -35,6 +38,7 @@ impl Source {
         match self {
             Source::Stream(s) => s,
             Source::Pattern(p) => p,
+            Source::Subscriber(s) => s,
         }
     }
 
@@ -42,12 +46,13 @@ impl Source {
         match self {
             Source::Stream(s) => s,
             Source::Pattern(p) => p,
+            Source::Subscriber(s) => s,
         }
     }
 }
 
-/// A camera (V4L2 device or the built-in pattern source): a context manager
-/// and an iterator of frames.
+/// A camera (V4L2 device, the built-in pattern source, or a publisher's
+/// frames over a Unix socket): a context manager and an iterator of frames.
 #[pyclass(module = "zerocam._zerocam", frozen)]
 pub struct Camera {
     source: Mutex<Option<Source>>,
@@ -102,6 +107,35 @@ fn pattern_camera(
     })
 }
 
+/// A subscriber to the publisher at `socket` (`Camera(device="unix:PATH")`).
+fn subscriber_camera(
+    py: Python<'_>,
+    socket: &str,
+    controls: Option<&Bound<'_, PyDict>>,
+    mode: BufferMode,
+    memory: &str,
+    timeout: Duration,
+) -> PyResult<Camera> {
+    if let Some(c) = controls.filter(|c| !c.is_empty()) {
+        return Err(invalid(format!(
+            "controls {c}: a publisher's frames (unix:{socket}) have no controls here"
+        )));
+    }
+    if mode != BufferMode::Mmap {
+        return Err(invalid(format!(
+            "memory {memory:?}: a publisher's frames (unix:{socket}) come in its buffers; \
+             give \"mmap\" or leave it out"
+        )));
+    }
+    let source = py
+        .detach(|| Subscriber::connect(socket))
+        .map_err(capture_err)?;
+    Ok(Camera {
+        source: Mutex::new(Some(Source::Subscriber(source))),
+        timeout,
+    })
+}
+
 /// Sets `controls` (name → menu item name or int value) on `device`.
 fn set_controls(device: &Device, controls: &Bound<'_, PyDict>) -> PyResult<()> {
     for (k, v) in controls.iter() {
@@ -129,6 +163,12 @@ fn set_control(device: &Device, name: &str, value: &Bound<'_, PyAny>) -> PyResul
 #[pymethods]
 impl Camera {
     /// Opens `device` and starts capturing `format` at `size`.
+    ///
+    /// `device="unix:PATH"` subscribes to the publisher (`zerocam serve`)
+    /// listening at `PATH` instead: its frames come in the publisher's
+    /// format, size, rate and buffers (`format`, `size`, `fps` and `buffers`
+    /// are ignored), and a publisher that stops or dies raises
+    /// `Disconnected` (`reconnect()` connects again).
     ///
     /// `memory`: `"mmap"` (driver buffers, exported once as dma-bufs) or
     /// `"dmabuf"` (buffers from the DMA heap). `controls`: `{name: value}`
@@ -161,6 +201,9 @@ impl Camera {
                 )))
             }
         };
+        if let Some(socket) = device.strip_prefix("unix:") {
+            return subscriber_camera(py, socket, controls, mode, memory, timeout);
+        }
         if device == "pattern" {
             if let Some(c) = controls.filter(|c| !c.is_empty()) {
                 return Err(invalid(format!(
@@ -268,6 +311,25 @@ impl Camera {
         py.detach(move || drop(src));
     }
 
+    /// Connects again to the publisher of a `unix:PATH` camera (after
+    /// `Disconnected`), keeping its imports: the publisher's buffers are the
+    /// same files, so nothing is imported again. Frames of the old
+    /// connection stay readable. Raises `InvalidArgument` for other cameras.
+    fn reconnect(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            let mut src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+            match src.as_mut() {
+                Some(Source::Subscriber(s)) => Ok(s.reconnect()),
+                Some(_) => Err(Some(
+                    "reconnect: the camera is not a publisher's (unix:PATH)",
+                )),
+                None => Err(None),
+            }
+        })
+        .map_err(|e| e.map_or_else(|| released("the camera"), invalid))?
+        .map_err(capture_err)
+    }
+
     /// Sets a device control by name: a menu item name (`"100% Red"`) or an int.
     fn set_control(&self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
@@ -275,6 +337,10 @@ impl Camera {
             Some(Source::Stream(s)) => set_control(s.device(), name, value),
             Some(Source::Pattern(_)) => Err(invalid(format!(
                 "control {name:?}: the pattern source has no controls"
+            ))),
+            Some(Source::Subscriber(s)) => Err(invalid(format!(
+                "control {name:?}: a publisher's frames (unix:{}) have no controls here",
+                s.name().display()
             ))),
             None => Err(released("the camera")),
         }
@@ -318,17 +384,16 @@ impl Camera {
         Ok((f.format.name.to_owned(), f.width, f.height))
     }
 
-    /// The device path, or `"pattern"`.
+    /// The device path, `"pattern"`, or `"unix:PATH"`.
     #[getter]
     fn device(&self) -> PyResult<String> {
         let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(src
-            .as_ref()
-            .ok_or_else(|| released("the camera"))?
-            .as_ref()
-            .name()
-            .display()
-            .to_string())
+        let src = src.as_ref().ok_or_else(|| released("the camera"))?;
+        let name = src.as_ref().name().display();
+        Ok(match src {
+            Source::Subscriber(_) => format!("unix:{name}"),
+            _ => name.to_string(),
+        })
     }
 }
 

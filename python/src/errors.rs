@@ -6,6 +6,7 @@
 //! `BufferError`.
 
 use pyo3::prelude::*;
+use zerocam_capture::share::SubscribeError;
 use zerocam_capture::CaptureError;
 use zerocam_gpu::{CpuConvertError, GpuError, ModelInputError, PreprocessError};
 use zerocam_tensor::Error as TensorError;
@@ -16,6 +17,7 @@ pyo3::import_exception!(zerocam.errors, Timeout);
 pyo3::import_exception!(zerocam.errors, MapConflict);
 pyo3::import_exception!(zerocam.errors, Released);
 pyo3::import_exception!(zerocam.errors, NoFreeBuffer);
+pyo3::import_exception!(zerocam.errors, Disconnected);
 pyo3::import_exception!(zerocam.errors, Error);
 
 /// A bad argument, naming the value.
@@ -97,6 +99,8 @@ pub fn capture_err(e: CaptureError) -> PyErr {
     match e {
         CaptureError::Timeout { .. } => Timeout::new_err((libc::ETIMEDOUT, msg)),
         CaptureError::NoFreeBuffer { .. } => NoFreeBuffer::new_err(msg),
+        CaptureError::Disconnected { errno, .. } => Disconnected::new_err((errno as i32, msg)),
+        CaptureError::Share(e) => share_err(e, msg),
         CaptureError::Tensor { source, .. } => {
             // Keep the device in the message, the class of the tensor error.
             let inner = tensor_err(source);
@@ -115,6 +119,25 @@ pub fn capture_err(e: CaptureError) -> PyErr {
             Some(errno) => os_error(errno as i32, msg),
             None => Error::new_err(msg),
         },
+    }
+}
+
+/// A subscriber's error (`Camera("unix:PATH")`): the publisher's end
+/// (goodbye, or its death) is `Disconnected` (`errno` `ECONNRESET` when it
+/// closed without a goodbye), no publisher there a `DeviceError` with
+/// `connect`'s errno, and what a publisher sent wrong a `zerocam.Error`.
+fn share_err(e: SubscribeError, msg: String) -> PyErr {
+    use zerocam_capture::share::Disconnect;
+    match e {
+        SubscribeError::Disconnected {
+            reason: Disconnect::Closed,
+            ..
+        } => Disconnected::new_err((libc::ECONNRESET, msg)),
+        SubscribeError::Disconnected { .. } => Disconnected::new_err(msg),
+        SubscribeError::Connect { ref source, .. } | SubscribeError::Io { ref source, .. } => {
+            io_error(source, msg)
+        }
+        _ => Error::new_err(msg),
     }
 }
 

@@ -37,6 +37,7 @@ from ._zerocam import (
 )
 from .errors import (
     DeviceError,
+    Disconnected,
     Error,
     InvalidArgument,
     MapConflict,
@@ -51,6 +52,7 @@ __all__ = [
     "Camera",
     "CpuAccess",
     "DeviceError",
+    "Disconnected",
     "Error",
     "Frame",
     "HostPin",

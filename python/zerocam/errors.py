@@ -11,6 +11,9 @@ class                     raised for
                           formats, sizes, unknown controls
 ``DeviceError``           the kernel refused (``OSError``, with ``errno``): open,
                           ioctl, mmap, dma-buf sync, allocation
+``Disconnected``          the camera went away, or a publisher's frames
+                          (``Camera("unix:PATH")``) ended: it stopped, its
+                          camera is gone, or it died (a ``DeviceError``)
 ``Timeout``               no frame within the timeout (``TimeoutError``)
 ``MapConflict``           a map, pin bracket or export conflicts with a live one
                           (also a map kept open past its ``with`` block by numpy
@@ -36,6 +39,13 @@ class DeviceError(Error, OSError):
     """A device or kernel failure; ``errno`` holds the kernel's error number."""
 
 
+class Disconnected(DeviceError):
+    """The camera went away (unplugged, driver unbound: ``errno`` ``ENODEV``),
+    or the publisher of a ``Camera("unix:PATH")`` stopped, lost its camera or
+    died (``errno`` ``ECONNRESET``, or ``None`` after its goodbye);
+    ``Camera.reconnect()`` connects to a publisher again."""
+
+
 class Timeout(Error, TimeoutError):
     """No frame came within the timeout."""
 
@@ -57,6 +67,7 @@ __all__ = [
     "Error",
     "InvalidArgument",
     "DeviceError",
+    "Disconnected",
     "Timeout",
     "MapConflict",
     "Released",

@@ -7,6 +7,8 @@
 
 #[allow(unsafe_code)] // the fds SCM_RIGHTS installs are owned at the edge
 mod socket;
+mod subscriber;
 mod wire;
 
+pub use subscriber::{BufferProblem, Disconnect, SubscribeError, Subscriber, SubscriberConfig};
 pub use wire::{GoodbyeReason, WireError};

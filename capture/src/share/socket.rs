@@ -118,7 +118,16 @@ impl Receiver {
         // A body follows its header at once: give it a second even when the
         // caller's deadline is nearer, so a frame is not cut in two.
         let body_deadline = deadline.map(|d| d.max(Instant::now() + BODY_GRACE));
-        self.fill(sock, HEADER_LEN, HEADER_LEN + len, body_deadline, &mut fds)?;
+        // A body that never comes is not "no message": the header is
+        // consumed, so the stream is out of step and the peer must go.
+        self.fill(sock, HEADER_LEN, HEADER_LEN + len, body_deadline, &mut fds)
+            .map_err(|e| match e {
+                ReceiveError::Timeout => ReceiveError::Io(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("a {len}-byte body did not follow its header within {BODY_GRACE:?}"),
+                )),
+                e => e,
+            })?;
         Ok(Received {
             kind,
             body: &self.buf[HEADER_LEN..HEADER_LEN + len],
