@@ -5,10 +5,12 @@
 //! [`ImportCache`](zerocam_cache::ImportCache). docs/sharing.md describes the
 //! protocol.
 
+mod publisher;
 #[allow(unsafe_code)] // the fds SCM_RIGHTS installs are owned at the edge
 mod socket;
 mod subscriber;
 mod wire;
 
+pub use publisher::{ClientStats, PublishError, Publisher, PublisherConfig, PublisherStats};
 pub use subscriber::{BufferProblem, Disconnect, SubscribeError, Subscriber, SubscriberConfig};
 pub use wire::{GoodbyeReason, WireError};

@@ -7,7 +7,7 @@
 
 use zerocam_tensor::{ColorSpec, Matrix, Range};
 
-use crate::{CaptureFormat, FourCc, PlaneLayout, StreamFormat, Synthesized};
+use crate::{FourCc, PlaneLayout, StreamFormat, Synthesized};
 
 /// The first four bytes of every message.
 pub(crate) const MAGIC: [u8; 4] = *b"ZCSH";
@@ -159,8 +159,9 @@ impl WireFormat {
 
     /// The [`StreamFormat`], checked: a format zerocam captures, with as many
     /// planes as it has memory planes.
+    #[cfg(test)]
     pub fn stream_format(&self) -> Result<StreamFormat, WireError> {
-        let format = CaptureFormat::from_fourcc(self.fourcc)
+        let format = crate::CaptureFormat::from_fourcc(self.fourcc)
             .ok_or(field("fourcc", u64::from(self.fourcc.to_u32())))?;
         if format.memory_planes != self.planes().len() {
             return Err(field("plane count", u64::from(self.plane_count)));

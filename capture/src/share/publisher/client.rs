@@ -1,0 +1,199 @@
+//! One subscriber as the publisher sees it: its non-blocking socket, the
+//! bytes it sent that are not a whole message yet, whether it said `Hello`,
+//! the frames it holds, the buffers whose fds it has, and its counters.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::os::unix::net::UnixStream;
+
+use smallvec::SmallVec;
+
+use crate::share::wire::{decode_header, ClientMessage, HEADER_LEN, MAX_MESSAGE};
+
+/// How many expired frame ids a client's late releases are recognised by.
+const EXPIRED_KEPT: usize = 64;
+
+/// What a client's counters say, for [`PublisherStats`](super::PublisherStats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// The client's process id (`SO_PEERCRED`).
+    pub pid: i32,
+    /// Its user id.
+    pub uid: u32,
+    /// Frames lent to it.
+    pub frames: u64,
+    /// Frames it was skipped for (at its lease cap, or its socket full).
+    pub skips: u64,
+    /// Frames it holds now.
+    pub held: usize,
+    /// Releases that came after the frame's deadline (ignored).
+    pub late_releases: u64,
+}
+
+/// What a client asked for, in the order it came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Request {
+    /// `Hello`: start sending frames.
+    Hello {
+        /// The client's cap on frames held.
+        max_leases: u16,
+    },
+    /// `Release` of a frame the client holds.
+    Release(u64),
+}
+
+/// One connected client.
+#[derive(Debug)]
+pub(super) struct Client {
+    pub sock: UnixStream,
+    /// Bytes read and not yet a whole message.
+    pending: [u8; MAX_MESSAGE],
+    filled: usize,
+    /// The frames it may hold at once; `None` until its `Hello`.
+    pub max_leases: Option<u16>,
+    /// The ids of the frames it holds.
+    pub leases: SmallVec<[u64; 4]>,
+    /// The most recent ids of frames whose lease expired while it held them.
+    expired: VecDeque<u64>,
+    /// Per buffer index: whether its fds went to this connection.
+    pub has_fds: Vec<bool>,
+    pub stats: ClientStats,
+}
+
+/// What reading a client gave.
+#[derive(Debug)]
+pub(super) enum Inbox {
+    /// Whole messages (maybe none) and the socket still open.
+    Open,
+    /// The client closed the connection (or died: EOF).
+    Closed,
+    /// The client broke the protocol: why.
+    Violation(String),
+}
+
+impl Client {
+    /// A client on `sock` (already non-blocking) from process `pid` of `uid`.
+    pub fn new(sock: UnixStream, pid: i32, uid: u32) -> Client {
+        Client {
+            sock,
+            pending: [0; MAX_MESSAGE],
+            filled: 0,
+            max_leases: None,
+            leases: SmallVec::new(),
+            expired: VecDeque::with_capacity(EXPIRED_KEPT),
+            has_fds: Vec::new(),
+            stats: ClientStats {
+                pid,
+                uid,
+                ..ClientStats::default()
+            },
+        }
+    }
+
+    /// Reads what the client sent, without waiting, handing each whole
+    /// message to `on_request`. A message that cannot be decoded, a second
+    /// `Hello`, or a `Release` before `Hello` is a violation; what
+    /// `on_request` returns as an error is one too.
+    pub fn read(
+        &mut self,
+        mut on_request: impl FnMut(&mut Client, Request) -> Result<(), String>,
+    ) -> Inbox {
+        loop {
+            let n = match self.sock.read(&mut self.pending[self.filled..]) {
+                Ok(0) => return Inbox::Closed,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Inbox::Open,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Inbox::Closed, // ECONNRESET and the like: gone
+            };
+            self.filled += n;
+            while let Some(request) = match self.next_message() {
+                Ok(r) => r,
+                Err(why) => return Inbox::Violation(why),
+            } {
+                if let Err(why) = on_request(self, request) {
+                    return Inbox::Violation(why);
+                }
+            }
+        }
+    }
+
+    /// The next whole message in `pending`, removed from it.
+    fn next_message(&mut self) -> Result<Option<Request>, String> {
+        if self.filled < HEADER_LEN {
+            return Ok(None);
+        }
+        let mut header = [0; HEADER_LEN];
+        header.copy_from_slice(&self.pending[..HEADER_LEN]);
+        let (kind, len) = decode_header(&header).map_err(|e| e.to_string())?;
+        if self.filled < HEADER_LEN + len {
+            return Ok(None);
+        }
+        let message = ClientMessage::decode(kind, &self.pending[HEADER_LEN..HEADER_LEN + len])
+            .map_err(|e| e.to_string())?;
+        self.pending.copy_within(HEADER_LEN + len..self.filled, 0);
+        self.filled -= HEADER_LEN + len;
+        match (message, self.max_leases) {
+            (ClientMessage::Hello { max_leases }, None) => Ok(Some(Request::Hello { max_leases })),
+            (ClientMessage::Hello { .. }, Some(_)) => Err("a second Hello".into()),
+            (ClientMessage::Release { .. }, None) => Err("a Release before Hello".into()),
+            (ClientMessage::Release { frame_id }, Some(_)) => Ok(Some(Request::Release(frame_id))),
+        }
+    }
+
+    /// Whether the client said `Hello` and holds fewer frames than its cap.
+    pub fn wants_a_frame(&self) -> bool {
+        self.max_leases
+            .is_some_and(|cap| self.leases.len() < usize::from(cap))
+    }
+
+    /// Ends the client's lease on `frame_id` by its release: `Ok(true)` when
+    /// it held it, `Ok(false)` when the lease had expired (a late release,
+    /// counted), `Err` when it never held it.
+    pub fn release(&mut self, frame_id: u64) -> Result<bool, String> {
+        if let Some(i) = self.leases.iter().position(|&id| id == frame_id) {
+            self.leases.swap_remove(i);
+            self.stats.held = self.leases.len();
+            return Ok(true);
+        }
+        if self.expired.contains(&frame_id) {
+            self.stats.late_releases += 1;
+            return Ok(false);
+        }
+        Err(format!(
+            "a Release of frame {frame_id}, which it does not hold"
+        ))
+    }
+
+    /// The publisher took frame `frame_id` back (its deadline passed, or the
+    /// source needed the buffer): whether the client held it. A later
+    /// release of it is a late release.
+    pub fn expire(&mut self, frame_id: u64) -> bool {
+        let Some(i) = self.leases.iter().position(|&id| id == frame_id) else {
+            return false;
+        };
+        self.leases.swap_remove(i);
+        self.stats.held = self.leases.len();
+        if self.expired.len() == EXPIRED_KEPT {
+            self.expired.pop_front();
+        }
+        self.expired.push_back(frame_id);
+        true
+    }
+
+    /// Frame `frame_id` was lent to the client.
+    pub fn lent(&mut self, frame_id: u64, buffer: usize) {
+        self.leases.push(frame_id);
+        self.stats.frames += 1;
+        self.stats.held = self.leases.len();
+        if self.has_fds.len() <= buffer {
+            self.has_fds.resize(buffer + 1, false);
+        }
+        self.has_fds[buffer] = true;
+    }
+
+    /// Whether buffer `buffer`'s fds went to this connection.
+    pub fn has_fds_of(&self, buffer: usize) -> bool {
+        self.has_fds.get(buffer).copied().unwrap_or(false)
+    }
+}

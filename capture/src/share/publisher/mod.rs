@@ -1,0 +1,515 @@
+//! The publisher: one [`FrameSource`] lent to many subscriber processes over
+//! a Unix stream socket (docs/sharing.md). One thread, no thread per client:
+//! each [`serve_frame`](Publisher::serve_frame) accepts and greets clients,
+//! reads their releases, ends expired leases, then takes one frame and lends
+//! it to every client under its cap.
+
+mod client;
+mod error;
+mod lent;
+mod listener;
+mod standin;
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use smallvec::SmallVec;
+
+pub use client::ClientStats;
+pub use error::PublishError;
+
+use client::{Client, Inbox, Request};
+use lent::{LentFrame, LentFrames};
+use listener::Listener;
+use standin::StandInPlanes;
+
+use crate::share::socket;
+use crate::share::wire::{
+    FrameMessage, GoodbyeReason, PlaneSpan, ServerMessage, WireFormat, MAX_PLANES,
+};
+use crate::{CaptureError, Frame, FrameSource};
+
+/// How a [`Publisher`] listens and lends.
+#[derive(Debug, Clone)]
+pub struct PublisherConfig {
+    /// The socket path (a stale socket file there is replaced; a live one is
+    /// an error).
+    pub socket: PathBuf,
+    /// The socket file's mode (default `0o660`: owner and group).
+    pub mode: u32,
+    /// User ids allowed besides the publisher's own (and root's).
+    pub allow_uids: Vec<u32>,
+    /// Group ids whose members are allowed.
+    pub allow_gids: Vec<u32>,
+    /// How long a client may hold a frame (default 2 s); then the frame is
+    /// taken back and its late release ignored.
+    pub lease: Duration,
+    /// The most frames one client holds at once (default 2; a client may ask
+    /// for fewer).
+    pub max_leases: u16,
+    /// The most clients at once (default 32); more are told `Full`.
+    pub max_clients: usize,
+    /// Send a source's read-write fds when it cannot give read-only ones
+    /// (libcamera's buffers): clients could then write into frames others
+    /// read. Off by default: such a source is refused.
+    pub writable_fds: bool,
+}
+
+impl PublisherConfig {
+    /// The defaults, listening at `socket`.
+    pub fn new(socket: impl Into<PathBuf>) -> PublisherConfig {
+        PublisherConfig {
+            socket: socket.into(),
+            mode: 0o660,
+            allow_uids: Vec::new(),
+            allow_gids: Vec::new(),
+            lease: Duration::from_secs(2),
+            max_leases: 2,
+            max_clients: 32,
+            writable_fds: false,
+        }
+    }
+}
+
+/// What a publisher has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublisherStats {
+    /// Clients connected now.
+    pub clients: usize,
+    /// Connections accepted and allowed, ever.
+    pub connections: u64,
+    /// Frames taken from the source.
+    pub frames: u64,
+    /// Leases given (a frame lent to two clients counts twice).
+    pub lent: u64,
+    /// Frames a client was skipped for (at its cap, or its socket full).
+    pub skips: u64,
+    /// Releases that came after the frame's deadline (ignored).
+    pub late_releases: u64,
+    /// Frames taken back because a lease outlived its deadline.
+    pub expired: u64,
+    /// Frames taken back early because the source was short of buffers.
+    pub reclaimed: u64,
+    /// Connections refused (credentials not allowed, or too many clients).
+    pub rejected: u64,
+    /// Clients disconnected for breaking the protocol.
+    pub violations: u64,
+    /// Each connected client.
+    pub per_client: Vec<ClientStats>,
+}
+
+/// Lends the frames of a [`FrameSource`] to subscriber processes.
+pub struct Publisher<S: FrameSource> {
+    source: S,
+    config: PublisherConfig,
+    listener: Listener,
+    clients: Vec<Client>,
+    lent: LentFrames,
+    /// Per buffer index: the fds clients get (read-only, kept for the
+    /// publisher's life so reconnects get the same files) and their lengths.
+    shared: Vec<Option<SmallVec<[(OwnedFd, usize); MAX_PLANES]>>>,
+    next_id: u64,
+    stats: PublisherStats,
+}
+
+impl<S: FrameSource> Publisher<S> {
+    /// Listens at `config.socket` (mode `config.mode`) to lend `source`'s frames.
+    ///
+    /// # Errors
+    /// [`PublishError::Bind`] when the path cannot be bound (a live publisher
+    /// there, no such folder), [`PublishError::Mode`] when its mode cannot be set.
+    pub fn new(source: S, config: PublisherConfig) -> Result<Publisher<S>, PublishError> {
+        let listener = Listener::bind(&config.socket, config.mode)?;
+        Ok(Publisher {
+            source,
+            config,
+            listener,
+            clients: Vec::new(),
+            lent: LentFrames::default(),
+            shared: Vec::new(),
+            next_id: 1,
+            stats: PublisherStats::default(),
+        })
+    }
+
+    /// The source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The socket path.
+    pub fn socket(&self) -> &Path {
+        &self.config.socket
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> PublisherStats {
+        PublisherStats {
+            clients: self.clients.len(),
+            per_client: self.clients.iter().map(|c| c.stats).collect(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// Serves frames until `stop` is set (checked between frames).
+    ///
+    /// # Errors
+    /// As [`serve_frame`](Self::serve_frame).
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), PublishError> {
+        while !stop.load(Ordering::Relaxed) {
+            self.serve_frame(Duration::from_millis(100))?;
+        }
+        Ok(())
+    }
+
+    /// One step: accepts and greets new clients, reads releases, ends expired
+    /// leases, then takes one frame (waiting at most `timeout`) and lends it
+    /// to every client that said `Hello` and holds fewer frames than its cap.
+    /// `Ok(false)`: no frame came in time.
+    ///
+    /// # Errors
+    /// [`PublishError::Source`] when the source failed for good (every client
+    /// was sent `Goodbye(SourceGone)` first), [`PublishError::NotReadOnly`]
+    /// when a buffer cannot be shared read-only, [`PublishError::Io`] when
+    /// accepting fails.
+    pub fn serve_frame(&mut self, timeout: Duration) -> Result<bool, PublishError> {
+        self.accept()?;
+        self.read_clients();
+        self.end_expired(Instant::now());
+        let buffers = self.source.stats().buffers;
+        if buffers > 1 && self.lent.len() + 1 >= buffers {
+            self.reclaim_oldest(); // keep one buffer for the source: newest frame wins
+        }
+        let frame = match self.source.next_frame(timeout) {
+            Ok(f) => f,
+            Err(CaptureError::Timeout { .. } | CaptureError::BufferError { .. }) => {
+                return Ok(false)
+            }
+            Err(CaptureError::NoFreeBuffer { .. }) => {
+                self.reclaim_oldest();
+                return Ok(false);
+            }
+            Err(e) => {
+                self.say_goodbye(GoodbyeReason::SourceGone);
+                return Err(PublishError::Source {
+                    socket: self.config.socket.clone(),
+                    source: e,
+                });
+            }
+        };
+        self.stats.frames += 1;
+        self.lend(frame)?;
+        Ok(true)
+    }
+
+    /// Accepts every waiting connection: its credentials first, before any
+    /// byte goes to it.
+    fn accept(&mut self) -> Result<(), PublishError> {
+        while let Some(sock) = self.listener.accept().map_err(|source| PublishError::Io {
+            socket: self.config.socket.clone(),
+            op: "accept",
+            source,
+        })? {
+            let Ok((uid, gid, pid)) = socket::peer_credentials(sock.as_fd()) else {
+                self.stats.rejected += 1;
+                continue;
+            };
+            let refusal = if !self.allowed(uid, gid) {
+                Some(GoodbyeReason::NotAllowed)
+            } else if self.clients.len() >= self.config.max_clients {
+                Some(GoodbyeReason::Full)
+            } else {
+                None
+            };
+            if let Some(reason) = refusal {
+                let _ = socket::send(sock.as_fd(), &ServerMessage::Goodbye(reason).encode(), &[]);
+                self.stats.rejected += 1;
+                log(&format!(
+                    "refused pid {pid} uid {uid} gid {gid}: {reason:?}"
+                ));
+                continue;
+            }
+            self.stats.connections += 1;
+            self.clients.push(Client::new(sock, pid, uid));
+        }
+        Ok(())
+    }
+
+    /// Whether a peer of `uid` / `gid` may connect.
+    fn allowed(&self, uid: u32, gid: u32) -> bool {
+        uid == 0
+            || uid == nix::unistd::geteuid().as_raw()
+            || self.config.allow_uids.contains(&uid)
+            || self.config.allow_gids.contains(&gid)
+    }
+
+    /// Reads every client's messages; drops the clients that left or broke
+    /// the protocol, ending their leases.
+    fn read_clients(&mut self) {
+        let mut i = 0;
+        while i < self.clients.len() {
+            let (lease_ms, buffers, format) = self.terms();
+            let cap = self.config.max_leases;
+            let lent = &mut self.lent;
+            let stats = &mut self.stats;
+            let inbox = self.clients[i].read(|client, request| match request {
+                Request::Hello { max_leases } => {
+                    let granted = max_leases.clamp(1, cap);
+                    client.max_leases = Some(granted);
+                    let msg = ServerMessage::Welcome {
+                        lease_ms,
+                        max_leases: granted,
+                        buffers,
+                        format,
+                    };
+                    match socket::send(client.sock.as_fd(), &msg.encode(), &[]) {
+                        Ok(true) => Ok(()),
+                        _ => Err("its socket took no Welcome".into()),
+                    }
+                }
+                Request::Release(id) => {
+                    if client.release(id)? {
+                        lent.end_lease(id);
+                    } else {
+                        stats.late_releases += 1;
+                    }
+                    Ok(())
+                }
+            });
+            match inbox {
+                Inbox::Open => i += 1,
+                Inbox::Closed => self.drop_client(i),
+                Inbox::Violation(why) => {
+                    let c = &self.clients[i];
+                    log(&format!(
+                        "client pid {} uid {}: {why}; disconnected",
+                        c.stats.pid, c.stats.uid
+                    ));
+                    let goodbye = ServerMessage::Goodbye(GoodbyeReason::ProtocolViolation);
+                    let _ = socket::send(c.sock.as_fd(), &goodbye.encode(), &[]);
+                    self.stats.violations += 1;
+                    self.drop_client(i);
+                }
+            }
+        }
+    }
+
+    /// What a `Welcome` says besides the client's cap: the lease in
+    /// milliseconds, the buffer count and the format.
+    fn terms(&self) -> (u32, u16, WireFormat) {
+        (
+            u32::try_from(self.config.lease.as_millis()).unwrap_or(u32::MAX),
+            u16::try_from(self.source.stats().buffers).unwrap_or(u16::MAX),
+            WireFormat::of(self.source.stream_format()).unwrap_or_else(empty_format),
+        )
+    }
+
+    /// Client `i` is gone: its leases end.
+    fn drop_client(&mut self, i: usize) {
+        let client = self.clients.swap_remove(i);
+        for id in client.leases {
+            self.lent.end_lease(id);
+        }
+    }
+
+    /// Frames whose deadline passed go back; their holders' late releases
+    /// will be ignored.
+    fn end_expired(&mut self, now: Instant) {
+        while let Some(f) = self.lent.take_expired(now) {
+            self.stats.expired += 1;
+            self.take_back(f);
+        }
+    }
+
+    /// The oldest lent frame goes back early (the source is short of buffers).
+    fn reclaim_oldest(&mut self) {
+        if let Some(f) = self.lent.take_oldest() {
+            self.stats.reclaimed += 1;
+            self.take_back(f);
+        }
+    }
+
+    /// Ends every lease on `f` and drops it (its buffer goes back).
+    fn take_back(&mut self, f: LentFrame) {
+        for c in &mut self.clients {
+            c.expire(f.id);
+        }
+        drop(f);
+    }
+
+    /// Lends `frame` to every client that wants one.
+    fn lend(&mut self, frame: Frame) -> Result<(), PublishError> {
+        let index = frame.buffer_index();
+        self.share_buffer(index, &frame)?;
+        let Some(planes) = self.shared.get(index).and_then(Option::as_ref) else {
+            return Ok(()); // share_buffer filled it
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = self.frame_message(&frame, id, planes);
+        let fds: SmallVec<[BorrowedFd<'_>; MAX_PLANES]> =
+            planes.iter().map(|(fd, _)| fd.as_fd()).collect();
+        let mut leases = 0;
+        let mut i = 0;
+        while i < self.clients.len() {
+            let c = &mut self.clients[i];
+            if !c.wants_a_frame() {
+                if c.max_leases.is_some() {
+                    c.stats.skips += 1;
+                    self.stats.skips += 1;
+                }
+                i += 1;
+                continue;
+            }
+            message.carries_fds = !c.has_fds_of(index);
+            let with: &[BorrowedFd<'_>] = if message.carries_fds { &fds } else { &[] };
+            match socket::send(
+                c.sock.as_fd(),
+                &ServerMessage::Frame(message).encode(),
+                with,
+            ) {
+                Ok(true) => {
+                    c.lent(id, index);
+                    leases += 1;
+                    self.stats.lent += 1;
+                    i += 1;
+                }
+                Ok(false) => {
+                    c.stats.skips += 1;
+                    self.stats.skips += 1;
+                    i += 1;
+                }
+                Err(_) => {
+                    // The client is gone (EPIPE) or its socket broke: its
+                    // other leases end now.
+                    let gone = self.clients.swap_remove(i);
+                    for held in gone.leases {
+                        self.lent.end_lease(held);
+                    }
+                }
+            }
+        }
+        if leases > 0 {
+            self.lent.push(LentFrame {
+                id,
+                leases,
+                deadline: Instant::now() + self.config.lease,
+                frame,
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes sure buffer `index` has its shareable fds, asking the source once.
+    fn share_buffer(&mut self, index: usize, frame: &Frame) -> Result<(), PublishError> {
+        if self.shared.get(index).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        let planes = match self.source.read_only_planes_of(frame) {
+            Ok(p) => p,
+            Err(e) if self.config.writable_fds => {
+                log(&format!(
+                    "buffer {index}: {e}; sending read-write fds (writable_fds is on)"
+                ));
+                writable_planes(frame, self.source.stream_format().format.memory_planes)
+                    .map_err(|_| self.not_read_only(index, e))?
+            }
+            Err(e) => return Err(self.not_read_only(index, e)),
+        };
+        if self.shared.len() <= index {
+            self.shared.resize_with(index + 1, || None);
+        }
+        self.shared[index] = Some(planes.into_iter().map(|p| (p.fd, p.length)).collect());
+        Ok(())
+    }
+
+    fn not_read_only(&self, buffer: usize, source: CaptureError) -> PublishError {
+        PublishError::NotReadOnly {
+            socket: self.config.socket.clone(),
+            buffer,
+            source,
+        }
+    }
+
+    /// The `Frame` message of `frame` as frame `id` (fds flag set per client).
+    fn frame_message(&self, frame: &Frame, id: u64, planes: &[(OwnedFd, usize)]) -> FrameMessage {
+        let placement = standin::placement(frame);
+        let mut spans = [PlaneSpan::default(); MAX_PLANES];
+        for (i, (span, (_, length))) in spans.iter_mut().zip(planes).enumerate() {
+            *span = PlaneSpan {
+                length: *length as u64,
+                offset: u32::try_from(placement.offsets[i]).unwrap_or(u32::MAX),
+            };
+        }
+        FrameMessage {
+            frame_id: id,
+            buffer: u32::try_from(frame.buffer_index()).unwrap_or(u32::MAX),
+            sequence: frame.sequence(),
+            timestamp_ns: u64::try_from(frame.timestamp().as_nanos()).unwrap_or(u64::MAX),
+            bytes_used: frame.bytes_used() as u64,
+            synthesized: frame.synthesized(),
+            format: WireFormat::of(self.source.stream_format()).unwrap_or_else(empty_format),
+            chroma_offset: placement
+                .chroma_offset
+                .map(|o| u32::try_from(o).unwrap_or(u32::MAX)),
+            spans,
+            carries_fds: false,
+        }
+    }
+
+    /// Tells every client `reason` and lets them go (their leases end).
+    fn say_goodbye(&mut self, reason: GoodbyeReason) {
+        let bye = ServerMessage::Goodbye(reason).encode();
+        for c in self.clients.drain(..) {
+            let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+        }
+        self.lent.clear();
+    }
+}
+
+impl<S: FrameSource> Drop for Publisher<S> {
+    fn drop(&mut self) {
+        self.say_goodbye(GoodbyeReason::Stopping);
+        self.listener.remove_file();
+    }
+}
+
+/// A format block with no planes (never sent: every format zerocam
+/// captures has at most two memory planes).
+fn empty_format() -> WireFormat {
+    WireFormat {
+        fourcc: crate::FourCc(*b"\0\0\0\0"),
+        width: 0,
+        height: 0,
+        color: Default::default(),
+        plane_count: 0,
+        planes: [crate::PlaneLayout {
+            bytes_per_line: 0,
+            size: 0,
+        }; MAX_PLANES],
+    }
+}
+
+/// Duplicates of `frame`'s own (read-write) plane fds, for `writable_fds`.
+fn writable_planes(
+    frame: &Frame,
+    memory_planes: usize,
+) -> zerocam_tensor::Result<Vec<standin::SharedPlane>> {
+    let t = frame.tensor();
+    let count = memory_planes;
+    (0..count)
+        .map(|p| {
+            let plane = if count == 1 { t.clone() } else { t.plane(p)? };
+            let fd = plane.clone_fd()?;
+            let length = nix::sys::stat::fstat(&fd).map_or(0, |s| s.st_size as usize);
+            Ok(standin::SharedPlane { fd, length })
+        })
+        .collect()
+}
+
+/// One line on stderr: what the publisher did about a client.
+fn log(line: &str) {
+    eprintln!("zerocam publisher: {line}");
+}

@@ -1,0 +1,222 @@
+//! Frame sharing between real processes on the pattern source: subscriber
+//! children (this binary with `--child`) see the publisher's pixels, import
+//! each buffer plane once (reconnects included), survive `kill -9` on either
+//! side, and leave no fds behind. `harness = false`: see share_common.
+#![allow(missing_docs, clippy::unwrap_used)] // tests may panic
+
+mod share_common;
+use share_common::*;
+
+use std::time::Duration;
+
+use zerocam_capture::share::Subscriber;
+use zerocam_capture::{CaptureError, FrameSource, PatternConfig, PatternSource};
+
+fn pattern(format: &str, fps: Option<f64>) -> PatternSource {
+    pattern_with(format, fps, 4)
+}
+
+fn pattern_with(format: &str, fps: Option<f64>, buffers: u32) -> PatternSource {
+    PatternSource::new(PatternConfig {
+        fps,
+        buffers,
+        ..PatternConfig::new(format.parse().unwrap(), 320, 240)
+    })
+    .unwrap()
+}
+
+/// 2, then 16 children: every frame they saw has the publisher's checksum,
+/// and each imported buffers x planes, no more. (Enough buffers that no frame
+/// had to be reclaimed early: a reclaimed frame's buffer is drawn again while
+/// a slow client may still read it, which is what reclaiming means.)
+fn clients_see_the_publishers_pixels_and_import_once() {
+    for (clients, format, fps, buffers) in [
+        (2, "NV12", 200.0, 4),
+        (2, "NV12M", 200.0, 4),
+        (16, "NV12", 30.0, 12),
+    ] {
+        let name = format!("pixels{clients}{format}");
+        let source = pattern_with(format, Some(fps), buffers);
+        let serving = Serving::start(&name, source, |c| c.lease = Duration::from_secs(30));
+        let children: Vec<_> = (0..clients)
+            .map(|_| spawn_child("count", &serving.socket, 40))
+            .collect();
+        let reports: Vec<_> = children.into_iter().map(finish_child).collect();
+        let sums = serving.sums.clone();
+        let (stats, ended) = serving.stop();
+        println!("{clients} clients {format}: {stats:?}");
+        assert_eq!(ended, Ok(()));
+        assert_eq!(stats.violations, 0, "{stats:?}");
+        assert_eq!(stats.reclaimed + stats.expired, 0, "{stats:?}");
+        for r in reports {
+            assert_eq!(assert_same_pixels(&r, &sums), 40);
+            assert_eq!(
+                r.number("imports"),
+                r.number("buffers") * r.number("planes"),
+                "{clients} clients, {format}: one import per buffer plane"
+            );
+            assert_eq!(r.number("fds_early"), r.number("fds_late"), "client fds");
+        }
+    }
+}
+
+/// A reconnect gets the same files: the client's cache hits.
+fn a_reconnect_hits_the_cache() {
+    let serving = Serving::start("reconnect", pattern("NV12M", Some(200.0)), |_| {});
+    let r = finish_child(spawn_child("reconnect", &serving.socket, 20));
+    assert_eq!(assert_same_pixels(&r, &serving.sums), 40);
+    assert_eq!(
+        r.number("imports"),
+        4 * r.number("planes"),
+        "4 buffers, imported once"
+    );
+    let (stats, _) = serving.stop();
+    assert_eq!(stats.connections, 2, "{stats:?}");
+}
+
+/// A client killed while it holds frames: its leases end at EOF (not by the
+/// deadline, not by reclaiming), and capture goes on for the others.
+fn kill_9_of_a_client_holding_frames() {
+    let serving = Serving::start("kill", pattern("NV12", Some(200.0)), |c| {
+        c.lease = Duration::from_secs(60);
+    });
+    let mut holder = spawn_child("hold", &serving.socket, 0);
+    let _out = wait_for_line(&mut holder, "holding");
+    holder.kill().unwrap(); // SIGKILL
+    holder.wait().unwrap();
+    let r = finish_child(spawn_child("count", &serving.socket, 60));
+    assert_eq!(assert_same_pixels(&r, &serving.sums), 60);
+    let (stats, _) = serving.stop();
+    assert_eq!(stats.expired, 0, "the leases ended at EOF: {stats:?}");
+    assert_eq!(
+        stats.reclaimed, 0,
+        "nothing had to be taken back: {stats:?}"
+    );
+}
+
+/// The publisher stops, or is killed: every client gets the typed
+/// disconnect within its timeout.
+fn a_gone_publisher_reaches_every_client() {
+    let serving = Serving::start("stop", pattern("NV12", Some(100.0)), |_| {});
+    let mut children: Vec<_> = (0..3)
+        .map(|_| spawn_child("until-gone", &serving.socket, 0))
+        .collect();
+    let outs: Vec<_> = children
+        .iter_mut()
+        .map(|c| wait_for_line(c, "ready"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(serving.stop().1, Ok(()));
+    for (child, out) in children.into_iter().zip(outs) {
+        let r = finish_rest(child, out);
+        assert_eq!(r.values["gone"], "Disconnected", "{r:?}");
+        assert!(r.number("since_last_ms") < WAIT.as_millis() as u64, "{r:?}");
+    }
+
+    let socket = socket_path("killed");
+    let mut publisher = spawn_child("publish", &socket, 0);
+    let _pout = wait_for_line(&mut publisher, "serving");
+    let mut client = spawn_child("until-gone", &socket, 0);
+    let out = wait_for_line(&mut client, "ready");
+    std::thread::sleep(Duration::from_millis(200));
+    publisher.kill().unwrap();
+    publisher.wait().unwrap();
+    let r = finish_rest(client, out);
+    assert_eq!(r.values["gone"], "Disconnected", "{r:?}");
+    let _ = std::fs::remove_file(socket);
+}
+
+/// A lease that outlives its deadline: the frame is reclaimed, the late
+/// release is ignored and counted, and the client goes on.
+fn a_deadline_reclaims_and_the_late_release_is_counted() {
+    let serving = Serving::start("deadline", pattern("NV12", Some(100.0)), |c| {
+        c.lease = Duration::from_millis(100);
+    });
+    let mut sub = Subscriber::connect(&serving.socket).unwrap();
+    let late = sub.next_frame(WAIT).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    drop(late);
+    for _ in 0..10 {
+        sub.next_frame(WAIT).unwrap();
+    }
+    drop(sub);
+    let (stats, _) = serving.stop();
+    assert!(stats.expired >= 1, "{stats:?}");
+    assert!(stats.late_releases >= 1, "{stats:?}");
+    assert!(stats.late_releases <= stats.expired, "only expired frames: {stats:?}");
+    assert_eq!(stats.violations, 0, "a late release is not a violation");
+}
+
+/// 2,000 frames to two clients: no fd growth in the publisher's process or
+/// in the clients.
+fn no_fd_growth_over_2000_frames() {
+    let before = open_fds();
+    let serving = Serving::start("fds", pattern("NV12M", None), |_| {});
+    let children: Vec<_> = (0..2)
+        .map(|_| spawn_child("count", &serving.socket, 2000))
+        .collect();
+    let mut samples = Vec::new();
+    let mut first = true;
+    for child in children {
+        let r = finish_child_with(child, |line| {
+            if first && line.starts_with("progress") {
+                samples.push(open_fds());
+            }
+        });
+        first = false;
+        assert_eq!(r.number("fds_early"), r.number("fds_late"), "client fds");
+        assert_eq!(r.frames.len(), 2000);
+    }
+    let (stats, _) = serving.stop();
+    assert!(stats.frames >= 2000, "{stats:?}");
+    assert_eq!(samples.len(), 2);
+    assert_eq!(samples[0], samples[1], "publisher fds mid-run: {samples:?}");
+    assert_eq!(open_fds(), before, "every fd closed with the publisher");
+}
+
+/// A client's fds are read-only: a writable map fails typed.
+fn a_client_cannot_write_a_frame() {
+    let serving = Serving::start("write", pattern("NV12", Some(100.0)), |_| {});
+    let r = finish_child(spawn_child("write", &serving.socket, 1));
+    assert_eq!(r.number("write_refused"), 1, "{r:?}");
+}
+
+/// No publisher at the path: a typed error, not a panic.
+fn no_publisher_is_a_typed_error() {
+    let e = Subscriber::connect(socket_path("nobody")).unwrap_err();
+    assert!(matches!(e, CaptureError::Share(_)), "{e}");
+}
+
+fn main() {
+    main_with(&[
+        (
+            "clients_see_the_publishers_pixels_and_import_once",
+            clients_see_the_publishers_pixels_and_import_once,
+        ),
+        ("a_reconnect_hits_the_cache", a_reconnect_hits_the_cache),
+        (
+            "kill_9_of_a_client_holding_frames",
+            kill_9_of_a_client_holding_frames,
+        ),
+        (
+            "a_gone_publisher_reaches_every_client",
+            a_gone_publisher_reaches_every_client,
+        ),
+        (
+            "a_deadline_reclaims_and_the_late_release_is_counted",
+            a_deadline_reclaims_and_the_late_release_is_counted,
+        ),
+        (
+            "no_fd_growth_over_2000_frames",
+            no_fd_growth_over_2000_frames,
+        ),
+        (
+            "a_client_cannot_write_a_frame",
+            a_client_cannot_write_a_frame,
+        ),
+        (
+            "no_publisher_is_a_typed_error",
+            no_publisher_is_a_typed_error,
+        ),
+    ]);
+}

@@ -1,0 +1,108 @@
+//! Frame sharing on vivid in the kernel lab: real dma-bufs from both buffer
+//! modes, NV12 and NV12M, exported or allocated read-only; subscriber
+//! children (this binary with `--child`) see the publisher's pixels, import
+//! each buffer plane once and cannot write; a vivid disconnect mid-stream
+//! reaches every client. `harness = false`: see share_common.
+#![allow(missing_docs, clippy::unwrap_used)] // tests may panic
+
+mod share_common;
+use share_common::*;
+
+use std::process::Command;
+use std::time::Duration;
+
+use zerocam_capture::{BufferMode, Device, Stream, StreamConfig};
+
+fn stream(path: &str, format: &str, mode: BufferMode) -> Stream {
+    let mut d = Device::open(path).unwrap();
+    d.set_format(format.parse().unwrap(), 320, 180).unwrap();
+    d.set_frame_rate(60.0).unwrap();
+    let config = StreamConfig {
+        mode,
+        read_only: true,
+        ..Default::default()
+    };
+    Stream::new(d, config).unwrap()
+}
+
+/// NV12 on the single-planar node, NV12M on the multi-planar one, each in
+/// MMAP and DMABUF: two clients see the publisher's pixels, import buffers x
+/// planes, and a third cannot write.
+fn clients_share_vivid_frames_read_only() {
+    for (path, format) in [("/dev/video0", "NV12"), ("/dev/video1", "NV12M")] {
+        for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+            let name = format!("vivid{format}{}", mode.name());
+            let serving = Serving::start(&name, stream(path, format, mode), |_| {});
+            let children: Vec<_> = (0..2)
+                .map(|_| spawn_child("count", &serving.socket, 20))
+                .collect();
+            let writer = spawn_child("write", &serving.socket, 1);
+            for child in children {
+                let r = finish_child(child);
+                assert_eq!(assert_same_pixels(&r, &serving.sums), 20, "{name}");
+                assert_eq!(
+                    r.number("imports"),
+                    r.number("buffers") * r.number("planes"),
+                    "{name}: one import per buffer plane"
+                );
+                assert_eq!(r.number("fds_early"), r.number("fds_late"), "{name}");
+            }
+            let w = finish_child(writer);
+            assert_eq!(w.number("write_refused"), 1, "{name}: {w:?}");
+            let (stats, ended) = serving.stop();
+            assert_eq!(ended, Ok(()), "{name}");
+            println!("{name}: {stats:?}");
+        }
+    }
+}
+
+/// vivid's Disconnect button mid-stream: the publisher's source fails, every
+/// client gets the typed disconnect, and the publisher's run ends with the
+/// source's error.
+fn a_vivid_disconnect_reaches_every_client() {
+    let serving = Serving::start(
+        "disconnect",
+        stream("/dev/video0", "NV12", BufferMode::Mmap),
+        |_| {},
+    );
+    let mut children: Vec<_> = (0..3)
+        .map(|_| spawn_child("until-gone", &serving.socket, 0))
+        .collect();
+    let outs: Vec<_> = children
+        .iter_mut()
+        .map(|c| wait_for_line(c, "ready"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let d = Device::open("/dev/video0").unwrap();
+    let button = d.control("Disconnect").unwrap();
+    d.set_control(button.id, 1).unwrap();
+    for (child, out) in children.into_iter().zip(outs) {
+        let r = finish_rest(child, out);
+        assert_eq!(r.values["gone"], "Disconnected", "{r:?}");
+        assert!(r.number("since_last_ms") < WAIT.as_millis() as u64, "{r:?}");
+    }
+    let (_, ended) = serving.join();
+    let e = ended.unwrap_err();
+    assert!(e.contains("disconnected"), "{e}");
+    drop(d);
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg("modprobe -r vivid && modprobe vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "vivid reloaded");
+}
+
+fn main() {
+    main_with(&[
+        (
+            "lab_share_clients_share_vivid_frames_read_only",
+            clients_share_vivid_frames_read_only,
+        ),
+        (
+            "lab_share_a_vivid_disconnect_reaches_every_client",
+            a_vivid_disconnect_reaches_every_client,
+        ),
+    ]);
+}
