@@ -7,6 +7,11 @@
 mod share_common;
 use share_common::*;
 
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use zerocam_capture::share::Subscriber;
@@ -143,7 +148,10 @@ fn a_deadline_reclaims_and_the_late_release_is_counted() {
     let (stats, _) = serving.stop();
     assert!(stats.expired >= 1, "{stats:?}");
     assert!(stats.late_releases >= 1, "{stats:?}");
-    assert!(stats.late_releases <= stats.expired, "only expired frames: {stats:?}");
+    assert!(
+        stats.late_releases <= stats.expired,
+        "only expired frames: {stats:?}"
+    );
     assert_eq!(stats.violations, 0, "a late release is not a violation");
 }
 
@@ -179,6 +187,91 @@ fn a_client_cannot_write_a_frame() {
     let serving = Serving::start("write", pattern("NV12", Some(100.0)), |_| {});
     let r = finish_child(spawn_child("write", &serving.socket, 1));
     assert_eq!(r.number("write_refused"), 1, "{r:?}");
+}
+
+/// The bytes of a client message: header (magic, version, kind, length) and body.
+fn message(version: u16, kind: u16, body: &[u8]) -> Vec<u8> {
+    let mut m = b"ZCSH".to_vec();
+    m.extend_from_slice(&version.to_le_bytes());
+    m.extend_from_slice(&kind.to_le_bytes());
+    m.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+const HELLO: u16 = 1;
+const RELEASE: u16 = 2;
+
+/// Hostile clients — garbage, another version, an oversized length, an
+/// unknown kind, a release before Hello, a second Hello, a release of a frame
+/// never lent — are each disconnected with `Goodbye(ProtocolViolation)`, while
+/// a well-behaved client in another process goes on seeing the right pixels.
+fn hostile_clients_are_cut_off_and_the_others_go_on() {
+    let serving = Serving::start("hostile", pattern("NV12", Some(100.0)), |_| {});
+    let good = spawn_child("count", &serving.socket, 100);
+    let hello = message(1, HELLO, &[2, 0, 0, 0]);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("garbage", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+        ("version 2", message(2, HELLO, &[2, 0, 0, 0])),
+        ("oversized", message(1, HELLO, &[0; 4000])),
+        ("unknown kind", message(1, 0x55, &[0; 4])),
+        ("short body", message(1, HELLO, &[2, 0])),
+        (
+            "release before hello",
+            message(1, RELEASE, &7u64.to_le_bytes()),
+        ),
+        ("second hello", [hello.clone(), hello.clone()].concat()),
+        (
+            "release of a frame never lent",
+            [hello.clone(), message(1, RELEASE, &u64::MAX.to_le_bytes())].concat(),
+        ),
+    ];
+    for (what, bytes) in &cases {
+        let mut sock = UnixStream::connect(&serving.socket).unwrap();
+        sock.set_read_timeout(Some(WAIT)).unwrap();
+        let _ = sock.write_all(bytes); // the publisher may cut us off mid-write
+        let mut got = Vec::new();
+        let _ = sock.read_to_end(&mut got); // until the publisher closes
+        let goodbye = message(1, 0x103, &[4, 0, 0, 0]);
+        assert!(
+            got.ends_with(&goodbye),
+            "{what}: the last message is Goodbye(ProtocolViolation): {got:02x?}"
+        );
+    }
+    let r = finish_child(good);
+    assert_eq!(assert_same_pixels(&r, &serving.sums), 100);
+    let (stats, ended) = serving.stop();
+    assert_eq!(ended, Ok(()));
+    assert_eq!(stats.violations, cases.len() as u64, "{stats:?}");
+}
+
+/// A peer whose uid and gid are not allowed gets `Goodbye(NotAllowed)` and
+/// not a single fd; the socket file has mode 0660. (Runs as root, which CI
+/// does: the refused peer is a child switched to uid/gid 65534.)
+fn a_peer_not_allowed_gets_no_fd() {
+    let serving = Serving::start("refused", pattern("NV12", Some(100.0)), |_| {});
+    let mode = std::fs::metadata(&serving.socket)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o660, "the socket's mode");
+    // The socket's folder and file must let uid 65534 connect at all.
+    std::fs::set_permissions(&serving.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["--child", "refused"])
+        .arg(&serving.socket)
+        .arg("0")
+        .uid(65534)
+        .gid(65534)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("a child as uid 65534 (the test runs as root)");
+    let r = finish_child(child);
+    assert_eq!(r.values["refused"], "NotAllowed", "{r:?}");
+    assert_eq!(r.number("fds_received"), 0, "{r:?}");
+    let (stats, _) = serving.stop();
+    assert_eq!(stats.rejected, 1, "{stats:?}");
+    assert_eq!(stats.connections, 0, "{stats:?}");
 }
 
 /// No publisher at the path: a typed error, not a panic.
@@ -217,6 +310,14 @@ fn main() {
         (
             "no_publisher_is_a_typed_error",
             no_publisher_is_a_typed_error,
+        ),
+        (
+            "hostile_clients_are_cut_off_and_the_others_go_on",
+            hostile_clients_are_cut_off_and_the_others_go_on,
+        ),
+        (
+            "a_peer_not_allowed_gets_no_fd",
+            a_peer_not_allowed_gets_no_fd,
         ),
     ]);
 }

@@ -59,6 +59,14 @@ pub enum WireError {
         /// The length the header gave.
         found: usize,
     },
+    /// The header announces a body longer than any message has.
+    #[error("a {found}-byte message body is longer than any message's ({max})")]
+    TooLong {
+        /// The length the header gave.
+        found: usize,
+        /// The longest body of any kind.
+        max: usize,
+    },
     /// A field holds a value the protocol does not allow.
     #[error("field {field} = {value} is out of range")]
     Field {
@@ -390,10 +398,9 @@ pub(crate) fn decode_header(h: &[u8; HEADER_LEN]) -> Result<(u16, usize), WireEr
     let kind = u16::from_le_bytes([h[6], h[7]]);
     let len = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
     if len > MAX_MESSAGE - HEADER_LEN {
-        return Err(WireError::Length {
-            kind,
-            expected: MAX_MESSAGE - HEADER_LEN,
+        return Err(WireError::TooLong {
             found: len,
+            max: MAX_MESSAGE - HEADER_LEN,
         });
     }
     Ok((kind, len))
@@ -505,11 +512,12 @@ impl ServerMessage {
             ServerMessage::Frame(f) => {
                 let mut w = Writer::new(KIND_FRAME, FRAME_BODY);
                 let s = f.synthesized;
-                let synthesized = u8::from(s.sequence) * SYNTH_SEQUENCE
-                    | u8::from(s.timestamp) * SYNTH_TIMESTAMP
-                    | u8::from(s.bytes_used) * SYNTH_BYTES_USED;
-                let flags = u8::from(f.carries_fds) * FLAG_CARRIES_FDS
-                    | u8::from(f.chroma_offset.is_some()) * FLAG_CHROMA_OFFSET;
+                let bit = |on: bool, bit: u8| if on { bit } else { 0 };
+                let synthesized = bit(s.sequence, SYNTH_SEQUENCE)
+                    | bit(s.timestamp, SYNTH_TIMESTAMP)
+                    | bit(s.bytes_used, SYNTH_BYTES_USED);
+                let flags = bit(f.carries_fds, FLAG_CARRIES_FDS)
+                    | bit(f.chroma_offset.is_some(), FLAG_CHROMA_OFFSET);
                 w.u64(f.frame_id)
                     .u32(f.buffer)
                     .u32(f.sequence)

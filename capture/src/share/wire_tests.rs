@@ -108,7 +108,10 @@ fn bad_headers_and_bodies_are_typed_errors() {
     assert_eq!(decode_header(&bad), Err(WireError::Version { found: 9 }));
     let mut bad = h;
     bad[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(matches!(decode_header(&bad), Err(WireError::Length { .. })));
+    assert!(matches!(
+        decode_header(&bad),
+        Err(WireError::TooLong { .. })
+    ));
     let (kind, body) = split(&e);
     assert!(matches!(
         ClientMessage::decode(kind, &body[..4]),

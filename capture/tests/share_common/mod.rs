@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use zerocam_capture::share::{Publisher, PublisherConfig, PublisherStats, Subscriber};
+use zerocam_capture::share::{
+    Disconnect, Publisher, PublisherConfig, PublisherStats, SubscribeError, Subscriber,
+};
 use zerocam_capture::{CaptureError, Frame, FrameSource, StreamFormat, StreamStats};
 
 /// How long a child waits for a frame.
@@ -260,6 +262,8 @@ pub fn assert_same_pixels(report: &ChildReport, sums: &Sums) -> usize {
 /// - `hold`: takes 2 frames, prints `holding 2`, keeps them until killed.
 /// - `until-gone`: takes frames until an error; prints `gone KIND` and the
 ///   milliseconds from the error's cause to it.
+/// - `refused`: connects expecting a refusal; prints `refused REASON` and
+///   `fds_received N`.
 /// - `publish`: serves the pattern source (NV12 320x240) on SOCKET until
 ///   killed; prints `serving 1` once bound.
 /// - `write`: takes a frame and tries a writable map of it; prints
@@ -270,6 +274,19 @@ pub fn child_main(args: &[String]) -> i32 {
         return 2;
     };
     let frames: usize = frames.parse().expect("FRAMES");
+    if mode == "refused" {
+        let before = open_fds();
+        match Subscriber::connect(socket) {
+            Err(CaptureError::Share(SubscribeError::Disconnected {
+                reason: Disconnect::Goodbye(reason),
+                ..
+            })) => println!("refused {reason:?}"),
+            Err(e) => println!("refused other:{e}"),
+            Ok(_) => println!("refused no"),
+        }
+        println!("fds_received {}", open_fds().saturating_sub(before));
+        return 0;
+    }
     if mode == "publish" {
         let source = zerocam_capture::PatternSource::new(zerocam_capture::PatternConfig::new(
             "NV12".parse().expect("NV12"),

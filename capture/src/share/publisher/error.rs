@@ -49,7 +49,7 @@ pub enum PublishError {
         /// The buffer index.
         buffer: usize,
         /// The source's error.
-        source: CaptureError,
+        source: Box<CaptureError>,
     },
     /// The source failed for good (its camera disconnected, the stream
     /// failed): every client was told (`Goodbye(SourceGone)`).
@@ -58,6 +58,6 @@ pub enum PublishError {
         /// The socket path.
         socket: PathBuf,
         /// The source's error.
-        source: CaptureError,
+        source: Box<CaptureError>,
     },
 }

@@ -31,6 +31,9 @@ use crate::share::wire::{
 };
 use crate::{CaptureError, Frame, FrameSource};
 
+/// A buffer's fds as clients get them, with each plane file's length.
+type SharedBuffer = SmallVec<[(OwnedFd, usize); MAX_PLANES]>;
+
 /// How a [`Publisher`] listens and lends.
 #[derive(Debug, Clone)]
 pub struct PublisherConfig {
@@ -109,7 +112,7 @@ pub struct Publisher<S: FrameSource> {
     lent: LentFrames,
     /// Per buffer index: the fds clients get (read-only, kept for the
     /// publisher's life so reconnects get the same files) and their lengths.
-    shared: Vec<Option<SmallVec<[(OwnedFd, usize); MAX_PLANES]>>>,
+    shared: Vec<Option<SharedBuffer>>,
     next_id: u64,
     stats: PublisherStats,
 }
@@ -195,7 +198,7 @@ impl<S: FrameSource> Publisher<S> {
                 self.say_goodbye(GoodbyeReason::SourceGone);
                 return Err(PublishError::Source {
                     socket: self.config.socket.clone(),
-                    source: e,
+                    source: Box::new(e),
                 });
             }
         };
@@ -429,7 +432,7 @@ impl<S: FrameSource> Publisher<S> {
         PublishError::NotReadOnly {
             socket: self.config.socket.clone(),
             buffer,
-            source,
+            source: Box::new(source),
         }
     }
 
