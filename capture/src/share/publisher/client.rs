@@ -2,16 +2,12 @@
 //! bytes it sent that are not a whole message yet, whether it said `Hello`,
 //! the frames it holds, the buffers whose fds it has, and its counters.
 
-use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
 
 use smallvec::SmallVec;
 
 use crate::share::wire::{decode_header, ClientMessage, HEADER_LEN, MAX_MESSAGE};
-
-/// How many expired frame ids a client's late releases are recognised by.
-const EXPIRED_KEPT: usize = 64;
 
 /// What a client's counters say, for [`PublisherStats`](super::PublisherStats).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,8 +49,10 @@ pub(super) struct Client {
     pub max_leases: Option<u16>,
     /// The ids of the frames it holds.
     pub leases: SmallVec<[u64; 4]>,
-    /// The most recent ids of frames whose lease expired while it held them.
-    expired: VecDeque<u64>,
+    /// The ids of frames taken back while it held them and not released
+    /// since: they still count against its cap (they may sit unread in its
+    /// socket), so their number stays under the cap too.
+    expired: SmallVec<[u64; 4]>,
     /// Per buffer index: whether its fds went to this connection.
     pub has_fds: Vec<bool>,
     pub stats: ClientStats,
@@ -80,7 +78,7 @@ impl Client {
             filled: 0,
             max_leases: None,
             leases: SmallVec::new(),
-            expired: VecDeque::with_capacity(EXPIRED_KEPT),
+            expired: SmallVec::new(),
             has_fds: Vec::new(),
             stats: ClientStats {
                 pid,
@@ -141,10 +139,12 @@ impl Client {
         }
     }
 
-    /// Whether the client said `Hello` and holds fewer frames than its cap.
+    /// Whether the client said `Hello` and holds fewer frames than its cap
+    /// (frames taken back but not released yet count: the client may not
+    /// have read them yet).
     pub fn wants_a_frame(&self) -> bool {
         self.max_leases
-            .is_some_and(|cap| self.leases.len() < usize::from(cap))
+            .is_some_and(|cap| self.leases.len() + self.expired.len() < usize::from(cap))
     }
 
     /// Ends the client's lease on `frame_id` by its release: `Ok(true)` when
@@ -156,7 +156,8 @@ impl Client {
             self.stats.held = self.leases.len();
             return Ok(true);
         }
-        if self.expired.contains(&frame_id) {
+        if let Some(i) = self.expired.iter().position(|&id| id == frame_id) {
+            self.expired.swap_remove(i);
             self.stats.late_releases += 1;
             return Ok(false);
         }
@@ -174,10 +175,7 @@ impl Client {
         };
         self.leases.swap_remove(i);
         self.stats.held = self.leases.len();
-        if self.expired.len() == EXPIRED_KEPT {
-            self.expired.pop_front();
-        }
-        self.expired.push_back(frame_id);
+        self.expired.push(frame_id);
         true
     }
 
