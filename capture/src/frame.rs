@@ -210,3 +210,23 @@ pub trait FrameSource: Send {
     /// The device path, or `pattern` for the pattern source.
     fn name(&self) -> &Path;
 }
+
+/// A boxed source is a source (the CLI opens one of several kinds and hands
+/// it to a [`Publisher`](crate::share::Publisher)).
+impl<S: FrameSource + ?Sized> FrameSource for Box<S> {
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
+        (**self).next_frame(timeout)
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        (**self).stream_format()
+    }
+
+    fn stats(&self) -> StreamStats {
+        (**self).stats()
+    }
+
+    fn name(&self) -> &Path {
+        (**self).name()
+    }
+}

@@ -21,6 +21,9 @@ pub enum CliError {
     /// A capture error (device, format, size, timeout…).
     #[error(transparent)]
     Capture(#[from] zerocam_capture::CaptureError),
+    /// Serving frames to other processes failed (the socket, the source).
+    #[error(transparent)]
+    Share(#[from] zerocam_capture::share::PublishError),
     /// A bad argument.
     #[error(transparent)]
     Argument(#[from] zerocam_capture::ArgumentError),

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use zerocam_capture::{parse_size, BufferMode, CaptureFormat};
-use zerocam_examples::cli::{bench, capture, list};
+use zerocam_examples::cli::{bench, capture, list, serve};
 use zerocam_examples::source::{capture_devices, SourceSpec};
 use zerocam_examples::{probe, CliError};
 
@@ -18,7 +18,7 @@ use zerocam_examples::{probe, CliError};
 #[command(
     name = "zerocam",
     version,
-    about = "Zero-copy camera capture: list, info, capture, bench, probe"
+    about = "Zero-copy camera capture: list, info, capture, bench, serve, probe"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -50,6 +50,30 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Lend a camera's frames to other processes over a Unix socket
+    /// (subscribers open `unix:SOCKET`); prints a status line a second.
+    Serve {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// The socket path (created with mode 0660).
+        #[arg(long)]
+        socket: PathBuf,
+        /// Allow this user id too (repeatable; the publisher's own uid and root always are).
+        #[arg(long = "allow-uid")]
+        allow_uid: Vec<u32>,
+        /// Allow members of this group id (repeatable).
+        #[arg(long = "allow-gid")]
+        allow_gid: Vec<u32>,
+        /// How long a client may hold a frame, ms; then it is taken back.
+        #[arg(long, default_value_t = 2000)]
+        lease_ms: u64,
+        /// The most frames one client holds at once.
+        #[arg(long, default_value_t = 2)]
+        max_leases: u16,
+        /// Exit when the last client leaves (after one came).
+        #[arg(long)]
+        once: bool,
+    },
     /// Tensor memory kinds and the zero-copy self-check.
     Probe {
         /// Maps to time.
@@ -60,16 +84,16 @@ enum Command {
 
 #[derive(Args)]
 struct SourceArgs {
-    /// Device node, `libcamera:<id>` (feature libcamera), or `pattern`; default: the first camera, else the pattern source.
+    /// Device node, `libcamera:<id>` (feature libcamera), `unix:SOCKET` (a `zerocam serve`), or `pattern`; default: the first camera, else the pattern source.
     device: Option<String>,
     #[arg(long, help = format!("Pixel format: {}", CaptureFormat::names()))]
     format: Option<String>,
     /// Frame size, WIDTHxHEIGHT.
     #[arg(long)]
     size: Option<String>,
-    /// Frames to capture.
-    #[arg(long, default_value_t = 100)]
-    frames: u64,
+    /// Frames to capture (default 100; serve: until stopped).
+    #[arg(long)]
+    frames: Option<u64>,
     /// Frame rate to ask for.
     #[arg(long)]
     fps: Option<f64>,
@@ -82,6 +106,11 @@ struct SourceArgs {
 }
 
 impl SourceArgs {
+    /// `--frames`, 100 when not given.
+    fn frame_count(&self) -> u64 {
+        self.frames.unwrap_or(100)
+    }
+
     fn spec(&self) -> Result<SourceSpec, CliError> {
         let format = self
             .format
@@ -98,7 +127,7 @@ impl SourceArgs {
                 )))
             }
         };
-        if self.frames == 0 {
+        if self.frames == Some(0) {
             return Err(CliError::Usage("--frames must be at least 1".into()));
         }
         Ok(SourceSpec {
@@ -128,15 +157,35 @@ fn run(command: Command) -> Result<String, CliError> {
             }
         }
         Command::Capture { source, output } => {
-            capture::capture(&source.spec()?, source.frames as usize, &output)?
+            capture::capture(&source.spec()?, source.frame_count() as usize, &output)?
         }
         Command::Bench { source, json } => {
-            let (description, report) = bench::bench(&source.spec()?, source.frames, !json)?;
+            let (description, report) = bench::bench(&source.spec()?, source.frame_count(), !json)?;
             if json {
                 report.to_json() + "\n"
             } else {
                 format!("{description}\n{}", report.to_text())
             }
+        }
+        Command::Serve {
+            source,
+            socket,
+            allow_uid,
+            allow_gid,
+            lease_ms,
+            max_leases,
+            once,
+        } => {
+            let options = serve::ServeOptions {
+                socket,
+                allow_uids: allow_uid,
+                allow_gids: allow_gid,
+                lease: std::time::Duration::from_millis(lease_ms),
+                max_leases,
+                frames: source.frames,
+                once,
+            };
+            serve::serve(&source.spec()?, &options, |line| println!("{line}"))? + "\n"
         }
         Command::Probe { maps } => probe::report(&probe::run(maps)?),
     })

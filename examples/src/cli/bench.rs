@@ -92,7 +92,7 @@ impl BenchReport {
 
 /// The process's CPU time so far, user plus system (`getrusage(RUSAGE_SELF)`,
 /// through nix's safe wrapper); zero if the kernel refuses.
-fn cpu_time() -> Duration {
+pub(crate) fn cpu_time() -> Duration {
     let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
         return Duration::ZERO;
     };

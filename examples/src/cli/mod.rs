@@ -4,3 +4,4 @@ pub mod bench;
 pub mod capture;
 pub mod libcamera;
 pub mod list;
+pub mod serve;
