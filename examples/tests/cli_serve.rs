@@ -34,7 +34,14 @@ fn bench_and_capture_subscribe_to_serve() {
     let png = dir.join("x.png");
     let captured = common::run_ok(
         "zerocam",
-        &["capture", "--frames", "2", &sock, "-o", png.to_str().unwrap()],
+        &[
+            "capture",
+            "--frames",
+            "2",
+            &sock,
+            "-o",
+            png.to_str().unwrap(),
+        ],
     );
     assert!(captured.contains("wrote"), "{captured}");
     assert!(std::fs::metadata(&png).unwrap().len() > 100);

@@ -79,15 +79,20 @@ pub fn serve(
     let mut last = Instant::now();
     loop {
         publisher.serve_frame(Duration::from_millis(100))?;
-        let stats = publisher.stats();
-        let done = options.frames.is_some_and(|n| stats.frames >= n)
-            || (options.once && stats.connections > 0 && stats.clients == 0);
+        let done = options.frames.is_some_and(|n| publisher.frames() >= n)
+            || (options.once && publisher.connections() > 0 && publisher.clients() == 0);
         if done {
-            return Ok(status_line(&stats, cpu_time().saturating_sub(cpu0)));
+            return Ok(status_line(
+                &publisher.stats(),
+                cpu_time().saturating_sub(cpu0),
+            ));
         }
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
-            print(&status_line(&stats, cpu_time().saturating_sub(cpu0)));
+            print(&status_line(
+                &publisher.stats(),
+                cpu_time().saturating_sub(cpu0),
+            ));
         }
     }
 }

@@ -9,6 +9,8 @@ mod error;
 mod lent;
 mod listener;
 mod standin;
+#[cfg(test)]
+mod tests;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -140,6 +142,21 @@ impl<S: FrameSource> Publisher<S> {
     /// The source.
     pub fn source(&self) -> &S {
         &self.source
+    }
+
+    /// Clients connected now.
+    pub fn clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Frames taken from the source so far.
+    pub fn frames(&self) -> u64 {
+        self.stats.frames
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.stats.connections
     }
 
     /// The socket path.
