@@ -2,7 +2,10 @@
 
     python python/examples/capture.py [DEVICE] [--frames N]
 
-With no DEVICE and no camera, the built-in pattern source stands in. Each frame's
+With no DEVICE and no camera, the built-in pattern source stands in. DEVICE
+``unix:SOCKET`` subscribes to a ``zerocam serve`` publisher instead: the same
+frames another process (a Rust model, a recorder) reads from the same camera,
+each buffer imported once (examples/share-demo runs both). Each frame's
 planes are numpy arrays over the driver's buffer (read-only); the mean luma of
 the frame's centre is the stand-in for inference. With torch installed, the
 frame tensor goes to ``torch.from_dlpack`` as well (no copy either).
@@ -21,6 +24,9 @@ def open_camera(device):
     if device is None:
         devices = zerocam.list_devices()
         device = devices[0] if devices else None
+    if device is not None and device.startswith("unix:"):
+        print(f"{device}: a publisher's frames, in its format")
+        return zerocam.Camera(device=device)
     if device is None or device == "pattern":
         print("no camera given and none found: using the built-in pattern source (NV12 640x480)")
         return zerocam.Camera.pattern("NV12", (640, 480))
