@@ -82,7 +82,9 @@ fn make_slots(
     let slots = (0..granted)
         .map(|index| {
             let planes = match config.mode {
-                BufferMode::Mmap => export_planes(device, format, buf_type, index)?,
+                BufferMode::Mmap => {
+                    export_planes(device, format, buf_type, index, config.read_only)?
+                }
                 BufferMode::DmaBuf => allocate_planes(device, format, config, index)?,
             };
             Ok(Slot::new(planes))
@@ -100,12 +102,14 @@ fn fd_identity(path: &Path, fd: BorrowedFd<'_>) -> Result<FdIdentity> {
     })
 }
 
-/// Exports each plane of driver buffer `index` once (`VIDIOC_QUERYBUF`, `VIDIOC_EXPBUF`).
+/// Exports each plane of driver buffer `index` once (`VIDIOC_QUERYBUF`,
+/// `VIDIOC_EXPBUF`), `O_RDONLY` when `read_only`.
 pub(crate) fn export_planes(
     device: &Device,
     format: &StreamFormat,
     buf_type: u32,
     index: u32,
+    read_only: bool,
 ) -> Result<Vec<PlaneMemory>> {
     let lengths = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index)
         .map_err(device.ioctl_error("VIDIOC_QUERYBUF"))?;
@@ -134,7 +138,7 @@ pub(crate) fn export_planes(
                     },
                 });
             }
-            let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32)
+            let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32, read_only)
                 .map_err(device.ioctl_error("VIDIOC_EXPBUF"))?;
             let file = fd_identity(device.path(), fd.as_fd())?;
             Ok(PlaneMemory {
@@ -163,13 +167,21 @@ pub(crate) fn allocate_planes(
         .iter()
         .enumerate()
         .map(|(p, layout)| {
-            let mut b = Tensor::<u8>::builder(&[layout.size as usize])
-                .memory(TensorMemory::Dma)
-                .name(&format!("{}:{index}.{p}", device.path().display()));
-            if let Some(heap) = &config.dma_heap {
-                b = b.dma_heap(heap);
-            }
-            let t = b.build().map_err(|e| match e {
+            let name = format!("{}:{index}.{p}", device.path().display());
+            let len = layout.size as usize;
+            let built = if config.read_only {
+                zerocam_tensor::allocate_read_only(len, config.dma_heap.as_deref())
+                    .and_then(|fd| Tensor::<u8>::from_fd(fd, &[len], Some(&name)))
+            } else {
+                let mut b = Tensor::<u8>::builder(&[len])
+                    .memory(TensorMemory::Dma)
+                    .name(&name);
+                if let Some(heap) = &config.dma_heap {
+                    b = b.dma_heap(heap);
+                }
+                b.build()
+            };
+            let t = built.map_err(|e| match e {
                 zerocam_tensor::Error::DmaUnavailable { .. }
                 | zerocam_tensor::Error::UnknownHeap { .. } => unsupported(e.to_string()),
                 source => CaptureError::Tensor {

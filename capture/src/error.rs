@@ -309,6 +309,18 @@ pub enum CaptureError {
         source: zerocam_tensor::Error,
     },
 
+    /// A buffer cannot be shared with other processes read-only
+    /// ([`FrameSource::read_only_planes`](crate::FrameSource::read_only_planes)).
+    #[error("{path}: buffer {index} cannot be shared read-only: {reason}")]
+    NotShareable {
+        /// The device.
+        path: PathBuf,
+        /// The buffer index.
+        index: usize,
+        /// Why.
+        reason: String,
+    },
+
     /// Subscribing to a publisher's frames failed
     /// ([`Subscriber`](crate::share::Subscriber)): the connection, the
     /// publisher's end, or what it sent.

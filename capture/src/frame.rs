@@ -2,6 +2,7 @@
 //! every source implements.
 
 use std::fmt;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -44,6 +45,45 @@ pub(crate) struct FrameMeta {
     pub timestamp: Duration,
     pub bytes_used: usize,
     pub synthesized: Synthesized,
+    /// Where the source laid the tensor in the buffer's planes.
+    pub placement: Placement,
+}
+
+/// Where a frame lies in its buffer's memory planes: what the source gave
+/// `Slot::tensor` (V4L2's `data_offset` per plane; libcamera's chroma offset in
+/// a one-file buffer) and what a publisher sends so that a subscriber lays the
+/// same tensor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The data offset in each memory plane (unused entries 0).
+    pub offsets: [usize; 2],
+    /// The chroma plane's offset after the luma plane in a one-buffer
+    /// two-plane format (`None`: right after it).
+    pub chroma_offset: Option<usize>,
+}
+
+impl Placement {
+    /// `offsets` (at most two memory planes) and `chroma_offset`.
+    pub fn new(offsets: &[usize], chroma_offset: Option<usize>) -> Placement {
+        let mut p = Placement {
+            offsets: [0; 2],
+            chroma_offset,
+        };
+        for (to, from) in p.offsets.iter_mut().zip(offsets) {
+            *to = *from;
+        }
+        p
+    }
+}
+
+/// One memory plane of a buffer as handed to another process
+/// ([`FrameSource::read_only_planes`]).
+#[derive(Debug)]
+pub struct SharedPlane {
+    /// The plane's file, opened `O_RDONLY`.
+    pub fd: OwnedFd,
+    /// Its length in bytes.
+    pub length: usize,
 }
 
 /// Which of a frame's metadata zerocam made up because the source left it
@@ -169,6 +209,11 @@ impl Frame {
         self.overhead
     }
 
+    /// Where the frame lies in its buffer's memory planes.
+    pub(crate) fn placement(&self) -> Placement {
+        self.meta.placement
+    }
+
     /// Gives the buffer back now (the same as dropping the frame).
     pub fn release(self) {}
 }
@@ -209,6 +254,24 @@ pub trait FrameSource: Send {
 
     /// The device path, or `pattern` for the pattern source.
     fn name(&self) -> &Path;
+
+    /// Read-only fds of buffer `index`'s memory planes, for handing to other
+    /// processes ([`share::Publisher`](crate::share::Publisher) asks once per
+    /// buffer): V4L2 streams opened with
+    /// [`StreamConfig::read_only`](crate::StreamConfig::read_only) and the
+    /// pattern source (its memfds re-opened `O_RDONLY`) have them.
+    ///
+    /// # Errors
+    /// [`CaptureError::NotShareable`](crate::CaptureError::NotShareable) when
+    /// the buffers cannot be had read-only (a read-write dma-buf cannot be
+    /// re-opened read-only; this default), or `index` is not a buffer.
+    fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>> {
+        Err(crate::CaptureError::NotShareable {
+            path: self.name().to_path_buf(),
+            index,
+            reason: "this source's buffers cannot be had read-only".into(),
+        })
+    }
 }
 
 /// A boxed source is a source (the CLI opens one of several kinds and hands
@@ -228,5 +291,9 @@ impl<S: FrameSource + ?Sized> FrameSource for Box<S> {
 
     fn name(&self) -> &Path {
         (**self).name()
+    }
+
+    fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>> {
+        (**self).read_only_planes(index)
     }
 }

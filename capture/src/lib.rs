@@ -57,7 +57,7 @@ pub use device::{
 };
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
-pub use frame::{Frame, FrameSource, Synthesized};
+pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
     libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,

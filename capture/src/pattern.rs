@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
-use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
+use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
 use crate::plane_memory::{PlaneMemory, PlaneSource};
-use crate::slot::{cache_capacity, Slot};
+use crate::slot::{cache_capacity, read_only_planes_of, Slot};
 use crate::stats::{monotonic_now, Counters};
 use crate::v4l2::raw;
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
-    Result, StreamFormat, StreamStats, CAPTURE_FORMATS,
+    Result, SharedPlane, StreamFormat, StreamStats, CAPTURE_FORMATS,
 };
 
 /// The eight bars, left to right: white, yellow, cyan, green, magenta, red,
@@ -381,6 +381,7 @@ impl FrameSource for PatternSource {
             timestamp: monotonic_now(),
             bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
             synthesized: Synthesized::NONE,
+            placement: Placement::default(),
         };
         let color = self.format.color;
         Ok(Frame::new(shared, index, tensor, color, meta, drawn))
@@ -398,5 +399,11 @@ impl FrameSource for PatternSource {
 
     fn name(&self) -> &Path {
         &self.path
+    }
+
+    /// The buffer's memfds re-opened `O_RDONLY` (the same inodes).
+    fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>> {
+        let st = lock(&self.shared);
+        read_only_planes_of(&st.slots, index, &self.path)
     }
 }

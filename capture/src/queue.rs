@@ -12,7 +12,7 @@ use std::time::Instant;
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
-use crate::frame::{lock, FrameMeta, Requeue, Synthesized};
+use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
 use crate::plane_memory::PlaneMemory;
 use crate::slot::{Slot, SlotState};
 use crate::stats::{Counters, SequenceTracker};
@@ -275,6 +275,7 @@ impl<D: BufferQueue> Queue<D> {
             timestamp: b.timestamp,
             bytes_used,
             synthesized: Synthesized::NONE,
+            placement: Placement::new(&offsets[..n], None),
         };
         let color = self.format.color;
         Ok(Some(Frame::new(

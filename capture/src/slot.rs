@@ -107,6 +107,23 @@ impl Slot {
         )
     }
 
+    /// A read-only fd of each of the buffer's planes
+    /// ([`PlaneMemory::read_only_fd`]), or why not.
+    pub fn read_only_planes(&self) -> Result<Vec<crate::SharedPlane>, String> {
+        if self.planes.is_empty() {
+            return Err("the buffer was released (the device vanished)".into());
+        }
+        self.planes
+            .iter()
+            .map(|p| {
+                Ok(crate::SharedPlane {
+                    fd: p.read_only_fd()?,
+                    length: p.length,
+                })
+            })
+            .collect()
+    }
+
     /// The device borrows the planes' files: [`Queued`](SlotState::Queued).
     /// When a CPU map of one is alive the slot is
     /// [`Pending`](SlotState::Pending) instead, and the error says why.
@@ -172,6 +189,25 @@ impl Slot {
         self.files.clear();
         self.composed = Composed::default();
     }
+}
+
+/// [`FrameSource::read_only_planes`](crate::FrameSource::read_only_planes)
+/// of a source whose buffers are `slots`, named `path`.
+pub(crate) fn read_only_planes_of(
+    slots: &[Slot],
+    index: usize,
+    path: &std::path::Path,
+) -> crate::Result<Vec<crate::SharedPlane>> {
+    let not_shareable = |reason: String| crate::CaptureError::NotShareable {
+        path: path.to_path_buf(),
+        index,
+        reason,
+    };
+    slots
+        .get(index)
+        .ok_or_else(|| not_shareable(format!("the source has {} buffers", slots.len())))?
+        .read_only_planes()
+        .map_err(not_shareable)
 }
 
 /// A source's default import-cache capacity: every buffer plane twice.

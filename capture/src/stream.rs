@@ -9,11 +9,13 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::buffers::{set_up, Buffers};
+use crate::frame::lock;
 use crate::queue::Queue;
-use crate::slot::cache_capacity;
+use crate::slot::{cache_capacity, read_only_planes_of};
 use crate::v4l2::{ioctl, raw};
 use crate::{
-    BufferPlan, CaptureError, Device, Frame, FrameSource, Result, StreamFormat, StreamStats,
+    BufferPlan, CaptureError, Device, Frame, FrameSource, Result, SharedPlane, StreamFormat,
+    StreamStats,
 };
 
 /// Where a stream's buffers come from.
@@ -63,6 +65,14 @@ pub struct StreamConfig {
     pub cache_capacity: Option<usize>,
     /// DMA heap of the `DmaBuf` pool (default: zerocam-tensor's default heap).
     pub dma_heap: Option<String>,
+    /// Make the buffers read-only for the CPU, so they can be shared with
+    /// other processes that must not write them
+    /// ([`share::Publisher`](crate::share::Publisher)): MMAP buffers are
+    /// exported `O_RDONLY` (`VIDIOC_EXPBUF`), the DMABUF pool is allocated
+    /// read-only ([`allocate_read_only`](zerocam_tensor::allocate_read_only)).
+    /// The driver still writes them; a writable map of a frame's tensor is
+    /// then `Error::ReadOnly`. Default `false`.
+    pub read_only: bool,
 }
 
 impl Default for StreamConfig {
@@ -74,6 +84,7 @@ impl Default for StreamConfig {
             mode: BufferMode::Mmap,
             cache_capacity: None,
             dma_heap: None,
+            read_only: false,
         }
     }
 }
@@ -330,6 +341,14 @@ impl FrameSource for Stream {
 
     fn name(&self) -> &Path {
         self.queue.path()
+    }
+
+    /// The buffer's read-only fds: dups of its planes' fds when the stream
+    /// was made with [`StreamConfig::read_only`]; otherwise the driver's
+    /// read-write dma-bufs cannot be re-opened read-only, a typed error.
+    fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>> {
+        let st = lock(&self.queue.state);
+        read_only_planes_of(&st.slots, index, self.queue.path())
     }
 }
 

@@ -26,6 +26,9 @@ pub struct SourceSpec {
     pub buffers: u32,
     /// V4L2 buffer mode.
     pub mode: BufferMode,
+    /// Open V4L2 buffers read-only ([`StreamConfig::read_only`]), as
+    /// `zerocam serve` does to lend them to other processes.
+    pub read_only: bool,
 }
 
 /// The opened source and a line saying what it is.
@@ -130,6 +133,7 @@ pub fn open_or_fall_back(
     let config = |mode| StreamConfig {
         buffers: spec.buffers,
         mode,
+        read_only: spec.read_only,
         ..Default::default()
     };
     let stream = match (Stream::new(d, config(spec.mode)), fallback) {
@@ -243,6 +247,7 @@ mod tests {
             fps: None,
             buffers: 4,
             mode: BufferMode::Mmap,
+            read_only: false,
         };
         let Err(e) = open(&spec) else {
             panic!("nothing listens at {}", socket.display());

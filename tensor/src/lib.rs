@@ -100,7 +100,7 @@ pub use pin::{CpuAccess, HostPin};
 pub use placement::{ImagePlacement, PlanePlacement, RootLayout};
 pub use planes::PlaneDescriptor;
 pub use region::Region;
-pub use storage::dma_heap::{DEFAULT_HEAPS, HEAP_ENV};
+pub use storage::dma_heap::{allocate_read_only, DEFAULT_HEAPS, HEAP_ENV};
 pub use storage::pbo_ops::PboOps;
 pub use tensor::{Tensor, TensorBuilder};
 pub use tensor_dyn::{DynMap, TensorDyn};

@@ -207,7 +207,7 @@ impl Shared {
                 return Err(self.request_failed(index, status));
             }
         };
-        let tensor = match st.tensor(&self.format, index) {
+        let (tensor, placement) = match st.tensor(&self.format, index) {
             Ok(t) => t,
             Err(source) => {
                 self.give_back(&mut st, index);
@@ -218,7 +218,8 @@ impl Shared {
             }
         };
         let length = st.slots.get(index).map_or(0, |s| s.length);
-        let (meta, dropped) = st.fixer.fix(&raw, length, c.completed);
+        let (mut meta, dropped) = st.fixer.fix(&raw, length, c.completed);
+        meta.placement = placement;
         st.counters.dropped += dropped;
         st.counters.frames += 1;
         if let Some(s) = st.slots.get_mut(index) {

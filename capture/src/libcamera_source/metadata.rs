@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::frame::{FrameMeta, Synthesized};
+use crate::frame::{FrameMeta, Placement, Synthesized};
 use crate::stats::SequenceTracker;
 
 /// What libcamera said about one completed buffer.
@@ -99,6 +99,7 @@ impl MetadataFixer {
             timestamp,
             bytes_used,
             synthesized,
+            placement: Placement::default(),
         };
         (meta, dropped)
     }

@@ -9,6 +9,7 @@ use zerocam_tensor::Tensor;
 use super::events::{BufferPlanes, CamKey};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
+use crate::frame::Placement;
 use crate::plane_memory::{PlaneMemory, PlaneSource};
 use crate::stats::Counters;
 use crate::StreamFormat;
@@ -132,12 +133,13 @@ impl State {
         self.slots.iter().filter(|s| s.core.is_held()).count()
     }
 
-    /// The frame tensor of buffer `index` in `format`, through the cache.
+    /// The frame tensor of buffer `index` in `format`, through the cache, and
+    /// where it lies in the buffer.
     pub fn tensor(
         &mut self,
         format: &StreamFormat,
         index: usize,
-    ) -> zerocam_tensor::Result<Tensor<u8>> {
+    ) -> zerocam_tensor::Result<(Tensor<u8>, Placement)> {
         let State { slots, cache, .. } = self;
         let slot = slots.get_mut(index).ok_or(zerocam_tensor::Error::NoFd {
             memory: zerocam_tensor::TensorMemory::Dma,
@@ -150,6 +152,7 @@ impl State {
             } => ([start, 0], plane_offset),
             BufferLayout::TwoFiles { planes } => ([planes[0].1, planes[1].1], None),
         };
-        slot.core.tensor(cache, format, &offsets, chroma_offset)
+        let t = slot.core.tensor(cache, format, &offsets, chroma_offset)?;
+        Ok((t, Placement::new(&offsets, chroma_offset)))
     }
 }

@@ -232,19 +232,26 @@ fn attach_planes(b: &mut raw::Buffer, planes: &mut [raw::Plane; raw::MAX_PLANES]
 }
 
 /// [`VIDIOC_EXPBUF`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-expbuf.html):
-/// a new dma-buf fd (a new file every call) for one plane.
+/// a new dma-buf fd (a new file every call) for one plane, opened `O_RDONLY`
+/// when `read_only` (its maps can then only read), else `O_RDWR`.
 #[doc(alias = "VIDIOC_EXPBUF")]
 pub fn expbuf(
     fd: BorrowedFd<'_>,
     type_: u32,
     index: u32,
     plane: u32,
+    read_only: bool,
 ) -> Result<OwnedFd, IoctlError> {
+    let access = if read_only {
+        libc::O_RDONLY
+    } else {
+        libc::O_RDWR
+    };
     let mut e = raw::ExportBuffer {
         type_,
         index,
         plane,
-        flags: (libc::O_CLOEXEC | libc::O_RDWR) as u32,
+        flags: (libc::O_CLOEXEC | access) as u32,
         ..Default::default()
     };
     call!(raw::vidioc_expbuf, fd, &mut e)?;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use zerocam_capture::share::{
     Disconnect, Publisher, PublisherConfig, PublisherStats, SubscribeError, Subscriber,
 };
-use zerocam_capture::{CaptureError, Frame, FrameSource, StreamFormat, StreamStats};
+use zerocam_capture::{CaptureError, Frame, FrameSource, SharedPlane, StreamFormat, StreamStats};
 
 /// How long a child waits for a frame.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -69,7 +69,9 @@ impl<S: FrameSource> FrameSource for Checksummed<S> {
     fn name(&self) -> &Path {
         self.inner.name()
     }
-    // STAND-IN: read_only_planes(index) delegates once part R merges.
+    fn read_only_planes(&self, index: usize) -> zerocam_capture::Result<Vec<SharedPlane>> {
+        self.inner.read_only_planes(index)
+    }
 }
 
 /// A publisher serving on a thread until stopped.

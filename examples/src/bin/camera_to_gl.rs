@@ -57,6 +57,7 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         fps: Some(30.0),
         buffers: 4,
         mode: BufferMode::Mmap,
+        read_only: false,
     };
     let mut opened = open(&spec)?;
     println!("{}", opened.description);

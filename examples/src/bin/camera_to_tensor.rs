@@ -49,6 +49,7 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         fps: Some(30.0),
         buffers: 4,
         mode: BufferMode::DmaBuf,
+        read_only: false,
     };
     // No DMA heap (or a driver without DMABUF): MMAP + EXPBUF buffers on the
     // same open device, which `Stream::new` hands back with the error.

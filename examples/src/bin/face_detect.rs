@@ -108,6 +108,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 fps: None,
                 buffers: 4,
                 mode: BufferMode::Mmap,
+                read_only: false,
             })?;
             println!("{}", opened.description);
             camera = Some(opened);

@@ -137,6 +137,7 @@ impl SourceArgs {
             fps: self.fps,
             buffers: self.buffers,
             mode,
+            read_only: false,
         })
     }
 }

@@ -61,7 +61,12 @@ pub fn serve(
     options: &ServeOptions,
     mut print: impl FnMut(&str),
 ) -> Result<String, CliError> {
-    let opened = open(spec)?;
+    // V4L2 buffers exported or allocated read-only: clients cannot write
+    // into frames that other clients read.
+    let opened = open(&SourceSpec {
+        read_only: true,
+        ..spec.clone()
+    })?;
     print(&format!(
         "{}\nserving at {} (mode 0660)",
         opened.description,

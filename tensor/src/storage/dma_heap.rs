@@ -84,6 +84,35 @@ pub(crate) fn default_heap() -> Result<(String, Arc<Heap>)> {
     })
 }
 
+/// Allocates `len` bytes from heap `name` (or the default heap, as
+/// [`Tensor::new`](crate::Tensor::new) picks it) as a **read-only** dma-buf:
+/// its file is opened `O_RDONLY`, so every holder of the fd, in this process
+/// or another one it is sent to, maps it `PROT_READ` only (a writable map is
+/// [`Error::ReadOnly`]); a device still writes it by DMA. What a capture pool
+/// shared with other processes is made of.
+///
+/// # Errors
+/// [`Error::DmaUnavailable`] / [`Error::UnknownHeap`] as for a DMA tensor,
+/// [`Error::DmaAlloc`] when the heap refuses the allocation.
+pub fn allocate_read_only(len: usize, name: Option<&str>) -> Result<std::os::fd::OwnedFd> {
+    let name = match name {
+        Some(n) => {
+            open(n)?;
+            n.to_owned()
+        }
+        None => default_heap()?.0,
+    };
+    let path = PathBuf::from(HEAP_DIR).join(&name);
+    let failed = |source: std::io::Error| Error::DmaAlloc {
+        len,
+        heap: path.clone(),
+        source,
+    };
+    let heap = std::fs::File::open(&path).map_err(failed)?;
+    crate::sys::dmabuf::heap_alloc_read_only(std::os::fd::AsFd::as_fd(&heap), len)
+        .map_err(|e| failed(e.into()))
+}
+
 /// Allocates `len` bytes from heap `name` (or the default heap) and maps it.
 pub(crate) fn allocate(len: usize, name: Option<&str>) -> Result<FdStorage> {
     let (name, heap) = match name {

@@ -46,3 +46,37 @@ pub(crate) fn sync(fd: BorrowedFd<'_>, flags: u64) -> Result<(), Errno> {
         }
     }
 }
+
+/// `struct dma_heap_allocation_data` from `<linux/dma-heap.h>`.
+#[repr(C)]
+#[derive(Default)]
+struct DmaHeapAllocationData {
+    len: u64,
+    fd: u32,
+    fd_flags: u32,
+    heap_flags: u64,
+}
+
+nix::ioctl_readwrite!(dma_heap_ioctl_alloc, b'H', 0, DmaHeapAllocationData);
+
+/// `DMA_HEAP_IOCTL_ALLOC` of `len` bytes from the heap device `heap`, the new
+/// dma-buf's file opened `O_RDONLY | O_CLOEXEC`: whoever holds it (or any
+/// dup of it) can map it `PROT_READ` only, while a device still writes it by
+/// DMA. (The `dma-heap` crate always asks for `O_RDWR`.)
+#[doc(alias = "DMA_HEAP_IOCTL_ALLOC")]
+pub(crate) fn heap_alloc_read_only(
+    heap: BorrowedFd<'_>,
+    len: usize,
+) -> Result<std::os::fd::OwnedFd, Errno> {
+    let mut data = DmaHeapAllocationData {
+        len: len as u64,
+        fd_flags: (libc::O_RDONLY | libc::O_CLOEXEC) as u32,
+        ..Default::default()
+    };
+    // SAFETY: heap is a live fd for the borrow and `data` is a valid
+    // `struct dma_heap_allocation_data` the kernel reads and fills.
+    unsafe { dma_heap_ioctl_alloc(heap.as_raw_fd(), &mut data) }?;
+    let raw = i32::try_from(data.fd).map_err(|_| Errno::EBADF)?;
+    // SAFETY: on success the kernel installed this new fd for us alone.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) })
+}

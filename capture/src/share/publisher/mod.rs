@@ -8,7 +8,6 @@ mod client;
 mod error;
 mod lent;
 mod listener;
-mod standin;
 #[cfg(test)]
 mod tests;
 
@@ -25,13 +24,12 @@ pub use error::PublishError;
 use client::{Client, Inbox, Request};
 use lent::{LentFrame, LentFrames};
 use listener::Listener;
-use standin::StandInPlanes;
 
 use crate::share::socket;
 use crate::share::wire::{
     FrameMessage, GoodbyeReason, PlaneSpan, ServerMessage, WireFormat, MAX_PLANES,
 };
-use crate::{CaptureError, Frame, FrameSource};
+use crate::{CaptureError, Frame, FrameSource, SharedPlane};
 
 /// A buffer's fds as clients get them, with each plane file's length.
 type SharedBuffer = SmallVec<[(OwnedFd, usize); MAX_PLANES]>;
@@ -427,7 +425,7 @@ impl<S: FrameSource> Publisher<S> {
         if self.shared.get(index).is_some_and(Option::is_some) {
             return Ok(());
         }
-        let planes = match self.source.read_only_planes_of(frame) {
+        let planes = match self.source.read_only_planes(index) {
             Ok(p) => p,
             Err(e) if self.config.writable_fds => {
                 log(&format!(
@@ -455,7 +453,7 @@ impl<S: FrameSource> Publisher<S> {
 
     /// The `Frame` message of `frame` as frame `id` (fds flag set per client).
     fn frame_message(&self, frame: &Frame, id: u64, planes: &[(OwnedFd, usize)]) -> FrameMessage {
-        let placement = standin::placement(frame);
+        let placement = frame.placement();
         let mut spans = [PlaneSpan::default(); MAX_PLANES];
         for (i, (span, (_, length))) in spans.iter_mut().zip(planes).enumerate() {
             *span = PlaneSpan {
@@ -516,7 +514,7 @@ fn empty_format() -> WireFormat {
 fn writable_planes(
     frame: &Frame,
     memory_planes: usize,
-) -> zerocam_tensor::Result<Vec<standin::SharedPlane>> {
+) -> zerocam_tensor::Result<Vec<SharedPlane>> {
     let t = frame.tensor();
     let count = memory_planes;
     (0..count)
@@ -524,7 +522,7 @@ fn writable_planes(
             let plane = if count == 1 { t.clone() } else { t.plane(p)? };
             let fd = plane.clone_fd()?;
             let length = nix::sys::stat::fstat(&fd).map_or(0, |s| s.st_size as usize);
-            Ok(standin::SharedPlane { fd, length })
+            Ok(SharedPlane { fd, length })
         })
         .collect()
 }

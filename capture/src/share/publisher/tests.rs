@@ -41,5 +41,9 @@ fn a_frame_lent_received_and_released_allocates_nothing() {
     assert_eq!(allocations, 0, "allocations for 100 frames, both sides");
     let stats = publisher.stats();
     assert!(stats.lent >= 112, "every frame once connected: {stats:?}");
-    assert_eq!(stats.violations + stats.expired + stats.reclaimed, 0, "{stats:?}");
+    assert_eq!(
+        stats.violations + stats.expired + stats.reclaimed,
+        0,
+        "{stats:?}"
+    );
 }

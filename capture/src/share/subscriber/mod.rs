@@ -22,7 +22,7 @@ use zerocam_cache::ImportCache;
 
 use super::socket::{ReceiveError, Receiver};
 use super::wire::{ServerMessage, WireFormat};
-use crate::frame::{FrameMeta, Requeue};
+use crate::frame::{FrameMeta, Placement, Requeue};
 use crate::slot::cache_capacity;
 use crate::stats::Counters;
 use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats};
@@ -274,6 +274,10 @@ impl FrameSource for Subscriber {
             timestamp: Duration::from_nanos(f.timestamp_ns),
             bytes_used: usize::try_from(f.bytes_used).unwrap_or(usize::MAX),
             synthesized: f.synthesized,
+            placement: Placement::new(
+                &[f.spans[0].offset as usize, f.spans[1].offset as usize],
+                f.chroma_offset.map(|o| o as usize),
+            ),
         };
         let owner: Arc<dyn Requeue> = connection;
         Ok(Frame::new(
