@@ -371,9 +371,11 @@ pub fn child_main(args: &[String]) -> i32 {
         }
         "write" => {
             let f = sub.next_frame(WAIT).expect("a frame");
-            match f.tensor().map_write() {
+            // Plane 0: a two-buffer frame (NV12M) is mapped plane by plane.
+            let luma = f.tensor().plane(0).expect("plane 0");
+            match luma.map_write() {
                 Err(zerocam_capture::tensor::Error::ReadOnly { .. }) => println!("write_refused 1"),
-                Err(e) => println!("write_error {e}"),
+                Err(e) => println!("write_error {:?}", e.to_string()),
                 Ok(_) => println!("write_refused 0"),
             }
         }
