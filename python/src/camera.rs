@@ -30,7 +30,7 @@ use crate::tensor::PyTensor;
 enum Source {
     Stream(Stream),
     Pattern(PatternSource),
-    Subscriber(Subscriber),
+    Subscriber(Box<Subscriber>),
 }
 
 impl Source {
@@ -38,7 +38,7 @@ impl Source {
         match self {
             Source::Stream(s) => s,
             Source::Pattern(p) => p,
-            Source::Subscriber(s) => s,
+            Source::Subscriber(s) => s.as_mut(),
         }
     }
 
@@ -46,7 +46,7 @@ impl Source {
         match self {
             Source::Stream(s) => s,
             Source::Pattern(p) => p,
-            Source::Subscriber(s) => s,
+            Source::Subscriber(s) => s.as_ref(),
         }
     }
 }
@@ -131,7 +131,7 @@ fn subscriber_camera(
         .detach(|| Subscriber::connect(socket))
         .map_err(capture_err)?;
     Ok(Camera {
-        source: Mutex::new(Some(Source::Subscriber(source))),
+        source: Mutex::new(Some(Source::Subscriber(Box::new(source)))),
         timeout,
     })
 }
