@@ -74,3 +74,8 @@ pub use zerocam_tensor as tensor;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeExamples;
+
+/// docs/sharing.md's Rust example, compiled as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/sharing.md")]
+struct SharingExamples;
