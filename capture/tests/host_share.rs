@@ -47,21 +47,7 @@ fn clients_see_the_publishers_pixels_and_import_once() {
             .map(|_| spawn_child("count", &serving.socket, 40))
             .collect();
         let reports: Vec<_> = children.into_iter().map(finish_child).collect();
-        let sums = serving.sums.clone();
-        let (stats, ended) = serving.stop();
-        println!("{clients} clients {format}: {stats:?}");
-        assert_eq!(ended, Ok(()));
-        assert_eq!(stats.violations, 0, "{stats:?}");
-        assert_eq!(stats.reclaimed + stats.expired, 0, "{stats:?}");
-        for r in reports {
-            assert_eq!(assert_same_pixels(&r, &sums), 40);
-            assert_eq!(
-                r.number("imports"),
-                r.number("buffers") * r.number("planes"),
-                "{clients} clients, {format}: one import per buffer plane"
-            );
-            assert_eq!(r.number("fds_early"), r.number("fds_late"), "client fds");
-        }
+        check_exact_run(&name, serving, reports, 40);
     }
 }
 

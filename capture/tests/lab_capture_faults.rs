@@ -5,10 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{config, frames, open_fds, press, WAIT};
-
-use std::process::Command;
-use std::time::Duration;
+use vivid_common::{config, frames, open_fds, press, reload_vivid, WAIT};
 
 use nix::errno::Errno;
 use zerocam_capture::{BufferMode, CaptureError, Device, FrameSource, Stream, StreamConfig};
@@ -192,23 +189,6 @@ fn a_disconnect_mid_stream_is_typed_and_releases_every_buffer() {
     drop(held);
     drop(s);
     assert_eq!(open_fds(), before, "every buffer fd closed");
-}
-
-fn reload_vivid() {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg("modprobe -r vivid && modprobe vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "vivid reloaded");
-    for _ in 0..100 {
-        if Device::open("/dev/video0").is_ok() && Device::open("/dev/video1").is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("vivid's nodes did not come back");
 }
 
 #[test]

@@ -255,6 +255,32 @@ pub fn assert_same_pixels(report: &ChildReport, sums: &Sums) -> usize {
     report.frames.len()
 }
 
+/// Stops `serving` and checks a pixel-exact run: it ended cleanly, no frame
+/// was taken back early (a reclaimed buffer is drawn again under a slow
+/// reader), and each `count` child saw `frames` frames with the publisher's
+/// pixels, imported buffers x planes and kept its fd count.
+pub fn check_exact_run(name: &str, serving: Serving, reports: Vec<ChildReport>, frames: usize) {
+    let sums = serving.sums.clone();
+    let (stats, ended) = serving.stop();
+    println!("{name}: {stats:?}");
+    assert_eq!(ended, Ok(()), "{name}");
+    assert_eq!(stats.violations, 0, "{name}: {stats:?}");
+    assert_eq!(stats.reclaimed + stats.expired, 0, "{name}: {stats:?}");
+    for r in reports {
+        assert_eq!(assert_same_pixels(&r, &sums), frames, "{name}");
+        assert_eq!(
+            r.number("imports"),
+            r.number("buffers") * r.number("planes"),
+            "{name}: one import per buffer plane"
+        );
+        assert_eq!(
+            r.number("fds_early"),
+            r.number("fds_late"),
+            "{name}: client fds"
+        );
+    }
+}
+
 /// The child's side: `args` are `MODE SOCKET FRAMES`.
 ///
 /// - `count`: takes FRAMES frames, prints `frame SEQ SUM` for each, then its

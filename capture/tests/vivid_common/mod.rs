@@ -42,6 +42,25 @@ pub fn press(d: &Device, button: &str) {
     d.set_control(c.id, 1).unwrap();
 }
 
+/// Reloads vivid as the lab loads it (after a Disconnect unregistered it)
+/// and waits for both nodes.
+pub fn reload_vivid() {
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("modprobe -r vivid && modprobe vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "vivid reloaded");
+    for _ in 0..100 {
+        if Device::open(SINGLE).is_ok() && Device::open(MULTI).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("vivid's nodes did not come back");
+}
+
 /// The process's open file descriptors.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
