@@ -2,6 +2,7 @@
 //! out, lending a frame, receiving it, and releasing it allocate nothing on
 //! either side.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
