@@ -89,20 +89,10 @@ fn kill_9_of_a_client_holding_frames() {
 /// disconnect within its timeout.
 fn a_gone_publisher_reaches_every_client() {
     let serving = Serving::start("stop", pattern("NV12", Some(100.0)), |_| {});
-    let mut children: Vec<_> = (0..3)
-        .map(|_| spawn_child("until-gone", &serving.socket, 0))
-        .collect();
-    let outs: Vec<_> = children
-        .iter_mut()
-        .map(|c| wait_for_line(c, "ready"))
-        .collect();
+    let waiting = spawn_waiting(&serving.socket, 3);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(serving.stop().1, Ok(()));
-    for (child, out) in children.into_iter().zip(outs) {
-        let r = finish_rest(child, out);
-        assert_eq!(r.values["gone"], "Disconnected", "{r:?}");
-        assert!(r.number("since_last_ms") < WAIT.as_millis() as u64, "{r:?}");
-    }
+    assert_all_disconnected(waiting);
 
     let socket = socket_path("killed");
     let mut publisher = spawn_child("publish", &socket, 0);

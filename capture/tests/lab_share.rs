@@ -58,22 +58,12 @@ fn a_vivid_disconnect_reaches_every_client() {
         stream("/dev/video0", "NV12", BufferMode::Mmap),
         |_| {},
     );
-    let mut children: Vec<_> = (0..3)
-        .map(|_| spawn_child("until-gone", &serving.socket, 0))
-        .collect();
-    let outs: Vec<_> = children
-        .iter_mut()
-        .map(|c| wait_for_line(c, "ready"))
-        .collect();
+    let waiting = spawn_waiting(&serving.socket, 3);
     std::thread::sleep(Duration::from_millis(500));
     let d = Device::open("/dev/video0").unwrap();
     let button = d.control("Disconnect").unwrap();
     d.set_control(button.id, 1).unwrap();
-    for (child, out) in children.into_iter().zip(outs) {
-        let r = finish_rest(child, out);
-        assert_eq!(r.values["gone"], "Disconnected", "{r:?}");
-        assert!(r.number("since_last_ms") < WAIT.as_millis() as u64, "{r:?}");
-    }
+    assert_all_disconnected(waiting);
     let (_, ended) = serving.join();
     let e = ended.unwrap_err();
     assert!(e.contains("disconnected"), "{e}");

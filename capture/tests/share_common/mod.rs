@@ -255,6 +255,26 @@ pub fn assert_same_pixels(report: &ChildReport, sums: &Sums) -> usize {
     report.frames.len()
 }
 
+/// `n` `until-gone` children of `socket`, each past its `ready` line.
+pub fn spawn_waiting(socket: &Path, n: usize) -> Vec<(Child, BufReader<ChildStdout>)> {
+    (0..n)
+        .map(|_| {
+            let mut child = spawn_child("until-gone", socket, 0);
+            let out = wait_for_line(&mut child, "ready");
+            (child, out)
+        })
+        .collect()
+}
+
+/// Every waiting child got the typed `Disconnected`, within its timeout.
+pub fn assert_all_disconnected(waiting: Vec<(Child, BufReader<ChildStdout>)>) {
+    for (child, out) in waiting {
+        let r = finish_rest(child, out);
+        assert_eq!(r.values["gone"], "Disconnected", "{r:?}");
+        assert!(r.number("since_last_ms") < WAIT.as_millis() as u64, "{r:?}");
+    }
+}
+
 /// Stops `serving` and checks a pixel-exact run: it ended cleanly, no frame
 /// was taken back early (a reclaimed buffer is drawn again under a slow
 /// reader), and each `count` child saw `frames` frames with the publisher's

@@ -199,10 +199,10 @@ impl<S: FrameSource> Publisher<S> {
     /// Reads every client's messages; drops the clients that left or broke
     /// the protocol, ending their leases.
     fn read_clients(&mut self) {
+        let (lease_ms, buffers, format) = self.terms();
+        let cap = self.config.max_leases;
         let mut i = 0;
         while i < self.clients.len() {
-            let (lease_ms, buffers, format) = self.terms();
-            let cap = self.config.max_leases;
             let lent = &mut self.lent;
             let stats = &mut self.stats;
             let inbox = self.clients[i].read(|client, request| match request {
