@@ -47,6 +47,10 @@ impl Buffer {
         &self.tracker
     }
 
+    pub fn writable(&self) -> bool {
+        self.storage.writable()
+    }
+
     pub fn pbo(&self) -> Option<(u32, usize)> {
         self.storage.pbo()
     }

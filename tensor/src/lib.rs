@@ -96,7 +96,7 @@ pub use memory::{
     dma_heaps, is_dma_available, is_gpu_buffer_available, is_shm_available, TensorMemory,
     FORCE_MEM_ENV,
 };
-pub use pin::{CpuAccess, HostPin};
+pub use pin::{CpuAccess, HostPin, MemoryHold};
 pub use placement::{ImagePlacement, PlanePlacement, RootLayout};
 pub use planes::PlaneDescriptor;
 pub use region::Region;

@@ -64,6 +64,26 @@ impl HostPin {
         self.span.end - self.span.start
     }
 
+    /// Where the pinned span starts in its buffer: `ptr() - buffer_offset()`
+    /// is the address of the whole buffer, mapped for its
+    /// [`buffer_len`](HostPin::buffer_len) bytes while the pin lives (what a
+    /// runtime that registers memory once per buffer, like CUDA's
+    /// `cuMemHostRegister`, needs for every view of one buffer).
+    pub fn buffer_offset(&self) -> usize {
+        self.span.start
+    }
+
+    /// The length of the whole buffer the span lies in.
+    pub fn buffer_len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Whether the memory may be written (a dma-buf exported or opened
+    /// read-only may not).
+    pub fn writable(&self) -> bool {
+        self.buffer.writable()
+    }
+
     /// Whether the span is empty (never: empty tensors are refused).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -144,7 +164,57 @@ impl Drop for CpuAccess {
     }
 }
 
+/// Keeps a tensor's memory allocated — mapped, its fd open, its GL buffer
+/// undeleted — without keeping its [`BufferIdentity`](crate::BufferIdentity)
+/// alive. Made by [`Tensor::memory_hold`].
+///
+/// A device-side cache keyed on the identity holds one beside each import,
+/// so when the tensors are gone the cache sees the identity die, unregisters
+/// the import, and only then lets the memory go: a device never keeps
+/// registered memory that has been freed, in whatever order the tensors, the
+/// maps and the cache drop.
+///
+/// ```
+/// use zerocam_tensor::{Tensor, TensorMemory};
+/// let t = Tensor::<u8>::new(&[64], Some(TensorMemory::Shm), None)?;
+/// let alive = t.buffer_identity().weak();
+/// let hold = t.memory_hold();
+/// drop(t);
+/// assert!(alive.upgrade().is_none()); // the identity is gone...
+/// assert_eq!(hold.len(), 64);        // ...the memory is not, until `hold` drops
+/// # Ok::<(), zerocam_tensor::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemoryHold {
+    buffers: [Option<Arc<Buffer>>; 2],
+}
+
+impl MemoryHold {
+    /// The length of the (first) buffer held.
+    pub fn len(&self) -> usize {
+        self.buffers[0].as_ref().map_or(0, |b| b.len())
+    }
+
+    /// Whether the held buffer is empty (never: empty tensors are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The memory kind.
+    pub fn memory(&self) -> Option<TensorMemory> {
+        self.buffers[0].as_ref().map(|b| b.memory())
+    }
+}
+
 impl<T: Element> Tensor<T> {
+    /// Holds the tensor's buffer(s) (both of a two-buffer image) allocated
+    /// until the [`MemoryHold`] drops, without holding its identity.
+    pub fn memory_hold(&self) -> MemoryHold {
+        MemoryHold {
+            buffers: [Some(self.buffer_arc().clone()), self.chroma_arc().cloned()],
+        }
+    }
+
     /// Pins the tensor's memory: a stable host address of its first element that
     /// stays valid while the [`HostPin`] lives, across maps and whatever
     /// happens to the tensor handles.

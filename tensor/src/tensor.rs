@@ -357,6 +357,10 @@ impl<T: Element> Tensor<T> {
         &self.geom
     }
 
+    pub(crate) fn chroma_arc(&self) -> Option<&Arc<Buffer>> {
+        self.chroma.as_ref()
+    }
+
     pub(crate) fn buffer_arc(&self) -> &Arc<Buffer> {
         &self.buffer
     }

@@ -1,0 +1,7 @@
+//! Tells the tests which rustc built them: they compile the CUDA driver test
+//! double (`tests/double/`) with it.
+fn main() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    println!("cargo:rustc-env=ZEROCAM_BUILD_RUSTC={rustc}");
+    println!("cargo:rerun-if-env-changed=RUSTC");
+}

@@ -1,0 +1,387 @@
+//! [`Cuda`]: one device, its stream, and the caches of what has been
+//! registered with it, keyed like the GPU crate's EGLImage cache
+//! ([`BufferIdentity`](zerocam_tensor::BufferIdentity) + geometry) and swept
+//! when the identity dies.
+
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use zerocam_cache::{GpuCacheStats, GpuImageCache, ImageKey};
+use zerocam_tensor::{Access, Element, Tensor, TensorMemory};
+
+use crate::device::Device;
+use crate::driver::ffi::{self, CuHandle};
+use crate::host::{key_of, HostKey, HostRegistration};
+use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
+use crate::{CudaError, DeviceInfo, Driver, Result};
+
+/// Registrations kept per cache (the GPU crate keeps as many EGLImages).
+pub(crate) const CACHE_CAPACITY: usize = 32;
+
+type HostCache = GpuImageCache<HostKey, Arc<HostRegistration>>;
+
+/// A CUDA device with the tensors registered on it.
+///
+/// Cheap to clone (one `Arc`); every clone shares the caches. A buffer is
+/// registered the first time it is mapped and stays registered while its
+/// tensors live (up to 32 buffers per path, least recently used evicted), so
+/// a camera cycling N buffers costs N registrations, whatever the number of
+/// frames.
+///
+/// ```no_run
+/// use zerocam_cuda::Cuda;
+/// use zerocam_tensor::{Access, Tensor, TensorMemory};
+/// let cuda = Cuda::new()?; // CudaError::Unavailable without a driver
+/// let t = Tensor::<u8>::new(&[480, 640, 3], Some(TensorMemory::Shm), None)?;
+/// let map = cuda.map(&t, Access::Read)?;
+/// println!("{:#x} {} bytes, stream {:?}", map.device_ptr(), map.len(), map.stream());
+/// # Ok::<(), zerocam_cuda::CudaError>(())
+/// ```
+#[derive(Clone)]
+pub struct Cuda {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    // First: registrations go before the stream and the context.
+    host: Mutex<HostCache>,
+    #[cfg(feature = "gl")]
+    pub(crate) gl: Mutex<Option<crate::gl::GlAttachment>>,
+    stream: StreamRef,
+    info: DeviceInfo,
+    host_unregistered: Arc<AtomicU64>,
+    maps: AtomicU64,
+    device: Arc<Device>,
+}
+
+impl std::fmt::Debug for Cuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cuda").field("info", &self.inner.info).finish()
+    }
+}
+
+/// The counters of a [`Cuda`] handle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CudaStats {
+    /// Maps made (every path).
+    pub maps: u64,
+    /// Path (a): `imports` is the number of `cuMemHostRegister` calls that
+    /// succeeded, `hits` the maps that found their buffer registered.
+    pub host: GpuCacheStats,
+    /// Path (a): `cuMemHostUnregister` calls that succeeded.
+    pub host_unregistered: u64,
+    /// Path (c): GL buffer registrations (`cuGraphicsGLRegisterBuffer`).
+    pub gl_buffers: GpuCacheStats,
+    /// Path (c): GL buffer registrations released.
+    pub gl_unregistered: u64,
+    /// Path (b): EGLImage registrations (`cuGraphicsEGLRegisterImage`).
+    pub egl_images: GpuCacheStats,
+    /// Path (b): EGLImage registrations released.
+    pub egl_unregistered: u64,
+}
+
+impl Cuda {
+    /// Device 0 of the process's driver ([`Driver::shared`]).
+    ///
+    /// # Errors
+    /// [`CudaError::Unavailable`] without a driver library;
+    /// [`CudaError::NoDevice`]; a driver error.
+    pub fn new() -> Result<Cuda> {
+        Cuda::with_driver(Driver::shared()?, 0)
+    }
+
+    /// Device `ordinal` of the driver library at `library` (a test double,
+    /// or a driver outside the loader's path).
+    ///
+    /// # Errors
+    /// As [`new`](Cuda::new).
+    pub fn with_library(library: impl AsRef<Path>, ordinal: i32) -> Result<Cuda> {
+        Cuda::with_driver(Driver::load(library)?, ordinal)
+    }
+
+    /// Device `ordinal` of `driver`.
+    ///
+    /// # Errors
+    /// [`CudaError::NoDevice`]; a driver error.
+    pub fn with_driver(driver: Arc<Driver>, ordinal: i32) -> Result<Cuda> {
+        let device = Arc::new(Device::open(driver, ordinal)?);
+        let info = device.info(ordinal)?;
+        let stream = StreamRef::create(&device)?;
+        Ok(Cuda {
+            inner: Arc::new(Inner {
+                host: Mutex::new(GpuImageCache::new(CACHE_CAPACITY)),
+                #[cfg(feature = "gl")]
+                gl: Mutex::new(None),
+                stream,
+                info,
+                host_unregistered: Arc::new(AtomicU64::new(0)),
+                maps: AtomicU64::new(0),
+                device,
+            }),
+        })
+    }
+
+    /// What the device is and can do.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The driver library.
+    pub fn driver(&self) -> &Arc<Driver> {
+        &self.inner.device.driver
+    }
+
+    /// The handle's non-blocking `CUstream` (every map's
+    /// [`stream`](CudaMap::stream)).
+    pub fn stream(&self) -> *mut std::ffi::c_void {
+        self.inner.stream.handle()
+    }
+
+    pub(crate) fn device(&self) -> &Arc<Device> {
+        &self.inner.device
+    }
+
+    pub(crate) fn stream_ref(&self) -> &StreamRef {
+        &self.inner.stream
+    }
+
+    #[cfg(feature = "gl")]
+    pub(crate) fn gl_slot(&self) -> MutexGuard<'_, Option<crate::gl::GlAttachment>> {
+        self.inner.gl.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn host_cache(&self) -> MutexGuard<'_, HostCache> {
+        self.inner
+            .host
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Maps `tensor` into the device for `access`: heap, shared memory and
+    /// dma-buf tensors by host registration (path a), PBO tensors by GL
+    /// buffer interop (path c, once a GPU is attached with
+    /// [`attach_gpu`](Cuda::attach_gpu)). A buffer is registered once; later
+    /// maps of it (any view) are cache hits.
+    ///
+    /// # Errors
+    /// [`CudaError::UnsupportedMemory`] (a PBO without an attached GPU);
+    /// [`zerocam_tensor::Error::MapConflict`] while a conflicting CPU map is
+    /// alive; [`zerocam_tensor::Error::ReadOnly`] for a write map of read-only
+    /// memory; the driver's error (e.g. a dma-buf the driver cannot register).
+    pub fn map<T: Element>(&self, tensor: &Tensor<T>, access: Access) -> Result<CudaMap> {
+        let map = match tensor.memory() {
+            TensorMemory::Pbo => self.map_gl_buffer(tensor, access)?,
+            _ => self.map_host(tensor, access)?,
+        };
+        self.inner.maps.fetch_add(1, Ordering::Relaxed);
+        Ok(map)
+    }
+
+    #[cfg(not(feature = "gl"))]
+    fn map_gl_buffer<T: Element>(&self, _tensor: &Tensor<T>, _access: Access) -> Result<CudaMap> {
+        Err(CudaError::UnsupportedMemory {
+            memory: TensorMemory::Pbo,
+            path: "GL buffer interop",
+            reason: "zerocam-cuda was built without its `gl` feature",
+        })
+    }
+
+    /// Path (a) for any tensor: registers (or finds) every buffer it spans.
+    pub(crate) fn map_host<T: Element>(&self, tensor: &Tensor<T>, access: Access) -> Result<CudaMap> {
+        let mut registrations = Vec::with_capacity(2);
+        let mut planes = Vec::with_capacity(2);
+        let image_planes = if tensor.format().is_some() {
+            tensor.plane_count()
+        } else {
+            1
+        };
+        for i in 0..image_planes {
+            let plane = if tensor.format().is_some() {
+                tensor.plane(i)?
+            } else {
+                tensor.clone()
+            };
+            let (registration, offset, len) = self.register_host(&plane, access)?;
+            let rank = plane.shape().len();
+            planes.push(CudaPlane {
+                device_ptr: registration.device_base + offset as u64,
+                pitch: rank
+                    .checked_sub(2)
+                    .and_then(|axis| plane.stride(axis))
+                    .unwrap_or(len),
+                shape: plane.shape().to_vec(),
+                len,
+            });
+            registrations.push(registration);
+        }
+        let (device_ptr, len) = if tensor.plane_count() > 1 && registrations.len() == 1 {
+            (planes[0].device_ptr, planes[0].len)
+        } else {
+            match tensor.pin_host() {
+                Ok(pin) => (planes[0].device_ptr, pin.len()),
+                // Two buffers (NV12M): the first plane's range.
+                Err(zerocam_tensor::Error::MultiBuffer { .. }) => {
+                    (planes[0].device_ptr, planes[0].len)
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        // After the pins (a read bracket each): the device's borrow from now on.
+        let borrow = tensor.device_borrow(access)?;
+        Ok(CudaMap {
+            device_ptr,
+            len,
+            shape: tensor.shape().to_vec(),
+            strides: tensor.strides(),
+            dtype: T::DTYPE,
+            planes,
+            path: CudaPath::HostRegistered,
+            access,
+            stream: self.inner.stream.clone(),
+            integrated: self.inner.info.integrated,
+            _borrow: borrow,
+            _keep: Keep::Host(registrations),
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// The registration of the one buffer `tensor` lies in, the tensor's
+    /// offset in it and its length.
+    fn register_host<T: Element>(
+        &self,
+        tensor: &Tensor<T>,
+        access: Access,
+    ) -> Result<(Arc<HostRegistration>, usize, usize)> {
+        let pin = tensor.pin_host()?;
+        if access.writes() && !pin.writable() {
+            return Err(zerocam_tensor::Error::ReadOnly { requested: access }.into());
+        }
+        let read_only = !pin.writable();
+        let (offset, len) = (pin.buffer_offset(), pin.len());
+        let key = ImageKey {
+            buffer: tensor.buffer_identity().id(),
+            geometry: key_of(&pin, read_only),
+        };
+        let mut retired = Vec::new();
+        let found = {
+            let mut cache = self.host_cache();
+            retired.extend(cache.sweep());
+            cache
+                .get_or_insert_with(
+                    key,
+                    tensor.buffer_identity().weak(),
+                    || {
+                        HostRegistration::register(
+                            &self.inner.device,
+                            pin,
+                            read_only,
+                            &self.inner.host_unregistered,
+                        )
+                        .map(Arc::new)
+                    },
+                    &mut retired,
+                )
+                .map(Arc::clone)
+        };
+        drop(retired); // unregistered outside the lock
+        Ok((found?, offset, len))
+    }
+
+    /// Drops the registrations whose tensors are all gone (also done before
+    /// every map and by [`stats`](Cuda::stats)).
+    pub fn sweep(&self) {
+        let dead = self.host_cache().sweep();
+        drop(dead);
+        #[cfg(feature = "gl")]
+        crate::gl::sweep(self);
+    }
+
+    /// Drops every cached registration (maps alive keep theirs until they drop).
+    pub fn clear(&self) {
+        let all = self.host_cache().clear();
+        drop(all);
+        #[cfg(feature = "gl")]
+        crate::gl::clear(self);
+    }
+
+    /// The counters, after a sweep.
+    pub fn stats(&self) -> CudaStats {
+        self.sweep();
+        let host = self.host_cache().stats();
+        #[allow(unused_mut)]
+        let mut stats = CudaStats {
+            maps: self.inner.maps.load(Ordering::Relaxed),
+            host,
+            host_unregistered: self.inner.host_unregistered.load(Ordering::Relaxed),
+            ..CudaStats::default()
+        };
+        #[cfg(feature = "gl")]
+        crate::gl::fill_stats(self, &mut stats);
+        stats
+    }
+}
+
+/// A non-blocking `CUstream`, destroyed with its last holder.
+#[derive(Clone)]
+pub(crate) struct StreamRef(Arc<Stream>);
+
+struct Stream {
+    device: Arc<Device>,
+    handle: CuHandle,
+}
+
+// SAFETY: a stream handle may be used from any thread; it is only passed to
+// driver calls.
+unsafe impl Send for Stream {}
+// SAFETY: as above.
+unsafe impl Sync for Stream {}
+
+impl StreamRef {
+    fn create(device: &Arc<Device>) -> Result<StreamRef> {
+        let _current = device.enter()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the context is current.
+        device.driver.check("cuStreamCreate", unsafe {
+            (device.driver.api.cuStreamCreate)(&mut handle, ffi::STREAM_NON_BLOCKING)
+        })?;
+        Ok(StreamRef(Arc::new(Stream {
+            device: Arc::clone(device),
+            handle,
+        })))
+    }
+
+    pub fn handle(&self) -> CuHandle {
+        self.0.handle
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        let d = &self.0.device;
+        let _current = d.enter()?;
+        // SAFETY: a stream created on this context.
+        d.driver.check("cuStreamSynchronize", unsafe {
+            (d.driver.api.cuStreamSynchronize)(self.0.handle)
+        })
+    }
+
+    /// `cuMemcpyDtoH` of `dst.len()` bytes from `src`.
+    pub fn copy_to_host(&self, src: u64, dst: &mut [u8]) -> Result<()> {
+        let d = &self.0.device;
+        let _current = d.enter()?;
+        // SAFETY: `dst` is valid for `dst.len()` bytes of writes; the caller
+        // checked `src..src+len` lies in a live map.
+        d.driver.check("cuMemcpyDtoH_v2", unsafe {
+            (d.driver.api.cuMemcpyDtoH_v2)(dst.as_mut_ptr().cast(), src, dst.len())
+        })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Ok(_current) = self.device.enter() {
+            // SAFETY: created in `create`, destroyed once here.
+            let _ = unsafe { (self.device.driver.api.cuStreamDestroy_v2)(self.handle) };
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! [`CudaMap`]: a tensor as CUDA device memory, for as long as the map lives.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use zerocam_tensor::{Access, DType, DeviceBorrow};
+
+use crate::host::HostRegistration;
+
+/// The import path a map took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CudaPath {
+    /// (a) The buffer's CPU mapping registered with `cuMemHostRegister`
+    /// (heap, shared memory, dma-bufs where the driver allows it).
+    HostRegistered,
+    /// (b) A dma-buf's EGLImage registered with `cuGraphicsEGLRegisterImage`
+    /// (the Jetson path for camera buffers).
+    EglImage,
+    /// (c) A GL PBO registered with `cuGraphicsGLRegisterBuffer`, mapped per
+    /// use (`convert` outputs).
+    GlBuffer,
+}
+
+impl std::fmt::Display for CudaPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CudaPath::HostRegistered => "host-registered",
+            CudaPath::EglImage => "egl-image",
+            CudaPath::GlBuffer => "gl-buffer",
+        })
+    }
+}
+
+/// One plane of a mapped image (or the one "plane" of an array tensor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaPlane {
+    /// The device address of the plane's first element.
+    pub device_ptr: u64,
+    /// Bytes between the starts of two rows.
+    pub pitch: usize,
+    /// The plane's shape (rows, columns[, channels]) in elements.
+    pub shape: Vec<usize>,
+    /// Bytes from the first element to the end of the last.
+    pub len: usize,
+}
+
+/// What keeps a map's device memory valid.
+pub(crate) enum Keep {
+    /// A host registration (unregistered when its last holder drops).
+    Host(Vec<Arc<HostRegistration>>),
+    /// A GL or EGL interop mapping, ended on the GL thread when dropped.
+    #[cfg(feature = "gl")]
+    Interop(crate::gl::InteropMap),
+}
+
+/// A tensor mapped into a CUDA device's address space. Made by
+/// [`Cuda::map`](crate::Cuda::map) and [`Cuda::map_frame`](crate::Cuda::map_frame).
+///
+/// While the map lives the device may read (and, for a read-write map, write)
+/// the memory at [`device_ptr`](CudaMap::device_ptr): the tensor's buffer is
+/// borrowed for a device, so conflicting CPU maps are refused, and the
+/// buffer's registration stays alive. Dropping the map ends the borrow (and
+/// unmaps a GL buffer); the registration stays cached for the next frame.
+/// Work queued on [`stream`](CudaMap::stream) must be finished (or
+/// [`synchronize`](CudaMap::synchronize)d) before the map drops.
+///
+/// `Send` (the device pointer is usable from any thread of the process) but
+/// not `Sync`: two threads must not share one map without their own ordering.
+pub struct CudaMap {
+    pub(crate) device_ptr: u64,
+    pub(crate) len: usize,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) strides: Option<Vec<usize>>,
+    pub(crate) dtype: DType,
+    pub(crate) planes: Vec<CudaPlane>,
+    pub(crate) path: CudaPath,
+    pub(crate) access: Access,
+    pub(crate) stream: crate::cuda::StreamRef,
+    pub(crate) integrated: bool,
+    // Dropped before `keep`: the CPU may map again once the device is done.
+    pub(crate) _borrow: DeviceBorrow,
+    pub(crate) _keep: Keep,
+    pub(crate) _not_sync: PhantomData<Cell<()>>,
+}
+
+impl std::fmt::Debug for CudaMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaMap")
+            .field("device_ptr", &format_args!("{:#x}", self.device_ptr))
+            .field("len", &self.len)
+            .field("shape", &self.shape)
+            .field("path", &self.path)
+            .field("access", &self.access)
+            .finish()
+    }
+}
+
+impl CudaMap {
+    /// The device address of the tensor's first element (a `CUdeviceptr`).
+    pub fn device_ptr(&self) -> u64 {
+        self.device_ptr
+    }
+
+    /// Bytes from the first element to the end of the last (row padding included).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the map is empty (never: empty tensors are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The tensor's shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Byte strides matching [`shape`](CudaMap::shape), when uniform.
+    pub fn strides(&self) -> Option<&[usize]> {
+        self.strides.as_deref()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Row pitch in bytes of the first plane (the tensor's row stride).
+    pub fn pitch(&self) -> usize {
+        self.planes.first().map_or(0, |p| p.pitch)
+    }
+
+    /// The planes of an image (Y and UV of NV12...), one for other tensors.
+    pub fn planes(&self) -> &[CudaPlane] {
+        &self.planes
+    }
+
+    /// How the memory reached the device.
+    pub fn path(&self) -> CudaPath {
+        self.path
+    }
+
+    /// The access the device was granted.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Whether the device shares DRAM with the CPU (reads in place).
+    pub fn integrated(&self) -> bool {
+        self.integrated
+    }
+
+    /// The `CUstream` the map belongs to: queue the work that uses the
+    /// pointer on it (the [`Cuda`](crate::Cuda) handle's non-blocking stream).
+    pub fn stream(&self) -> *mut c_void {
+        self.stream.handle()
+    }
+
+    /// Waits for the work queued on [`stream`](CudaMap::stream).
+    ///
+    /// # Errors
+    /// [`CudaError::Driver`](crate::CudaError::Driver) from `cuStreamSynchronize`.
+    pub fn synchronize(&self) -> crate::Result<()> {
+        self.stream.synchronize()
+    }
+
+    /// Copies `dst.len()` bytes from `device_ptr() + offset` to `dst` with
+    /// `cuMemcpyDtoH` (a check that the device sees what the CPU wrote).
+    ///
+    /// # Errors
+    /// [`CudaError::Mismatch`](crate::CudaError::Mismatch) when the range
+    /// leaves the map; the driver's error.
+    pub fn copy_to_host(&self, offset: usize, dst: &mut [u8]) -> crate::Result<()> {
+        if offset.checked_add(dst.len()).is_none_or(|end| end > self.len) {
+            return Err(crate::CudaError::Mismatch {
+                call: "CudaMap::copy_to_host",
+                what: format!(
+                    "{} bytes at {offset} from a {}-byte map",
+                    dst.len(),
+                    self.len
+                ),
+            });
+        }
+        self.stream.copy_to_host(self.device_ptr + offset as u64, dst)
+    }
+}
