@@ -15,12 +15,16 @@ use crate::device::Device;
 use crate::driver::ffi::{self, CuHandle};
 use crate::host::{key_of, HostKey, HostRegistration};
 use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
-use crate::{CudaError, DeviceInfo, Driver, Result};
+#[cfg(not(feature = "gl"))]
+use crate::CudaError;
+use crate::{DeviceInfo, Driver, Result};
 
 /// Registrations kept per cache (the GPU crate keeps as many EGLImages).
 pub(crate) const CACHE_CAPACITY: usize = 32;
 
 type HostCache = GpuImageCache<HostKey, Arc<HostRegistration>>;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A CUDA device with the tensors registered on it.
 ///
@@ -45,6 +49,9 @@ pub struct Cuda {
 }
 
 struct Inner {
+    /// Process-unique: names this handle's caches on a GL thread.
+    #[cfg_attr(not(feature = "gl"), allow(dead_code))]
+    id: u64,
     // First: registrations go before the stream and the context.
     host: Mutex<HostCache>,
     #[cfg(feature = "gl")]
@@ -58,7 +65,9 @@ struct Inner {
 
 impl std::fmt::Debug for Cuda {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cuda").field("info", &self.inner.info).finish()
+        f.debug_struct("Cuda")
+            .field("info", &self.inner.info)
+            .finish()
     }
 }
 
@@ -111,6 +120,7 @@ impl Cuda {
         let stream = StreamRef::create(&device)?;
         Ok(Cuda {
             inner: Arc::new(Inner {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 host: Mutex::new(GpuImageCache::new(CACHE_CAPACITY)),
                 #[cfg(feature = "gl")]
                 gl: Mutex::new(None),
@@ -139,10 +149,17 @@ impl Cuda {
         self.inner.stream.handle()
     }
 
+    #[cfg_attr(not(feature = "gl"), allow(dead_code))]
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    #[cfg_attr(not(feature = "gl"), allow(dead_code))]
     pub(crate) fn device(&self) -> &Arc<Device> {
         &self.inner.device
     }
 
+    #[cfg_attr(not(feature = "gl"), allow(dead_code))]
     pub(crate) fn stream_ref(&self) -> &StreamRef {
         &self.inner.stream
     }
@@ -189,7 +206,11 @@ impl Cuda {
     }
 
     /// Path (a) for any tensor: registers (or finds) every buffer it spans.
-    pub(crate) fn map_host<T: Element>(&self, tensor: &Tensor<T>, access: Access) -> Result<CudaMap> {
+    pub(crate) fn map_host<T: Element>(
+        &self,
+        tensor: &Tensor<T>,
+        access: Access,
+    ) -> Result<CudaMap> {
         let mut registrations = Vec::with_capacity(2);
         let mut planes = Vec::with_capacity(2);
         let image_planes = if tensor.format().is_some() {
@@ -242,7 +263,9 @@ impl Cuda {
             stream: self.inner.stream.clone(),
             integrated: self.inner.info.integrated,
             _borrow: borrow,
-            _keep: Keep::Host(registrations),
+            _keep: Keep::Host {
+                _registrations: registrations,
+            },
             _not_sync: PhantomData,
         })
     }
@@ -275,7 +298,8 @@ impl Cuda {
                     || {
                         HostRegistration::register(
                             &self.inner.device,
-                            pin,
+                            &pin,
+                            tensor.memory_hold(),
                             read_only,
                             &self.inner.host_unregistered,
                         )
@@ -320,6 +344,16 @@ impl Cuda {
         #[cfg(feature = "gl")]
         crate::gl::fill_stats(self, &mut stats);
         stats
+    }
+}
+
+#[cfg(feature = "gl")]
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let attached = self.gl.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(gl) = attached.take() {
+            crate::gl::detach(&gl, self.id);
+        }
     }
 }
 

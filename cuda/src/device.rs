@@ -23,7 +23,9 @@ unsafe impl Sync for Device {}
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device").field("device", &self.device).finish()
+        f.debug_struct("Device")
+            .field("device", &self.device)
+            .finish()
     }
 }
 
@@ -118,13 +120,6 @@ pub(crate) struct ContextGuard<'d> {
     device: &'d Device,
     /// Not `Send`: popped on the thread that pushed.
     _thread: std::marker::PhantomData<*const ()>,
-}
-
-impl ContextGuard<'_> {
-    /// The device's driver.
-    pub fn driver(&self) -> &Driver {
-        &self.device.driver
-    }
 }
 
 impl Drop for ContextGuard<'_> {

@@ -7,14 +7,16 @@
 //! copy. On a discrete GPU it is mapped pinned memory: kernels read it over
 //! PCIe, or a `cuMemcpy` moves it by DMA without the CPU.
 //!
-//! A [`HostRegistration`] holds the buffer's [`HostPin`] (so the mapping
-//! outlives it) and unregisters in its `Drop` before the pin goes: the memory
-//! is never unmapped while registered, whatever drops first.
+//! A [`HostRegistration`] holds the buffer's [`MemoryHold`] (so the mapping
+//! outlives it) and unregisters in its `Drop` before the hold goes: the memory
+//! is never unmapped while registered, whatever drops first. (A hold, not a
+//! pin: the tensor's `handle_count` does not see it, so an output pool still
+//! reuses a tensor that CUDA has registered.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use zerocam_tensor::HostPin;
+use zerocam_tensor::{HostPin, MemoryHold};
 
 use crate::device::Device;
 use crate::driver::ffi;
@@ -34,11 +36,10 @@ pub(crate) struct HostKey {
 pub(crate) struct HostRegistration {
     device: Arc<Device>,
     base: usize,
-    pub len: usize,
     pub device_base: u64,
     unregistered: Arc<AtomicU64>,
     // Last: the mapping outlives the registration (unregistered in `drop`).
-    _pin: HostPin,
+    _hold: MemoryHold,
 }
 
 // SAFETY: the addresses are plain numbers here (used only in driver calls);
@@ -48,14 +49,16 @@ unsafe impl Send for HostRegistration {}
 unsafe impl Sync for HostRegistration {}
 
 impl HostRegistration {
-    /// Registers the whole buffer `pin` lies in.
+    /// Registers the whole buffer `pin` lies in; `hold` (of the same buffer)
+    /// keeps it mapped.
     pub fn register(
         device: &Arc<Device>,
-        pin: HostPin,
+        pin: &HostPin,
+        hold: MemoryHold,
         read_only: bool,
         unregistered: &Arc<AtomicU64>,
     ) -> Result<HostRegistration> {
-        let key = key_of(&pin, read_only);
+        let key = key_of(pin, read_only);
         let driver = &device.driver;
         let _current = device.enter()?;
         let mut flags = ffi::MEMHOSTREGISTER_DEVICEMAP;
@@ -64,7 +67,7 @@ impl HostRegistration {
         }
         let base = key.base as *mut std::ffi::c_void;
         // SAFETY: `base..base+len` is the buffer's mapping, kept mapped by
-        // `pin` (moved into the registration) until after the unregister.
+        // `hold` (moved into the registration) until after the unregister.
         driver.check("cuMemHostRegister_v2", unsafe {
             (driver.api.cuMemHostRegister_v2)(base, key.len, flags)
         })?;
@@ -81,10 +84,9 @@ impl HostRegistration {
         Ok(HostRegistration {
             device: Arc::clone(device),
             base: key.base,
-            len: key.len,
             device_base,
             unregistered: Arc::clone(unregistered),
-            _pin: pin,
+            _hold: hold,
         })
     }
 }
@@ -105,7 +107,7 @@ impl Drop for HostRegistration {
         // exit) leaves the memory registered; it is still unmapped after.
         if let Ok(_current) = self.device.enter() {
             // SAFETY: registered by `register`, unregistered once here, while
-            // `_pin` still keeps it mapped.
+            // `_hold` still keeps it mapped.
             let code = unsafe { (driver.api.cuMemHostUnregister)(self.base as *mut _) };
             if code == ffi::CUDA_SUCCESS {
                 self.unregistered.fetch_add(1, Ordering::Relaxed);

@@ -49,10 +49,12 @@ pub struct CudaPlane {
 /// What keeps a map's device memory valid.
 pub(crate) enum Keep {
     /// A host registration (unregistered when its last holder drops).
-    Host(Vec<Arc<HostRegistration>>),
+    Host {
+        _registrations: Vec<Arc<HostRegistration>>,
+    },
     /// A GL or EGL interop mapping, ended on the GL thread when dropped.
     #[cfg(feature = "gl")]
-    Interop(crate::gl::InteropMap),
+    Interop { _map: crate::gl::InteropMap },
 }
 
 /// A tensor mapped into a CUDA device's address space. Made by
@@ -174,7 +176,10 @@ impl CudaMap {
     /// [`CudaError::Mismatch`](crate::CudaError::Mismatch) when the range
     /// leaves the map; the driver's error.
     pub fn copy_to_host(&self, offset: usize, dst: &mut [u8]) -> crate::Result<()> {
-        if offset.checked_add(dst.len()).is_none_or(|end| end > self.len) {
+        if offset
+            .checked_add(dst.len())
+            .is_none_or(|end| end > self.len)
+        {
             return Err(crate::CudaError::Mismatch {
                 call: "CudaMap::copy_to_host",
                 what: format!(
@@ -184,6 +189,7 @@ impl CudaMap {
                 ),
             });
         }
-        self.stream.copy_to_host(self.device_ptr + offset as u64, dst)
+        self.stream
+            .copy_to_host(self.device_ptr + offset as u64, dst)
     }
 }

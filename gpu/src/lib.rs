@@ -77,6 +77,8 @@ mod fault;
 #[allow(unsafe_code)] // the GL FFI edge: every raw GL call, behind safe wrappers
 mod glutil;
 #[cfg(feature = "gl")]
+mod interop;
+#[cfg(feature = "gl")]
 mod pbo;
 #[cfg(feature = "gl")]
 mod poison;
@@ -111,5 +113,7 @@ pub use plan::{ConvertOptions, ImportPolicy};
 
 #[cfg(feature = "gl")]
 pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};
+#[cfg(feature = "gl")]
+pub use interop::{GlThread, SharedEglImage};
 #[cfg(feature = "gl")]
 pub use worker::{Gpu, GpuStats};

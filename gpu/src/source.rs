@@ -22,9 +22,12 @@ pub(crate) struct SourceKey {
 }
 
 /// An imported source: the EGLImage and the external texture bound to it.
+/// The image is shared (`Rc`, GL thread only) with device interop that
+/// registered it ([`GlThread::egl_image`](crate::GlThread::egl_image)): it is
+/// destroyed when the last holder drops.
 #[derive(Debug)]
 pub(crate) struct SourceImage {
-    pub image: EglImage,
+    pub image: std::rc::Rc<EglImage>,
     pub texture: u32,
 }
 
@@ -148,18 +151,19 @@ fn buffer_fds(buffers: &[Tensor<u8>]) -> Result<Vec<OwnedFd>> {
     Ok(fds)
 }
 
-fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
-    let root = plan.source.root;
+/// The cached import of `src` (root `root`, batch element `frame`) as an
+/// EGLImage bound to an external texture, imported on a miss.
+pub(crate) fn cached_import<'s>(
+    st: &'s mut GlState,
+    src: &Tensor<u8>,
+    root: RootLayout,
+    frame: usize,
+    color: ColorSpec,
+) -> Result<&'s SourceImage> {
     let key = ImageKey {
         buffer: src.buffer_identity().id(),
-        geometry: SourceKey {
-            root,
-            frame: plan.source.frame,
-            color,
-        },
+        geometry: SourceKey { root, frame, color },
     };
-    // The GPU reads the buffer(s) until the draw is done: no CPU writer meanwhile.
-    let borrow = src.device_borrow(Access::Read)?;
     let mut retired = Vec::new();
     let modifiers = st.egl.info.dma_buf_modifiers;
     let GlState { sources, egl, .. } = st;
@@ -169,7 +173,7 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
         || -> Result<SourceImage> {
             let fds = buffer_fds(&buffers(src, &root)?)?;
             let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
-            let attribs = source_attribs(&root, plan.source.frame, &raw, color, modifiers)?;
+            let attribs = source_attribs(&root, frame, &raw, color, modifiers)?;
             let image = egl
                 .create_dma_buf_image(&attribs)
                 .map_err(|error| GpuError::Import {
@@ -185,15 +189,31 @@ fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> 
                 glutil::delete_textures(&[texture]);
                 return Err(e); // `image` drops: destroyed
             }
-            Ok(SourceImage { image, texture })
+            Ok(SourceImage {
+                image: std::rc::Rc::new(image),
+                texture,
+            })
         },
         &mut retired,
     );
-    let texture = created.map(|s| s.texture);
     for r in retired {
-        st.destroy_source(r);
+        destroy_source(r);
     }
-    let texture = texture?;
+    created
+}
+
+/// Deletes a source's texture, then drops its image (destroyed unless a
+/// device registration still holds it).
+pub(crate) fn destroy_source(s: SourceImage) {
+    glutil::delete_textures(&[s.texture]);
+    drop(s.image);
+}
+
+fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
+    let root = plan.source.root;
+    // The GPU reads the buffer(s) until the draw is done: no CPU writer meanwhile.
+    let borrow = src.device_borrow(Access::Read)?;
+    let texture = cached_import(st, src, root, plan.source.frame, color)?.texture;
     Ok(Bound {
         external: true,
         textures: [texture, 0],

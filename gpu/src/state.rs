@@ -31,6 +31,8 @@ pub(crate) type Programs = std::collections::HashMap<(bool, i32, i32), Program>;
 /// The GL thread's state. Dropped on the GL thread, context current: every
 /// image, texture, framebuffer and PBO is freed before the context.
 pub(crate) struct GlState {
+    /// Device interop's state (zerocam-cuda's registrations): freed first.
+    pub extensions: crate::interop::Extensions,
     pub programs: Programs,
     pub sources: Sources,
     pub targets: GpuImageCache<crate::plan::TargetGrid, RenderTarget>,
@@ -50,6 +52,7 @@ pub(crate) struct GlState {
 impl GlState {
     pub fn new(egl: EglContext, poison: Arc<PoisonCell>) -> GlState {
         GlState {
+            extensions: crate::interop::Extensions::default(),
             programs: Programs::default(),
             sources: Sources::new(CACHE_CAPACITY),
             targets: GpuImageCache::new(CACHE_CAPACITY),
@@ -107,8 +110,7 @@ impl GlState {
 
     /// Deletes a source's texture, then its image (dropped here).
     pub fn destroy_source(&mut self, s: SourceImage) {
-        glutil::delete_textures(&[s.texture]);
-        drop(s.image);
+        crate::source::destroy_source(s);
     }
 
     /// Deletes a target's framebuffer and texture, then its image if any.
@@ -186,6 +188,9 @@ impl GlState {
     /// (nothing draws again) and at thread exit. PBOs stay: a CPU map of one
     /// may be live, and its tensor deletes it when it drops.
     pub fn release_all(&mut self) {
+        // First: what device interop registered goes before the images and
+        // buffers it registered.
+        self.extensions.clear();
         self.clear_caches();
         self.sources.free_uploads();
         for (_, p) in self.programs.drain() {

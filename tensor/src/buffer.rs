@@ -16,14 +16,14 @@ use crate::{Access, Error, FdIdentity, Result, TensorMemory};
 pub(crate) struct Buffer {
     // Declared first: the storage (and its fd) outlives the access record.
     tracker: Arc<Tracker>,
-    storage: Box<dyn Storage>,
+    storage: Arc<dyn Storage>,
 }
 
 impl Buffer {
     pub fn new(storage: impl Storage + 'static) -> Buffer {
         Buffer {
             tracker: Tracker::of(storage.fd_identity()),
-            storage: Box::new(storage),
+            storage: Arc::new(storage),
         }
     }
 
@@ -45,6 +45,11 @@ impl Buffer {
 
     pub fn tracker(&self) -> &Arc<Tracker> {
         &self.tracker
+    }
+
+    /// The storage alone (what a [`MemoryHold`](crate::MemoryHold) keeps).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
     }
 
     pub fn writable(&self) -> bool {

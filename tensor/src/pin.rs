@@ -17,6 +17,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::buffer::Buffer;
+use crate::storage::Storage;
 use crate::geometry::Span;
 use crate::{Access, Element, Error, Result, Tensor, TensorMemory};
 
@@ -184,15 +185,17 @@ impl Drop for CpuAccess {
 /// assert_eq!(hold.len(), 64);        // ...the memory is not, until `hold` drops
 /// # Ok::<(), zerocam_tensor::Error>(())
 /// ```
+/// A hold is not a handle: [`Tensor::handle_count`] does not count it, so
+/// a pool that reuses outputs nobody holds is not fooled by a registration.
 #[derive(Debug, Clone)]
 pub struct MemoryHold {
-    buffers: [Option<Arc<Buffer>>; 2],
+    storages: [Option<Arc<dyn Storage>>; 2],
 }
 
 impl MemoryHold {
     /// The length of the (first) buffer held.
     pub fn len(&self) -> usize {
-        self.buffers[0].as_ref().map_or(0, |b| b.len())
+        self.storages[0].as_ref().map_or(0, |s| s.len())
     }
 
     /// Whether the held buffer is empty (never: empty tensors are refused).
@@ -202,7 +205,7 @@ impl MemoryHold {
 
     /// The memory kind.
     pub fn memory(&self) -> Option<TensorMemory> {
-        self.buffers[0].as_ref().map(|b| b.memory())
+        self.storages[0].as_ref().map(|s| s.memory())
     }
 }
 
@@ -211,7 +214,10 @@ impl<T: Element> Tensor<T> {
     /// until the [`MemoryHold`] drops, without holding its identity.
     pub fn memory_hold(&self) -> MemoryHold {
         MemoryHold {
-            buffers: [Some(self.buffer_arc().clone()), self.chroma_arc().cloned()],
+            storages: [
+                Some(Arc::clone(self.buffer_arc().storage())),
+                self.chroma_arc().map(|c| Arc::clone(c.storage())),
+            ],
         }
     }
 

@@ -431,7 +431,8 @@ impl<T: Element> Tensor<T> {
     /// pool of output tensors tells a result still in use from one it may
     /// overwrite. Not counted: another import of the same fd
     /// (`from_fd(clone_fd())` makes a new buffer), a GPU cache's weak
-    /// entries, and, for an image whose chroma lives in a second buffer
+    /// entries, [`MemoryHold`](crate::MemoryHold)s (a device's registration),
+    /// and, for an image whose chroma lives in a second buffer
     /// (NV12M), handles on that chroma plane alone.
     ///
     /// ```

@@ -30,7 +30,6 @@ pub const MEMHOSTREGISTER_READ_ONLY: c_uint = 0x08;
 
 /// `CUgraphicsRegisterFlags`.
 pub const GRAPHICS_REGISTER_NONE: c_uint = 0;
-pub const GRAPHICS_REGISTER_READ_ONLY: c_uint = 1;
 
 /// `CU_STREAM_NON_BLOCKING`: no implicit sync with the legacy default stream.
 pub const STREAM_NON_BLOCKING: c_uint = 1;

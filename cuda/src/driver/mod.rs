@@ -31,6 +31,7 @@ macro_rules! entry_points {
     ($( $name:ident ( $($arg:ty),* ); )*) => {
         /// The entry points, resolved once; each is `extern "C"` and returns a `CUresult`.
         #[allow(non_snake_case)]
+        #[cfg_attr(not(feature = "gl"), allow(dead_code))] // the graphics interop entry points
         pub(crate) struct EntryPoints {
             $( pub $name: unsafe extern "C" fn($($arg),*) -> CuResult, )*
         }
@@ -184,7 +185,9 @@ impl Driver {
         let ok = unsafe { (self.api.cuGetErrorName)(code, &mut name) } == CUDA_SUCCESS;
         if ok && !name.is_null() {
             // SAFETY: non-null, static and NUL-terminated (above).
-            return unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+            return unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned();
         }
         format!("CUDA error {code}")
     }

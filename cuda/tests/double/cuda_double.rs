@@ -241,13 +241,11 @@ impl State {
     /// The calling thread's context stack.
     fn ctx_stack(&mut self) -> &mut Vec<usize> {
         let id = thread_id();
-        let at = match self.ctx_stacks.iter().position(|(thread, _)| *thread == id) {
-            Some(at) => at,
-            None => {
-                self.ctx_stacks.push((id, Vec::new()));
-                self.ctx_stacks.len() - 1
-            }
-        };
+        let at = self.ctx_stacks.iter().position(|(thread, _)| *thread == id);
+        let at = at.unwrap_or_else(|| {
+            self.ctx_stacks.push((id, Vec::new()));
+            self.ctx_stacks.len() - 1
+        });
         &mut self.ctx_stacks[at].1
     }
 
@@ -275,7 +273,7 @@ static STATE: Mutex<State> = Mutex::new(State::NEW);
 /// The state; a poisoned lock is recovered (the double never panics while
 /// holding it, but a caller's thread might have been killed mid-call).
 fn lock() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|poison| poison.into_inner())
+    STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs one entry point: counts the call, honours `zcd_fail_next`, then runs

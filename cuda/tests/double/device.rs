@@ -108,7 +108,7 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut *mut c_void, dev: c_
         nonnull(ctx)?;
         st.need_device(dev)?;
         *st.primary_retains.entry(dev).or_insert(0) += 1;
-        let handle = PRIMARY_CTX_BASE + dev as usize * 0x100;
+        let handle = PRIMARY_CTX_BASE + dev.unsigned_abs() as usize * 0x100;
         // SAFETY: `ctx` is non-null and writable (the caller's promise).
         unsafe { put(ctx, handle as *mut c_void) }
     })

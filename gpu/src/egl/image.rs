@@ -73,7 +73,7 @@ impl ImageBook {
 
 impl EglImage {
     /// The EGLImage handle, for EGL and GL calls that take one.
-    pub(super) fn as_ptr(&self) -> *mut c_void {
+    pub(crate) fn as_ptr(&self) -> *mut c_void {
         self.handle.as_ptr()
     }
 }

@@ -11,6 +11,12 @@ pub fn delete_buffers(names: &[u32]) {
     unsafe { gl::DeleteBuffers(count, names.as_ptr()) };
 }
 
+/// Whether `name` is a buffer object of the current context (`glIsBuffer`).
+pub fn is_buffer(name: u32) -> bool {
+    // SAFETY: a query of a name; any value is allowed.
+    unsafe { gl::IsBuffer(name) == gl::TRUE }
+}
+
 /// A new `GL_PIXEL_PACK_BUFFER` holding a copy of `data` (`usage` as for
 /// `glBufferData`), left unbound. Check [`check`](super::check) for allocation failure.
 pub fn new_pack_buffer(data: &[u8], usage: u32) -> u32 {

@@ -19,8 +19,8 @@ mod textures;
 mod upload;
 
 pub use buffers::{
-    copy_buffer_range, delete_buffers, map_pack_buffer, new_pack_buffer, new_pack_buffer_uninit,
-    pack_buffer_mapped, unmap_pack_buffer,
+    copy_buffer_range, delete_buffers, is_buffer, map_pack_buffer, new_pack_buffer,
+    new_pack_buffer_uninit, pack_buffer_mapped, unmap_pack_buffer,
 };
 pub use draw::{
     bind_framebuffer, color_mask, delete_framebuffer, disable, draw_triangle, finish, framebuffer,

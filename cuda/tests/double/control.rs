@@ -1,0 +1,132 @@
+//! The `zcd_*` control and query exports for the tests (not counted, never
+//! fault-injected, usable before `cuInit`).
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+use crate::{copy_lines, lock, EglFrameConfig, State};
+
+/// The UTF-8 text of a C string argument; None for null or invalid UTF-8.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+unsafe fn text<'a>(name: *const c_char) -> Option<&'a str> {
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's promise).
+    unsafe { CStr::from_ptr(name) }.to_str().ok()
+}
+
+/// Forgets everything (tables, counts, events, violations, faults, context
+/// stacks and retains, GL/EGL settings, device count back to 1); the double
+/// is uninitialised again until the next `cuInit`.
+#[no_mangle]
+pub extern "C" fn zcd_reset() {
+    *lock() = State::NEW;
+}
+
+/// Calls of entry point `name` since the last reset, failed ones included.
+/// `zcd_count("gl_checks_skipped")` counts GL liveness checks skipped for
+/// want of `glIsBuffer`.
+///
+/// # Safety
+/// `name` is null (→ 0) or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zcd_count(name: *const c_char) -> u64 {
+    // SAFETY: forwarded from the caller.
+    let Some(name) = (unsafe { text(name) }) else {
+        return 0;
+    };
+    lock().counts.get(name).copied().unwrap_or(0)
+}
+
+/// GL liveness checks skipped because no `glIsBuffer` could be found.
+#[no_mangle]
+pub extern "C" fn zcd_gl_checks_skipped() -> u64 {
+    lock().counts.get("gl_checks_skipped").copied().unwrap_or(0)
+}
+
+/// Registered host ranges.
+#[no_mangle]
+pub extern "C" fn zcd_live_host_registrations() -> u64 {
+    lock().host.len() as u64
+}
+
+/// Registered graphics resources (GL and EGL).
+#[no_mangle]
+pub extern "C" fn zcd_live_graphics_resources() -> u64 {
+    lock().resources.len() as u64
+}
+
+/// Streams created and not destroyed.
+#[no_mangle]
+pub extern "C" fn zcd_live_streams() -> u64 {
+    lock().streams.len() as u64
+}
+
+/// Graphics resources currently mapped.
+#[no_mangle]
+pub extern "C" fn zcd_mapped_resources() -> u64 {
+    lock().resources.values().filter(|res| res.mapped).count() as u64
+}
+
+/// The violations, `\n`-joined, copied like `snprintf` (at most `len - 1`
+/// bytes and a NUL); returns the full length (call with null/0 to size).
+///
+/// # Safety
+/// `buf` is null or valid for `len` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn zcd_violations(buf: *mut c_char, len: usize) -> usize {
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_lines(&lock().violations, buf, len) }
+}
+
+/// The event log, `\n`-joined, copied as by `zcd_violations`.
+///
+/// # Safety
+/// `buf` is null or valid for `len` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn zcd_events(buf: *mut c_char, len: usize) -> usize {
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_lines(&lock().events, buf, len) }
+}
+
+/// The next call of entry point `name` returns `code` and does nothing else
+/// (queued: two calls fail the next two calls).
+///
+/// # Safety
+/// `name` is null (ignored) or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zcd_fail_next(name: *const c_char, code: c_int) {
+    // SAFETY: forwarded from the caller.
+    if let Some(name) = unsafe { text(name) } {
+        lock().faults.entry(name.to_owned()).or_default().push_back(code);
+    }
+}
+
+/// The size `cuGraphicsResourceGetMappedPointer_v2` reports for GL buffer `buffer`.
+#[no_mangle]
+pub extern "C" fn zcd_set_gl_buffer_size(buffer: c_uint, size: usize) {
+    lock().gl_sizes.insert(buffer, size);
+}
+
+/// The frame `cuGraphicsResourceGetMappedEglFrame` reports for `image`
+/// (`planes` at most 3).
+#[no_mangle]
+pub extern "C" fn zcd_set_egl_frame(image: *mut c_void, width: c_uint, height: c_uint, pitch: c_uint, planes: c_uint) {
+    let config = EglFrameConfig { width, height, pitch, planes: planes.min(3) };
+    lock().egl_frames.insert(image as usize, config);
+}
+
+/// The byte `cuMemcpyDtoH_v2` fills with when copying from a mapped GL buffer.
+#[no_mangle]
+pub extern "C" fn zcd_set_gl_fill(byte: u8) {
+    lock().gl_fill = byte;
+}
+
+/// Devices the double reports (negative → 0). With 0, `cuDeviceGetCount`
+/// gives 0 and `cuDeviceGet` NO_DEVICE.
+#[no_mangle]
+pub extern "C" fn zcd_set_device_count(n: c_int) {
+    lock().device_count = n.max(0);
+}
