@@ -29,12 +29,14 @@ pub const MEMHOSTREGISTER_DEVICEMAP: c_uint = 0x02;
 pub const MEMHOSTREGISTER_READ_ONLY: c_uint = 0x08;
 
 /// `CUgraphicsRegisterFlags`.
+#[cfg_attr(not(feature = "gl"), allow(dead_code))]
 pub const GRAPHICS_REGISTER_NONE: c_uint = 0;
 
 /// `CU_STREAM_NON_BLOCKING`: no implicit sync with the legacy default stream.
 pub const STREAM_NON_BLOCKING: c_uint = 1;
 
 /// `CU_EGL_FRAME_TYPE_PITCH`: planes are pitch-linear device pointers.
+#[cfg_attr(not(feature = "gl"), allow(dead_code))]
 pub const EGL_FRAME_TYPE_PITCH: c_int = 1;
 
 /// `CUeglFrame`: what `cuGraphicsResourceGetMappedEglFrame` fills in.

@@ -77,7 +77,15 @@ fn build() -> PathBuf {
     let rustc = env!("ZEROCAM_BUILD_RUSTC");
     let root = Path::new(DOUBLE_DIR).join("cuda_double.rs");
     let output = Command::new(rustc)
-        .args(["--edition", "2021", "--crate-type", "cdylib", "--crate-name", "cuda_double", "-O"])
+        .args([
+            "--edition",
+            "2021",
+            "--crate-type",
+            "cdylib",
+            "--crate-name",
+            "cuda_double",
+            "-O",
+        ])
         .arg("-o")
         .arg(&temporary)
         .arg(&root)
@@ -97,7 +105,11 @@ fn build() -> PathBuf {
         let _ = std::fs::remove_file(&temporary);
     } else {
         std::fs::rename(&temporary, &library).unwrap_or_else(|e| {
-            panic!("renaming {} to {}: {e}", temporary.display(), library.display())
+            panic!(
+                "renaming {} to {}: {e}",
+                temporary.display(),
+                library.display()
+            )
         });
     }
     library
@@ -237,7 +249,14 @@ impl Double {
     /// The frame `cuGraphicsResourceGetMappedEglFrame` reports for `image`
     /// (an EGLImage; only its address is used): `planes` (at most 3) pitch
     /// planes at `image + 0x1000 * (i + 1)`.
-    pub fn set_egl_frame(&self, image: *mut c_void, width: u32, height: u32, pitch: u32, planes: u32) {
+    pub fn set_egl_frame(
+        &self,
+        image: *mut c_void,
+        width: u32,
+        height: u32,
+        pitch: u32,
+        planes: u32,
+    ) {
         // SAFETY: the double stores the address and never dereferences it.
         unsafe { (self.set_egl_frame)(image, width, height, pitch, planes) }
     }

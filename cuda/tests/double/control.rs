@@ -100,7 +100,11 @@ pub unsafe extern "C" fn zcd_events(buf: *mut c_char, len: usize) -> usize {
 pub unsafe extern "C" fn zcd_fail_next(name: *const c_char, code: c_int) {
     // SAFETY: forwarded from the caller.
     if let Some(name) = unsafe { text(name) } {
-        lock().faults.entry(name.to_owned()).or_default().push_back(code);
+        lock()
+            .faults
+            .entry(name.to_owned())
+            .or_default()
+            .push_back(code);
     }
 }
 
@@ -113,8 +117,19 @@ pub extern "C" fn zcd_set_gl_buffer_size(buffer: c_uint, size: usize) {
 /// The frame `cuGraphicsResourceGetMappedEglFrame` reports for `image`
 /// (`planes` at most 3).
 #[no_mangle]
-pub extern "C" fn zcd_set_egl_frame(image: *mut c_void, width: c_uint, height: c_uint, pitch: c_uint, planes: c_uint) {
-    let config = EglFrameConfig { width, height, pitch, planes: planes.min(3) };
+pub extern "C" fn zcd_set_egl_frame(
+    image: *mut c_void,
+    width: c_uint,
+    height: c_uint,
+    pitch: c_uint,
+    planes: c_uint,
+) {
+    let config = EglFrameConfig {
+        width,
+        height,
+        pitch,
+        planes: planes.min(3),
+    };
     lock().egl_frames.insert(image as usize, config);
 }
 

@@ -161,7 +161,12 @@ struct EglFrameConfig {
     planes: c_uint,
 }
 
-const DEFAULT_EGL_FRAME: EglFrameConfig = EglFrameConfig { width: 0, height: 0, pitch: 0, planes: 1 };
+const DEFAULT_EGL_FRAME: EglFrameConfig = EglFrameConfig {
+    width: 0,
+    height: 0,
+    pitch: 0,
+    planes: 1,
+};
 const DEFAULT_GL_BUFFER_SIZE: usize = 0x1000;
 
 /// Everything the double knows; `zcd_reset` puts back `State::NEW`.
@@ -273,7 +278,9 @@ static STATE: Mutex<State> = Mutex::new(State::NEW);
 /// The state; a poisoned lock is recovered (the double never panics while
 /// holding it, but a caller's thread might have been killed mid-call).
 fn lock() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    STATE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs one entry point: counts the call, honours `zcd_fail_next`, then runs

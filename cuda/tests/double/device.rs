@@ -27,7 +27,9 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CuResult {
 #[no_mangle]
 pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CuResult {
     // SAFETY: `version` is null or writable (the caller's promise).
-    entry("cuDriverGetVersion", |_| unsafe { put(version, DRIVER_VERSION) })
+    entry("cuDriverGetVersion", |_| unsafe {
+        put(version, DRIVER_VERSION)
+    })
 }
 
 /// `cuDeviceGetCount`: 1 unless `zcd_set_device_count` said otherwise.
@@ -78,7 +80,11 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: c_i
 
 /// `cuDeviceGetAttribute`: the attributes zerocam reads; others INVALID_VALUE.
 #[no_mangle]
-pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_int, dev: c_int) -> CuResult {
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    dev: c_int,
+) -> CuResult {
     entry("cuDeviceGetAttribute", |st| {
         st.need_init()?;
         nonnull(value)?;
@@ -200,7 +206,10 @@ const ERROR_NAMES: &[(CuResult, &CStr)] = &[
 pub unsafe extern "C" fn cuGetErrorName(code: c_int, name: *mut *const c_char) -> CuResult {
     entry("cuGetErrorName", |_| {
         nonnull(name)?;
-        let (_, text) = ERROR_NAMES.iter().find(|(c, _)| *c == code).ok_or(INVALID_VALUE)?;
+        let (_, text) = ERROR_NAMES
+            .iter()
+            .find(|(c, _)| *c == code)
+            .ok_or(INVALID_VALUE)?;
         // SAFETY: `name` is non-null and writable (the caller's promise).
         unsafe { put(name, text.as_ptr()) }
     })

@@ -43,8 +43,15 @@ pub(crate) fn in_mapped_gl_buffer(st: &State, src: u64, bytes: usize) -> bool {
     st.resources.values().any(|res| match res.kind {
         Kind::Gl(buffer) if res.mapped => {
             let base = gl_address(buffer);
-            let size = st.gl_sizes.get(&buffer).copied().unwrap_or(DEFAULT_GL_BUFFER_SIZE);
-            base <= src && base.checked_add(size as u64).is_some_and(|limit| end <= limit)
+            let size = st
+                .gl_sizes
+                .get(&buffer)
+                .copied()
+                .unwrap_or(DEFAULT_GL_BUFFER_SIZE);
+            base <= src
+                && base
+                    .checked_add(size as u64)
+                    .is_some_and(|limit| end <= limit)
         }
         _ => false,
     })
@@ -114,7 +121,9 @@ impl State {
     /// INVALID_HANDLE if unknown).
     fn resource(&mut self, handle: *mut c_void) -> Result<&mut Resource, CuResult> {
         nonnull(handle)?;
-        self.resources.get_mut(&(handle as usize)).ok_or(INVALID_HANDLE)
+        self.resources
+            .get_mut(&(handle as usize))
+            .ok_or(INVALID_HANDLE)
     }
 
     /// Registers a resource and writes its handle to `out`.
@@ -123,7 +132,13 @@ impl State {
     /// `out` is non-null and writable.
     unsafe fn register(&mut self, out: *mut *mut c_void, kind: Kind) -> Result<(), CuResult> {
         let handle = fresh_handle();
-        self.resources.insert(handle, Resource { kind, mapped: false });
+        self.resources.insert(
+            handle,
+            Resource {
+                kind,
+                mapped: false,
+            },
+        );
         // SAFETY: `out` is non-null and writable (the caller's promise).
         unsafe { put(out, handle as *mut c_void) }
     }
@@ -136,7 +151,11 @@ impl State {
 /// `cuGraphicsGLRegisterBuffer`: INVALID_VALUE when `glIsBuffer(buffer)` is
 /// false (deleted, never bound, or no GL context current on this thread).
 #[no_mangle]
-pub unsafe extern "C" fn cuGraphicsGLRegisterBuffer(resource: *mut *mut c_void, buffer: c_uint, flags: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuGraphicsGLRegisterBuffer(
+    resource: *mut *mut c_void,
+    buffer: c_uint,
+    flags: c_uint,
+) -> CuResult {
     entry("cuGraphicsGLRegisterBuffer", |st| {
         st.need_ctx()?;
         nonnull(resource)?;
@@ -152,7 +171,11 @@ pub unsafe extern "C" fn cuGraphicsGLRegisterBuffer(resource: *mut *mut c_void, 
 
 /// `cuGraphicsEGLRegisterImage`: records the image (no liveness check possible).
 #[no_mangle]
-pub unsafe extern "C" fn cuGraphicsEGLRegisterImage(resource: *mut *mut c_void, image: *mut c_void, flags: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuGraphicsEGLRegisterImage(
+    resource: *mut *mut c_void,
+    image: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
     entry("cuGraphicsEGLRegisterImage", |st| {
         st.need_ctx()?;
         nonnull(resource)?;
@@ -202,7 +225,13 @@ pub unsafe extern "C" fn cuGraphicsUnregisterResource(resource: *mut c_void) -> 
 ///
 /// # Safety
 /// `resources` is null or valid for `count` reads.
-unsafe fn map_all(st: &mut State, count: c_uint, resources: *mut *mut c_void, stream: *mut c_void, map: bool) -> Result<(), CuResult> {
+unsafe fn map_all(
+    st: &mut State,
+    count: c_uint,
+    resources: *mut *mut c_void,
+    stream: *mut c_void,
+    map: bool,
+) -> Result<(), CuResult> {
     st.need_ctx()?;
     nonnull(resources)?;
     if count == 0 {
@@ -230,16 +259,28 @@ unsafe fn map_all(st: &mut State, count: c_uint, resources: *mut *mut c_void, st
 
 /// `cuGraphicsMapResources`.
 #[no_mangle]
-pub unsafe extern "C" fn cuGraphicsMapResources(count: c_uint, resources: *mut *mut c_void, stream: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuGraphicsMapResources(
+    count: c_uint,
+    resources: *mut *mut c_void,
+    stream: *mut c_void,
+) -> CuResult {
     // SAFETY: `resources` is null or `count` handles long (the caller's promise).
-    entry("cuGraphicsMapResources", |st| unsafe { map_all(st, count, resources, stream, true) })
+    entry("cuGraphicsMapResources", |st| unsafe {
+        map_all(st, count, resources, stream, true)
+    })
 }
 
 /// `cuGraphicsUnmapResources`.
 #[no_mangle]
-pub unsafe extern "C" fn cuGraphicsUnmapResources(count: c_uint, resources: *mut *mut c_void, stream: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuGraphicsUnmapResources(
+    count: c_uint,
+    resources: *mut *mut c_void,
+    stream: *mut c_void,
+) -> CuResult {
     // SAFETY: `resources` is null or `count` handles long (the caller's promise).
-    entry("cuGraphicsUnmapResources", |st| unsafe { map_all(st, count, resources, stream, false) })
+    entry("cuGraphicsUnmapResources", |st| unsafe {
+        map_all(st, count, resources, stream, false)
+    })
 }
 
 /// `cuGraphicsResourceGetMappedPointer_v2`: a mapped GL buffer's fake device
@@ -247,7 +288,11 @@ pub unsafe extern "C" fn cuGraphicsUnmapResources(count: c_uint, resources: *mut
 /// (`zcd_set_gl_buffer_size`, default 0x1000). NOT_MAPPED unless mapped;
 /// INVALID_VALUE for an EGL resource.
 #[no_mangle]
-pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(dptr: *mut u64, size: *mut usize, resource: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(
+    dptr: *mut u64,
+    size: *mut usize,
+    resource: *mut c_void,
+) -> CuResult {
     entry("cuGraphicsResourceGetMappedPointer_v2", |st| {
         st.need_ctx()?;
         nonnull(dptr)?;
@@ -259,7 +304,11 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(dptr: *mut u64, s
         if !res.mapped {
             return Err(NOT_MAPPED);
         }
-        let bytes = st.gl_sizes.get(&buffer).copied().unwrap_or(DEFAULT_GL_BUFFER_SIZE);
+        let bytes = st
+            .gl_sizes
+            .get(&buffer)
+            .copied()
+            .unwrap_or(DEFAULT_GL_BUFFER_SIZE);
         // SAFETY: both are non-null and writable (the caller's promise).
         unsafe {
             put(dptr, gl_address(buffer))?;
@@ -274,7 +323,12 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(dptr: *mut u64, s
 /// 1 channel, cu_format UNSIGNED_INT8, egl_color_format 0. Index and mip
 /// level must be 0.
 #[no_mangle]
-pub unsafe extern "C" fn cuGraphicsResourceGetMappedEglFrame(frame: *mut CuEglFrame, resource: *mut c_void, index: c_uint, mip: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuGraphicsResourceGetMappedEglFrame(
+    frame: *mut CuEglFrame,
+    resource: *mut c_void,
+    index: c_uint,
+    mip: c_uint,
+) -> CuResult {
     entry("cuGraphicsResourceGetMappedEglFrame", |st| {
         st.need_ctx()?;
         nonnull(frame)?;
@@ -284,7 +338,11 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedEglFrame(frame: *mut CuEglFr
         if index != 0 || mip != 0 {
             return Err(INVALID_VALUE);
         }
-        let config = st.egl_frames.get(&image).copied().unwrap_or(DEFAULT_EGL_FRAME);
+        let config = st
+            .egl_frames
+            .get(&image)
+            .copied()
+            .unwrap_or(DEFAULT_EGL_FRAME);
         let mut planes = [std::ptr::null_mut(); 3];
         for (i, plane) in planes.iter_mut().enumerate().take(config.planes as usize) {
             *plane = image.wrapping_add(EGL_PLANE_STRIDE * (i + 1)) as *mut c_void;

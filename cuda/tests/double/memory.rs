@@ -29,7 +29,11 @@ impl State {
 /// `cuMemHostRegister_v2`: registers `[p, p + bytes)`; overlap with a live
 /// range → HOST_MEMORY_ALREADY_REGISTERED; unmapped memory → INVALID_VALUE.
 #[no_mangle]
-pub unsafe extern "C" fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, flags: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuMemHostRegister_v2(
+    p: *mut c_void,
+    bytes: usize,
+    flags: c_uint,
+) -> CuResult {
     entry("cuMemHostRegister_v2", |st| {
         st.need_ctx()?;
         nonnull(p)?;
@@ -71,7 +75,11 @@ pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CuResult {
 /// `cuMemHostGetDevicePointer_v2`: the address itself (integrated GPU, UVA)
 /// for an address inside a registered range; flags must be 0.
 #[no_mangle]
-pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(dptr: *mut u64, p: *mut c_void, flags: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+    dptr: *mut u64,
+    p: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
     entry("cuMemHostGetDevicePointer_v2", |st| {
         st.need_ctx()?;
         nonnull(dptr)?;
@@ -94,7 +102,10 @@ pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: u64, bytes: usiz
     entry("cuMemcpyDtoH_v2", |st| {
         st.need_ctx()?;
         nonnull(dst)?;
-        if let Some(addr) = usize::try_from(src).ok().filter(|&a| st.host_range(a, bytes).is_some()) {
+        if let Some(addr) = usize::try_from(src)
+            .ok()
+            .filter(|&a| st.host_range(a, bytes).is_some())
+        {
             if !is_mapped(addr, bytes) {
                 st.violation(format!("copy from unmapped host memory: {addr:#x}"));
                 return Err(INVALID_VALUE);
