@@ -225,13 +225,9 @@ impl Cuda {
                 tensor.clone()
             };
             let (registration, offset, len) = self.register_host(&plane, access)?;
-            let rank = plane.shape().len();
             planes.push(CudaPlane {
                 device_ptr: registration.device_base + offset as u64,
-                pitch: rank
-                    .checked_sub(2)
-                    .and_then(|axis| plane.stride(axis))
-                    .unwrap_or(len),
+                pitch: crate::map::row_pitch(&plane, len),
                 shape: plane.shape().to_vec(),
                 len,
             });

@@ -206,7 +206,10 @@ impl Cuda {
                 reason: "the PBO belongs to another Gpu than the one attached",
             });
         }
-        let borrow = tensor.device_borrow(access)?;
+        // While CUDA has the buffer mapped GL must not touch it: the
+        // device's borrow is exclusive whatever `access` is, so CPU maps (GL
+        // maps of the PBO) and conversions using it are refused meanwhile.
+        let borrow = tensor.device_borrow(Access::ReadWrite)?;
         let hold = tensor.memory_hold();
         let buffer_len = hold.len();
         let (offset, len) = (tensor.plane_offset(), span_len(tensor));
@@ -278,11 +281,7 @@ impl Cuda {
                         Ok((r, base, users))
                     })
                 })??;
-        let rank = tensor.shape().len();
-        let pitch = rank
-            .checked_sub(2)
-            .and_then(|a| tensor.stride(a))
-            .unwrap_or(len);
+        let pitch = crate::map::row_pitch(tensor, len);
         let device_ptr = device_base + offset as u64;
         Ok(CudaMap {
             device_ptr,

@@ -46,6 +46,22 @@ pub struct CudaPlane {
     pub len: usize,
 }
 
+/// Bytes between rows of `t`: an image's row stride, else the stride of the
+/// second-to-last axis, else (1-D) its length in bytes.
+pub(crate) fn row_pitch<T: zerocam_tensor::Element>(
+    t: &zerocam_tensor::Tensor<T>,
+    len: usize,
+) -> usize {
+    t.row_stride()
+        .or_else(|| {
+            t.shape()
+                .len()
+                .checked_sub(2)
+                .and_then(|axis| t.stride(axis))
+        })
+        .unwrap_or(len)
+}
+
 /// What keeps a map's device memory valid.
 pub(crate) enum Keep {
     /// A host registration (unregistered when its last holder drops).

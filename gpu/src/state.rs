@@ -157,11 +157,16 @@ impl GlState {
         self.sweep();
         // Errors from earlier work must not be blamed on this conversion.
         glutil::clear_errors();
+        // A PBO another device has mapped (CUDA interop holds a device
+        // borrow) must not be used by GL meanwhile: refused as a map conflict.
+        let mut _pbo_borrows = [None, None];
         if let Some(b) = src.pbo_buffer() {
             self.check_unmapped(b, "source")?;
+            _pbo_borrows[0] = Some(src.device_borrow(zerocam_tensor::Access::Read)?);
         }
         if let Some(b) = dst.pbo_buffer() {
             self.check_unmapped(b, "destination")?;
+            _pbo_borrows[1] = Some(dst.device_borrow(zerocam_tensor::Access::Write)?);
         }
         let bound = crate::source::bind(self, plan, src, options)?;
         let target = crate::target::prepare(self, plan, dst, options.import)?;

@@ -17,8 +17,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::buffer::Buffer;
-use crate::storage::Storage;
 use crate::geometry::Span;
+use crate::storage::Storage;
 use crate::{Access, Element, Error, Result, Tensor, TensorMemory};
 
 /// The alignment every storage guarantees for its base address.
