@@ -43,6 +43,7 @@ mod frame;
 mod gl;
 mod host;
 mod map;
+mod probe;
 
 pub use cuda::{Cuda, CudaStats};
 pub use device::DeviceInfo;
@@ -51,3 +52,4 @@ pub use error::{CudaError, CudaUnavailable, Result};
 #[cfg(feature = "capture")]
 pub use frame::{CudaFrame, CudaFrameExt};
 pub use map::{CudaMap, CudaPath, CudaPlane};
+pub use probe::{probe, CudaFound, CudaProbe, PathCheck};

@@ -41,6 +41,9 @@ pub struct Report {
     pub address_moved: bool,
     /// The fd round trip, for fd-backed memory.
     pub shared: Option<SharedCheck>,
+    /// CUDA: the device and which paths work (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    pub cuda: zerocam_cuda::CudaProbe,
 }
 
 /// The report as text.
@@ -82,6 +85,10 @@ pub fn report(r: &Report) -> String {
 "
         }
     }
+    #[cfg(feature = "cuda")]
+    {
+        s += &format!("{}\n", r.cuda);
+    }
     s
 }
 
@@ -120,6 +127,8 @@ pub fn run(maps: usize) -> Result<Report> {
         ns_per_map,
         address_moved: moved,
         shared,
+        #[cfg(feature = "cuda")]
+        cuda: zerocam_cuda::probe(true),
     })
 }
 

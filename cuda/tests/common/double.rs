@@ -18,7 +18,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 /// The double's sources; its root is `cuda_double.rs`.
-const DOUBLE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/double");
+/// `cuda/tests/double`, from this crate or another of the workspace that
+/// includes this file (the CLI tests do).
+const DOUBLE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/tests/double");
 
 /// The built double, `$CARGO_TARGET_TMPDIR/cuda-double/libcuda_double.so`:
 /// compiled with the rustc that built the tests the first time a test binary

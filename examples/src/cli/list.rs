@@ -86,8 +86,12 @@ pub fn platform() -> String {
         }
         Err(e) => format!("EGL: unavailable ({e})\nEGL dma-buf import: no\n"),
     };
+    #[cfg(feature = "cuda")]
+    let cuda = zerocam_cuda::probe(false).summary() + "\n";
+    #[cfg(not(feature = "cuda"))]
+    let cuda = "CUDA: not built (feature `cuda` of zerocam-examples)\n";
     format!(
-        "DMA heaps: {}\nshared memory: {}\n{gpu}",
+        "DMA heaps: {}\nshared memory: {}\n{gpu}{cuda}",
         if heaps.is_empty() {
             "none".into()
         } else {

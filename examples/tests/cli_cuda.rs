@@ -1,0 +1,64 @@
+//! `zerocam probe` and `zerocam list` report CUDA: unavailable (naming the
+//! library) on a machine without the driver, and the device and its paths
+//! against the CUDA driver test double (`cuda/tests/double/`).
+#![cfg(feature = "cuda")]
+#![allow(clippy::unwrap_used)] // tests may panic
+
+#[path = "../../cuda/tests/common/double.rs"]
+mod double;
+
+use assert_cmd::Command;
+
+fn zerocam(library: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::cargo_bin("zerocam")
+        .unwrap()
+        .env("ZEROCAM_CUDA_LIBRARY", library)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn without_a_driver_probe_and_list_say_cuda_is_unavailable_and_name_the_library() {
+    let missing = std::path::Path::new("/nonexistent/libcuda.so.1");
+    let probe = zerocam(missing, &["probe"]);
+    assert!(
+        probe.contains(
+            "CUDA: unavailable (/nonexistent/libcuda.so.1: cannot open shared object file"
+        ),
+        "{probe}"
+    );
+    assert!(
+        probe.contains("CUDA driver library: /nonexistent/libcuda.so.1"),
+        "{probe}"
+    );
+    let list = zerocam(missing, &["list"]);
+    assert!(list.contains("CUDA: unavailable ("), "{list}");
+}
+
+#[test]
+fn with_a_driver_probe_names_the_device_and_the_paths_that_work() {
+    let probe = zerocam(double::library(), &["probe"]);
+    assert!(
+        probe.contains("CUDA: zerocam test double (compute 8.7, integrated, driver 12.8)"),
+        "{probe}"
+    );
+    assert!(
+        probe.contains("CUDA host registration (a): works"),
+        "{probe}"
+    );
+    // The host's Mesa has a GL thread but cannot import dma-bufs.
+    assert!(
+        probe.contains("CUDA GL buffer interop (c): works"),
+        "{probe}"
+    );
+    assert!(probe.contains("CUDA EGLImage interop (b): no ("), "{probe}");
+    let list = zerocam(double::library(), &["list"]);
+    assert!(list.contains("CUDA: zerocam test double"), "{list}");
+}
