@@ -213,6 +213,7 @@ impl Cuda {
     ) -> Result<CudaMap> {
         let mut registrations = Vec::with_capacity(2);
         let mut planes = Vec::with_capacity(2);
+        let mut first_offset = 0;
         let image_planes = if tensor.format().is_some() {
             tensor.plane_count()
         } else {
@@ -225,6 +226,9 @@ impl Cuda {
                 tensor.clone()
             };
             let (registration, offset, len) = self.register_host(&plane, access)?;
+            if i == 0 {
+                first_offset = offset;
+            }
             planes.push(CudaPlane {
                 device_ptr: registration.device_base + offset as u64,
                 pitch: crate::map::row_pitch(&plane, len),
@@ -233,6 +237,7 @@ impl Cuda {
             });
             registrations.push(registration);
         }
+        let host_ptr = (registrations[0].base + first_offset) as u64;
         let (device_ptr, len) = if tensor.plane_count() > 1 && registrations.len() == 1 {
             (planes[0].device_ptr, planes[0].len)
         } else {
@@ -248,6 +253,7 @@ impl Cuda {
         // After the pins (a read bracket each): the device's borrow from now on.
         let borrow = tensor.device_borrow(access)?;
         Ok(CudaMap {
+            host_ptr: Some(host_ptr),
             device_ptr,
             len,
             shape: tensor.shape().to_vec(),

@@ -284,6 +284,7 @@ impl Cuda {
         let pitch = crate::map::row_pitch(tensor, len);
         let device_ptr = device_base + offset as u64;
         Ok(CudaMap {
+            host_ptr: None,
             device_ptr,
             len,
             shape: tensor.shape().to_vec(),
@@ -452,6 +453,7 @@ impl Cuda {
             });
         }
         Ok(CudaMap {
+            host_ptr: None,
             device_ptr: planes[0].device_ptr,
             len: planes[0].len,
             shape: tensor.shape().to_vec(),

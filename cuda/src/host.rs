@@ -35,7 +35,7 @@ pub(crate) struct HostKey {
 /// One buffer registered with the device.
 pub(crate) struct HostRegistration {
     device: Arc<Device>,
-    base: usize,
+    pub base: usize,
     pub device_base: u64,
     unregistered: Arc<AtomicU64>,
     // Last: the mapping outlives the registration (unregistered in `drop`).

@@ -88,6 +88,8 @@ pub(crate) enum Keep {
 /// not `Sync`: two threads must not share one map without their own ordering.
 pub struct CudaMap {
     pub(crate) device_ptr: u64,
+    /// Path (a): the CPU address of the first element (the registered mapping).
+    pub(crate) host_ptr: Option<u64>,
     pub(crate) len: usize,
     pub(crate) shape: Vec<usize>,
     pub(crate) strides: Option<Vec<usize>>,
@@ -119,6 +121,13 @@ impl CudaMap {
     /// The device address of the tensor's first element (a `CUdeviceptr`).
     pub fn device_ptr(&self) -> u64 {
         self.device_ptr
+    }
+
+    /// The CPU address of the first element for host-registered memory
+    /// (path a: page-locked, device-mapped; what DLPack calls `kDLCUDAHost`
+    /// memory), `None` for the interop paths.
+    pub fn host_ptr(&self) -> Option<u64> {
+        self.host_ptr
     }
 
     /// Bytes from the first element to the end of the last (row padding included).
