@@ -133,6 +133,17 @@ impl Cuda {
         })
     }
 
+    /// Runs `f` with the device's primary context current on this thread
+    /// (pushed before, popped after): for driver calls of your own, or a
+    /// library that expects a current context (TensorRT, cuBLAS).
+    ///
+    /// # Errors
+    /// The driver's error when the context cannot be made current.
+    pub fn with_current<R>(&self, f: impl FnOnce() -> R) -> Result<R> {
+        let _current = self.inner.device.enter()?;
+        Ok(f())
+    }
+
     /// What the device is and can do.
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info

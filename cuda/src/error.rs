@@ -5,11 +5,11 @@ use zerocam_tensor::TensorMemory;
 /// The CUDA driver library could not be used: not installed, not loadable,
 /// or missing an entry point. Names the library tried.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("CUDA is unavailable: {library}: {reason}")]
+#[error("CUDA is unavailable: {reason}")]
 pub struct CudaUnavailable {
     /// The library (a path or a soname) that was loaded.
     pub library: String,
-    /// What `dlopen` or the symbol lookup said.
+    /// What `dlopen` or the symbol lookup said (naming the library).
     pub reason: String,
 }
 

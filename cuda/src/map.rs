@@ -86,6 +86,15 @@ pub(crate) enum Keep {
 ///
 /// `Send` (the device pointer is usable from any thread of the process) but
 /// not `Sync`: two threads must not share one map without their own ordering.
+///
+/// ```
+/// fn send<T: Send>() {}
+/// send::<zerocam_cuda::CudaMap>();
+/// ```
+/// ```compile_fail
+/// fn sync<T: Sync>() {}
+/// sync::<zerocam_cuda::CudaMap>();
+/// ```
 pub struct CudaMap {
     pub(crate) device_ptr: u64,
     /// Path (a): the CPU address of the first element (the registered mapping).

@@ -320,3 +320,37 @@ fn a_heap_tensor_registers_too() {
     drop((map, t, cuda));
     assert_clean();
 }
+
+#[test]
+fn pattern_frames_register_once_per_buffer_over_1000_frames() {
+    use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
+    use zerocam_cuda::CudaFrameExt;
+    let _serial = serial();
+    let d = double();
+    let cuda = cuda();
+    let nv12 = CAPTURE_FORMATS
+        .into_iter()
+        .find(|f| f.name == "NV12")
+        .unwrap();
+    let mut source = PatternSource::new(PatternConfig::new(nv12, 320, 240)).unwrap();
+    let wait = std::time::Duration::from_secs(1);
+    for _ in 0..1000 {
+        let frame = source.next_frame(wait).unwrap();
+        let c = frame.cuda(&cuda).unwrap();
+        assert_eq!(c.path(), CudaPath::HostRegistered);
+        assert_eq!(c.planes().len(), 2);
+        assert_eq!(c.planes()[1].shape[0], 120, "the chroma plane's rows");
+        assert_eq!(c.sequence(), frame.sequence());
+        assert_eq!(
+            c.host_ptr(),
+            Some(c.device_ptr()),
+            "the double maps host addresses 1:1"
+        );
+    }
+    let buffers = source.stats().buffers as u64;
+    assert_eq!(d.count("cuMemHostRegister_v2"), buffers);
+    assert_eq!(cuda.stats().host.hits, 1000 - buffers);
+    drop(source);
+    cuda.sweep();
+    assert_clean();
+}

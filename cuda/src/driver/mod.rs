@@ -122,8 +122,12 @@ impl Driver {
         // test double's) do nothing a Rust program must guard against.
         let lib = unsafe { libloading::Library::new(&library) }
             .map_err(|e| unavailable(e.to_string()))?;
-        let api = EntryPoints::resolve(&lib)
-            .map_err(|symbol| unavailable(format!("the entry point {symbol} is missing")))?;
+        let api = EntryPoints::resolve(&lib).map_err(|symbol| {
+            unavailable(format!(
+                "{} lacks the entry point {symbol}",
+                library.display()
+            ))
+        })?;
         let mut driver = Driver {
             api,
             library,

@@ -77,6 +77,12 @@ fn build() -> PathBuf {
         ATTEMPT.fetch_add(1, Ordering::Relaxed)
     ));
     let rustc = env!("ZEROCAM_BUILD_RUSTC");
+    if !Path::new(rustc).exists() && library.exists() && rustc.contains('/') {
+        // The kernel lab's guest runs the host's test binaries without a
+        // toolchain: the host tests (which run first) built the double.
+        eprintln!("no {rustc} here: using the CUDA test double built before");
+        return library;
+    }
     let root = Path::new(DOUBLE_DIR).join("cuda_double.rs");
     let output = Command::new(rustc)
         .args([

@@ -115,7 +115,8 @@ pub extern "C" fn zcd_set_gl_buffer_size(buffer: c_uint, size: usize) {
 }
 
 /// The frame `cuGraphicsResourceGetMappedEglFrame` reports for `image`
-/// (`planes` at most 3).
+/// (`planes` at most 3); a null `image` sets the frame of every image
+/// without one of its own.
 #[no_mangle]
 pub extern "C" fn zcd_set_egl_frame(
     image: *mut c_void,

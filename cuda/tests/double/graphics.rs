@@ -341,6 +341,7 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedEglFrame(
         let config = st
             .egl_frames
             .get(&image)
+            .or_else(|| st.egl_frames.get(&0))
             .copied()
             .unwrap_or(DEFAULT_EGL_FRAME);
         let mut planes = [std::ptr::null_mut(); 3];

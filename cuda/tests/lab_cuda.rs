@@ -1,0 +1,146 @@
+//! CUDA on real dma-bufs in the kernel lab (`cargo lab-test`), against the
+//! CUDA driver test double (no GPU in the lab either): vivid's frames reach
+//! CUDA by host registration of their mapping (path a) and by EGLImage
+//! interop on the EGLImages zerocam-gpu caches (path b, Mesa's zink on
+//! lavapipe importing the dma-bufs). Each buffer registers once; an
+//! EGLImage is destroyed only after CUDA unregistered it.
+#![cfg(feature = "lab")]
+#![allow(missing_docs, clippy::unwrap_used)] // tests may panic
+
+use std::time::Duration;
+
+use zerocam_capture::{BufferMode, FrameSource};
+use zerocam_cuda::{Cuda, CudaFrameExt, CudaPath};
+use zerocam_tensor::{Access, PixelFormat, Tensor, TensorMemory};
+
+mod common;
+#[path = "../../gpu/tests/lab_common/mod.rs"]
+mod lab_common;
+
+use common::double::{double, library, serial};
+use lab_common::{gpu, lock, red_stream, REQUIRE};
+
+const SINGLE: &str = "/dev/video0";
+const MULTI: &str = "/dev/video1";
+const WAIT: Duration = Duration::from_secs(10);
+const FRAMES: usize = 24;
+
+fn cuda() -> Cuda {
+    Cuda::with_library(library(), 0).unwrap()
+}
+
+#[test]
+fn dma_buf_frames_register_once_per_buffer_and_read_back_the_cpus_bytes() {
+    let _g = lock();
+    let _serial = serial();
+    let d = double();
+    for (path, name, mode, per_buffer) in [
+        (SINGLE, "NV12", BufferMode::Mmap, 1),
+        (SINGLE, "NV12", BufferMode::DmaBuf, 1),
+        (MULTI, "NV12M", BufferMode::Mmap, 2),
+    ] {
+        d.reset();
+        let what = format!("{name} {mode:?}");
+        let cuda = cuda();
+        let mut s = red_stream(path, name, mode);
+        for _ in 0..FRAMES {
+            let f = s.next_frame(WAIT).unwrap();
+            assert_eq!(f.tensor().memory(), TensorMemory::Dma);
+            let c = cuda.map(f.tensor(), Access::Read).unwrap();
+            assert_eq!(c.path(), CudaPath::HostRegistered, "{what}");
+            assert_eq!(c.planes().len(), 2, "{what}");
+            let y = f.tensor().plane(0).unwrap();
+            let mut back = vec![0u8; 320];
+            c.copy_to_host(0, &mut back).unwrap();
+            assert_eq!(back, y.map_read().unwrap()[..320], "{what}: the first row");
+        }
+        let buffers = s.stats().buffers as u64;
+        assert_eq!(
+            d.count("cuMemHostRegister_v2"),
+            per_buffer * buffers,
+            "{what}"
+        );
+        drop(s);
+        let st = cuda.stats();
+        assert_eq!(st.host_unregistered, per_buffer * buffers, "{what}");
+        assert_eq!(d.violations(), Vec::<String>::new(), "{what}");
+        assert_eq!(d.live_host_registrations(), 0, "{what}");
+    }
+}
+
+#[test]
+fn the_gpus_egl_images_are_registered_once_and_outlive_their_registration() {
+    let _g = lock();
+    let _serial = serial();
+    let d = double();
+    d.set_egl_frame(std::ptr::null_mut(), 320, 180, 320, 2);
+    let gpu = gpu();
+    let cuda = cuda();
+    cuda.attach_gpu(&gpu);
+    let dst = Tensor::<u8>::image(64, 64, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
+    let mut s = red_stream(SINGLE, "NV12", BufferMode::Mmap);
+    for _ in 0..FRAMES {
+        let f = s.next_frame(WAIT).unwrap();
+        gpu.convert(f.tensor(), &dst, &REQUIRE).unwrap();
+        // The double is an integrated device and a GPU is attached: a dma-buf
+        // frame takes the EGLImage path, on the image `convert` imported.
+        let c = f.cuda(&cuda).unwrap();
+        assert_eq!(c.path(), CudaPath::EglImage);
+        let planes = c.planes();
+        assert_eq!(planes.len(), 2);
+        assert_eq!((planes[0].pitch, planes[1].pitch), (320, 320));
+        assert_eq!(planes[0].shape[0], 180);
+    }
+    let buffers = s.stats().buffers as u64;
+    let g = gpu.stats().unwrap();
+    assert_eq!(
+        g.images.imports, buffers,
+        "CUDA used the GPU's images, made none"
+    );
+    assert_eq!(d.count("cuGraphicsEGLRegisterImage"), buffers);
+    let c = cuda.stats();
+    assert_eq!(
+        (c.egl_images.imports, c.egl_images.hits),
+        (buffers, FRAMES as u64 - buffers)
+    );
+    drop(s); // the frames' identities die
+    let g = gpu.stats().unwrap(); // the GPU's cache lets go of its images...
+    assert_eq!(g.images.live, 0);
+    assert_eq!(
+        g.live_images, buffers,
+        "...which CUDA's registrations still hold"
+    );
+    let c = cuda.stats(); // CUDA unregisters, then the images are destroyed
+    assert_eq!(c.egl_unregistered, buffers);
+    let g = gpu.stats().unwrap();
+    assert_eq!((g.live_images, g.images_destroyed), (0, buffers));
+    assert_eq!(d.violations(), Vec::<String>::new());
+    assert_eq!(d.live_graphics_resources(), 0);
+}
+
+#[test]
+fn an_egl_image_outlives_a_cuda_map_of_it_whatever_drops_first() {
+    let _g = lock();
+    let _serial = serial();
+    let d = double();
+    d.set_egl_frame(std::ptr::null_mut(), 320, 180, 320, 2);
+    let gpu = gpu();
+    let cuda = cuda();
+    cuda.attach_gpu(&gpu);
+    let mut s = red_stream(SINGLE, "NV12", BufferMode::Mmap);
+    let f = s.next_frame(WAIT).unwrap();
+    let t = f.tensor().clone();
+    let map = cuda.map_egl(&t, Access::Read).unwrap();
+    drop(f);
+    drop(s);
+    drop(t); // every tensor of the buffer gone, the map still alive
+    gpu.clear_caches().unwrap();
+    let c = cuda.stats();
+    assert_eq!(c.egl_unregistered, 0, "a live map keeps its registration");
+    assert_eq!(gpu.stats().unwrap().live_images, 1);
+    drop(map);
+    let c = cuda.stats();
+    assert_eq!(c.egl_unregistered, 1);
+    assert_eq!(gpu.stats().unwrap().live_images, 0);
+    assert_eq!(d.violations(), Vec::<String>::new());
+}
