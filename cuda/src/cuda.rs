@@ -216,51 +216,60 @@ impl Cuda {
         })
     }
 
-    /// Path (a) for any tensor: registers (or finds) every buffer it spans.
+    /// Path (a) for any tensor: registers (or finds) every buffer it spans,
+    /// one cache lookup per buffer (an NV12 image's two planes share one).
     pub(crate) fn map_host<T: Element>(
         &self,
         tensor: &Tensor<T>,
         access: Access,
     ) -> Result<CudaMap> {
-        let mut registrations = Vec::with_capacity(2);
-        let mut planes = Vec::with_capacity(2);
-        let mut first_offset = 0;
-        let image_planes = if tensor.format().is_some() {
-            tensor.plane_count()
-        } else {
-            1
-        };
-        for i in 0..image_planes {
-            let plane = if tensor.format().is_some() {
+        let image = tensor.format().is_some();
+        let plane_count = if image { tensor.plane_count() } else { 1 };
+        let mut registrations: Vec<Arc<HostRegistration>> = Vec::with_capacity(2);
+        let mut planes = Vec::with_capacity(plane_count);
+        let mut host_ptr = 0;
+        self.sweep_host();
+        for i in 0..plane_count {
+            let plane = if image {
                 tensor.plane(i)?
             } else {
                 tensor.clone()
             };
-            let (registration, offset, len) = self.register_host(&plane, access)?;
+            let pin = plane.pin_host()?;
+            if access.writes() && !pin.writable() {
+                return Err(zerocam_tensor::Error::ReadOnly { requested: access }.into());
+            }
+            let key = key_of(&pin, !pin.writable());
+            let known = registrations.iter().find(|r| r.key == key).cloned();
+            let registration = match known {
+                Some(r) => r,
+                None => {
+                    let r = self.register_host(&plane, &pin, key)?;
+                    registrations.push(Arc::clone(&r));
+                    r
+                }
+            };
+            let offset = pin.buffer_offset();
             if i == 0 {
-                first_offset = offset;
+                host_ptr = (key.base + offset) as u64;
             }
             planes.push(CudaPlane {
                 device_ptr: registration.device_base + offset as u64,
-                pitch: crate::map::row_pitch(&plane, len),
+                pitch: crate::map::row_pitch(&plane, pin.len()),
                 shape: plane.shape().to_vec(),
-                len,
+                len: pin.len(),
             });
-            registrations.push(registration);
         }
-        let host_ptr = (registrations[0].base + first_offset) as u64;
-        let (device_ptr, len) = if tensor.plane_count() > 1 && registrations.len() == 1 {
-            (planes[0].device_ptr, planes[0].len)
-        } else {
-            match tensor.pin_host() {
-                Ok(pin) => (planes[0].device_ptr, pin.len()),
-                // Two buffers (NV12M): the first plane's range.
-                Err(zerocam_tensor::Error::MultiBuffer { .. }) => {
-                    (planes[0].device_ptr, planes[0].len)
-                }
-                Err(e) => return Err(e.into()),
+        let first = &planes[0];
+        let len = match planes.last() {
+            // One buffer: from the first plane's start to the last one's end.
+            Some(last) if registrations.len() == 1 => {
+                (last.device_ptr + last.len as u64 - first.device_ptr) as usize
             }
+            // Two buffers (NV12M): the first plane's range.
+            _ => first.len,
         };
+        let device_ptr = first.device_ptr;
         // After the pins (a read bracket each): the device's borrow from now on.
         let borrow = tensor.device_borrow(access)?;
         Ok(CudaMap {
@@ -283,54 +292,51 @@ impl Cuda {
         })
     }
 
-    /// The registration of the one buffer `tensor` lies in, the tensor's
-    /// offset in it and its length.
+    /// The registration of the one buffer `tensor` (pinned as `pin`) lies
+    /// in: cached, or registered now.
     fn register_host<T: Element>(
         &self,
         tensor: &Tensor<T>,
-        access: Access,
-    ) -> Result<(Arc<HostRegistration>, usize, usize)> {
-        let pin = tensor.pin_host()?;
-        if access.writes() && !pin.writable() {
-            return Err(zerocam_tensor::Error::ReadOnly { requested: access }.into());
-        }
-        let read_only = !pin.writable();
-        let (offset, len) = (pin.buffer_offset(), pin.len());
+        pin: &zerocam_tensor::HostPin,
+        key: HostKey,
+    ) -> Result<Arc<HostRegistration>> {
         let key = ImageKey {
             buffer: tensor.buffer_identity().id(),
-            geometry: key_of(&pin, read_only),
+            geometry: key,
         };
         let mut retired = Vec::new();
-        let found = {
-            let mut cache = self.host_cache();
-            retired.extend(cache.sweep());
-            cache
-                .get_or_insert_with(
-                    key,
-                    tensor.buffer_identity().weak(),
-                    || {
-                        HostRegistration::register(
-                            &self.inner.device,
-                            &pin,
-                            tensor.memory_hold(),
-                            read_only,
-                            &self.inner.host_unregistered,
-                        )
-                        .map(Arc::new)
-                    },
-                    &mut retired,
-                )
-                .map(Arc::clone)
-        };
+        let found = self
+            .host_cache()
+            .get_or_insert_with(
+                key,
+                tensor.buffer_identity().weak(),
+                || {
+                    HostRegistration::register(
+                        &self.inner.device,
+                        pin,
+                        tensor.memory_hold(),
+                        key.geometry.read_only,
+                        &self.inner.host_unregistered,
+                    )
+                    .map(Arc::new)
+                },
+                &mut retired,
+            )
+            .map(Arc::clone);
         drop(retired); // unregistered outside the lock
-        Ok((found?, offset, len))
+        found
+    }
+
+    /// Drops the host registrations whose tensors are all gone (outside the lock).
+    fn sweep_host(&self) {
+        let dead = self.host_cache().sweep();
+        drop(dead);
     }
 
     /// Drops the registrations whose tensors are all gone (also done before
     /// every map and by [`stats`](Cuda::stats)).
     pub fn sweep(&self) {
-        let dead = self.host_cache().sweep();
-        drop(dead);
+        self.sweep_host();
         #[cfg(feature = "gl")]
         crate::gl::sweep(self);
     }

@@ -35,7 +35,7 @@ pub(crate) struct HostKey {
 /// One buffer registered with the device.
 pub(crate) struct HostRegistration {
     device: Arc<Device>,
-    pub base: usize,
+    pub key: HostKey,
     pub device_base: u64,
     unregistered: Arc<AtomicU64>,
     // Last: the mapping outlives the registration (unregistered in `drop`).
@@ -83,7 +83,7 @@ impl HostRegistration {
         }
         Ok(HostRegistration {
             device: Arc::clone(device),
-            base: key.base,
+            key,
             device_base,
             unregistered: Arc::clone(unregistered),
             _hold: hold,
@@ -108,7 +108,7 @@ impl Drop for HostRegistration {
         if let Ok(_current) = self.device.enter() {
             // SAFETY: registered by `register`, unregistered once here, while
             // `_hold` still keeps it mapped.
-            let code = unsafe { (driver.api.cuMemHostUnregister)(self.base as *mut _) };
+            let code = unsafe { (driver.api.cuMemHostUnregister)(self.key.base as *mut _) };
             if code == ffi::CUDA_SUCCESS {
                 self.unregistered.fetch_add(1, Ordering::Relaxed);
             }
