@@ -44,6 +44,7 @@ mod gl;
 mod host;
 mod map;
 mod probe;
+mod stream;
 
 pub use cuda::{Cuda, CudaStats};
 pub use device::DeviceInfo;

@@ -36,8 +36,10 @@ fn the_double_catches_an_unregister_after_munmap() {
     type Ctx = *mut c_void;
     let _serial = serial();
     let d = double();
-    // SAFETY (test): loading the double; the symbols have these C signatures.
+    // SAFETY: loading the double runs no initialiser of note.
     let lib = unsafe { libloading::Library::new(library()) }.unwrap();
+    // SAFETY: the symbols have these C signatures (cuda.h); the mapping is
+    // ours, unmapped before the unregister on purpose.
     unsafe {
         let init: libloading::Symbol<unsafe extern "C" fn(u32) -> i32> =
             lib.get(b"cuInit\0").unwrap();

@@ -42,6 +42,8 @@ fn the_double_catches_an_unregister_after_gl_delete_buffers() {
     // Register behind zerocam's back, delete the buffer (the tensor's drop
     // queues glDeleteBuffers), then unregister: the double must see it.
     let registered = gpu
+        // SAFETY: the double's symbols have these C signatures (cuda.h); the
+        // buffer name is a live PBO of this GL thread.
         .run_on_gl_thread("test register", move |_| unsafe {
             type H = *mut std::ffi::c_void;
             let l = libloading::Library::new(lib).unwrap();
@@ -63,6 +65,7 @@ fn the_double_catches_an_unregister_after_gl_delete_buffers() {
         .unwrap();
     drop(t);
     let lib = library().to_owned();
+    // SAFETY: as above; the resource was registered by the job above.
     gpu.run_on_gl_thread("test unregister", move |th| unsafe {
         assert!(!th.is_buffer(name), "deleted");
         let l = libloading::Library::new(lib).unwrap();

@@ -1,0 +1,163 @@
+//! Path (c): GL buffer interop. A PBO tensor of the attached GPU is
+//! registered once (`cuGraphicsGLRegisterBuffer`) and mapped per use
+//! (`cuGraphicsMapResources`), both on the GL thread, context current.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Weak};
+
+use zerocam_cache::ImageKey;
+use zerocam_gpu::GlThread;
+use zerocam_tensor::{Access, Element, MemoryHold, Tensor, TensorMemory};
+
+use super::{
+    caches, map_resource, register, span_len, unmap_resource, Counters, GlKey, InteropMap,
+    Registration,
+};
+use crate::cuda::StreamRef;
+use crate::device::Device;
+use crate::driver::ffi;
+use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
+use crate::{Cuda, CudaError, Result};
+
+const PATH: &str = "GL buffer interop";
+
+/// What the GL-thread job needs to register (on a miss) and map one buffer.
+struct MapJob {
+    id: u64,
+    key: ImageKey<GlKey>,
+    alive: Weak<()>,
+    hold: MemoryHold,
+    device: Arc<Device>,
+    stream: StreamRef,
+    counters: Weak<Counters>,
+    /// The tensor's bytes end here: the mapped buffer must reach it.
+    needed: usize,
+}
+
+impl Cuda {
+    /// Path (c): a PBO tensor of the attached GPU, mapped on its GL thread.
+    pub(crate) fn map_gl_buffer<T: Element>(
+        &self,
+        tensor: &Tensor<T>,
+        access: Access,
+    ) -> Result<CudaMap> {
+        let gl = self.attachment(PATH, TensorMemory::Pbo)?;
+        let buffer = tensor.pbo_buffer().ok_or(CudaError::UnsupportedMemory {
+            memory: tensor.memory(),
+            path: PATH,
+            reason: "not a PBO tensor",
+        })?;
+        if !gl.gpu.owns_pbo(tensor) {
+            return Err(CudaError::UnsupportedMemory {
+                memory: TensorMemory::Pbo,
+                path: PATH,
+                reason: "the PBO belongs to another Gpu than the one attached",
+            });
+        }
+        // While CUDA has the buffer mapped GL must not touch it: the
+        // device's borrow is exclusive whatever `access` is, so CPU maps (GL
+        // maps of the PBO) and conversions using it are refused meanwhile.
+        let borrow = tensor.device_borrow(Access::ReadWrite)?;
+        let hold = tensor.memory_hold();
+        let (offset, len) = (tensor.plane_offset(), span_len(tensor));
+        let job = MapJob {
+            id: self.id(),
+            key: ImageKey {
+                buffer: tensor.buffer_identity().id(),
+                geometry: (buffer, hold.len()),
+            },
+            alive: tensor.buffer_identity().weak(),
+            hold,
+            device: Arc::clone(self.device()),
+            stream: self.stream_ref().clone(),
+            counters: Arc::downgrade(&gl.counters),
+            needed: offset + len,
+        };
+        let (resource, device_base, users) = gl
+            .gpu
+            .run_on_gl_thread("CUDA map of a GL buffer", move |th| map_on_gl(th, job))??;
+        let device_ptr = device_base + offset as u64;
+        Ok(CudaMap {
+            host_ptr: None,
+            device_ptr,
+            len,
+            shape: tensor.shape().to_vec(),
+            strides: tensor.strides(),
+            dtype: T::DTYPE,
+            planes: vec![CudaPlane {
+                device_ptr,
+                pitch: crate::map::row_pitch(tensor, len),
+                shape: tensor.shape().to_vec(),
+                len,
+            }],
+            path: CudaPath::GlBuffer,
+            access,
+            stream: self.stream_ref().clone(),
+            integrated: self.info().integrated,
+            _borrow: borrow,
+            _keep: Keep::Interop {
+                _map: InteropMap {
+                    gpu: gl.gpu,
+                    cuda: self.clone(),
+                    resource,
+                    mapped: true,
+                    users: Some(users),
+                },
+            },
+            _not_sync: PhantomData,
+        })
+    }
+}
+
+/// On the GL thread: the buffer's registration (made on a miss), mapped;
+/// its resource, device address and a user token.
+fn map_on_gl(th: &mut GlThread<'_>, job: MapJob) -> Result<(usize, u64, Arc<()>)> {
+    let (buffer, _) = job.key.geometry;
+    if !th.is_buffer(buffer) {
+        return Err(CudaError::Mismatch {
+            call: "cuGraphicsGLRegisterBuffer",
+            what: format!("GL buffer {buffer} does not exist on the GL thread"),
+        });
+    }
+    let c = caches(th, job.id);
+    let mut retired = Vec::new();
+    let (device, hold, counters) = (&job.device, job.hold, job.counters);
+    let entry = c.buffers.get_or_insert_with(
+        job.key,
+        job.alive,
+        || {
+            let resource = register(device, "cuGraphicsGLRegisterBuffer", |d, out| {
+                // SAFETY: a buffer name of the current GL context (checked
+                // with glIsBuffer above) and a valid out-pointer.
+                unsafe {
+                    (d.api.cuGraphicsGLRegisterBuffer)(out, buffer, ffi::GRAPHICS_REGISTER_NONE)
+                }
+            })?;
+            Ok::<_, CudaError>(Registration {
+                device: Arc::clone(device),
+                resource,
+                users: Arc::new(()),
+                frame: None,
+                counter: counters,
+                is_egl: false,
+                _keep: hold,
+            })
+        },
+        &mut retired,
+    );
+    let found = entry.map(|e| (e.resource, Arc::clone(&e.users)));
+    c.retire_buffers(retired);
+    let (resource, users) = found?;
+    let (base, size) = map_resource(device, resource, &job.stream)?;
+    if size < job.needed {
+        unmap_resource(device, resource, &job.stream);
+        return Err(CudaError::Mismatch {
+            call: "cuGraphicsResourceGetMappedPointer_v2",
+            what: format!(
+                "{size} bytes of GL buffer {buffer}; the tensor needs {}",
+                job.needed
+            ),
+        });
+    }
+    Ok((resource, base, users))
+}

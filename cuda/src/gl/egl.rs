@@ -1,0 +1,190 @@
+//! Path (b): EGLImage interop. The attached GPU's EGLImage of a dma-buf
+//! image — the one its import cache holds — is registered once
+//! (`cuGraphicsEGLRegisterImage`); its planes are pitch-linear device
+//! pointers (`cuGraphicsResourceGetMappedEglFrame`), fixed for the
+//! registration's life.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Weak};
+
+use zerocam_cache::ImageKey;
+use zerocam_gpu::SharedEglImage;
+use zerocam_tensor::{Access, ImagePlacement, Tensor};
+
+use super::{caches, register, Counters, EglPlanes, InteropMap, Registration};
+use crate::device::Device;
+use crate::driver::ffi::{self, CuEglFrame, CuHandle};
+use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
+use crate::{Cuda, CudaError, Result};
+
+const FRAME_CALL: &str = "cuGraphicsResourceGetMappedEglFrame";
+
+impl Cuda {
+    /// Path (b): the dma-buf image `tensor` through the attached GPU's
+    /// EGLImage of it, registered once with `cuGraphicsEGLRegisterImage`; the
+    /// planes are pitch-linear device pointers (`cuGraphicsResourceGetMappedEglFrame`).
+    /// The Jetson path for camera buffers. A view maps as the part of its
+    /// root image it covers.
+    ///
+    /// # Errors
+    /// [`CudaError::UnsupportedMemory`] without an attached GPU or for other
+    /// memory; the GPU's import error; [`CudaError::Mismatch`] when the driver
+    /// gives a block-linear (array) frame or fewer planes than the image has.
+    pub fn map_egl(&self, tensor: &Tensor<u8>, access: Access) -> Result<CudaMap> {
+        let gl = self.attachment("EGLImage interop", tensor.memory())?;
+        let placement = tensor.placement().ok_or(CudaError::UnsupportedMemory {
+            memory: tensor.memory(),
+            path: "EGLImage interop",
+            reason: "not an image tensor",
+        })?;
+        let borrow = tensor.device_borrow(access)?;
+        let key = ImageKey {
+            buffer: tensor.buffer_identity().id(),
+            geometry: (placement.root, placement.frame),
+        };
+        let (id, device, counters) = (
+            self.id(),
+            Arc::clone(self.device()),
+            Arc::downgrade(&gl.counters),
+        );
+        let (src, alive) = (tensor.clone(), tensor.buffer_identity().weak());
+        let (resource, frame, users) =
+            gl.gpu
+                .run_on_gl_thread("CUDA map of an EGLImage", move |th| {
+                    let image = if caches(th, id).images.contains(&key) {
+                        None // registered: the GPU's cache is not asked
+                    } else {
+                        Some(th.egl_image(&src)?)
+                    };
+                    let c = caches(th, id);
+                    let mut retired = Vec::new();
+                    let entry = c.images.get_or_insert_with(
+                        key,
+                        alive,
+                        || register_image(&device, image, counters),
+                        &mut retired,
+                    );
+                    let found = entry.map(|e| {
+                        (
+                            e.resource,
+                            e.frame.unwrap_or_default(),
+                            Arc::clone(&e.users),
+                        )
+                    });
+                    c.retire_images(retired);
+                    found
+                })??;
+        let planes = planes(tensor, &placement, &frame)?;
+        Ok(CudaMap {
+            host_ptr: None,
+            device_ptr: planes[0].device_ptr,
+            len: planes[0].len,
+            shape: tensor.shape().to_vec(),
+            strides: None,
+            dtype: zerocam_tensor::DType::U8,
+            planes,
+            path: CudaPath::EglImage,
+            access,
+            stream: self.stream_ref().clone(),
+            integrated: self.info().integrated,
+            _borrow: borrow,
+            _keep: Keep::Interop {
+                _map: InteropMap {
+                    gpu: gl.gpu,
+                    cuda: self.clone(),
+                    resource,
+                    mapped: false,
+                    users: Some(users),
+                },
+            },
+            _not_sync: PhantomData,
+        })
+    }
+}
+
+/// On the GL thread: registers `image` and reads its frame once.
+fn register_image(
+    device: &Arc<Device>,
+    image: Option<SharedEglImage>,
+    counters: Weak<Counters>,
+) -> Result<Registration<SharedEglImage>> {
+    let image = image.ok_or(CudaError::Mismatch {
+        call: "cuGraphicsEGLRegisterImage",
+        what: "no EGLImage to register".into(),
+    })?;
+    let resource = register(device, "cuGraphicsEGLRegisterImage", |d, out| {
+        // SAFETY: a live EGLImage (held by the registration) and a valid out-pointer.
+        unsafe {
+            (d.api.cuGraphicsEGLRegisterImage)(out, image.as_ptr(), ffi::GRAPHICS_REGISTER_NONE)
+        }
+    })?;
+    // Made now: a failure below drops it, which unregisters.
+    let mut registration = Registration {
+        device: Arc::clone(device),
+        resource,
+        users: Arc::new(()),
+        frame: None,
+        counter: counters,
+        is_egl: true,
+        _keep: image,
+    };
+    let mut frame = CuEglFrame::default();
+    let _current = device.enter()?;
+    // SAFETY: a registered resource and a valid out-pointer.
+    let code = unsafe {
+        (device.driver.api.cuGraphicsResourceGetMappedEglFrame)(
+            &mut frame,
+            resource as CuHandle,
+            0,
+            0,
+        )
+    };
+    device.driver.check(FRAME_CALL, code)?;
+    registration.frame = Some(EglPlanes::from(frame));
+    Ok(registration)
+}
+
+/// The planes of `tensor` (a view maps as its part of the root) in `frame`.
+fn planes(
+    tensor: &Tensor<u8>,
+    placement: &ImagePlacement,
+    frame: &EglPlanes,
+) -> Result<Vec<CudaPlane>> {
+    if frame.frame_type != ffi::EGL_FRAME_TYPE_PITCH {
+        return Err(CudaError::Mismatch {
+            call: FRAME_CALL,
+            what: "a block-linear (array) frame; zerocam maps pitch-linear images".into(),
+        });
+    }
+    let root = placement.root;
+    let count = root.format.plane_count();
+    if (frame.plane_count as usize) < count || count > 3 {
+        return Err(CudaError::Mismatch {
+            call: FRAME_CALL,
+            what: format!(
+                "{} planes for a {} image of {count}",
+                frame.plane_count, root.format
+            ),
+        });
+    }
+    let pitch = frame.pitch as usize;
+    let mut planes = Vec::with_capacity(count);
+    for (i, root_plane) in root.planes().iter().enumerate() {
+        let plane = tensor.plane(i)?;
+        // The view's offset in its root plane, as (row, byte in row).
+        let stride = root_plane.stride.max(1);
+        let inside = plane
+            .plane_offset()
+            .saturating_sub(root_plane.offset + placement.frame * root.batch_stride);
+        let device_ptr = frame.ptrs[i] + ((inside / stride) * pitch + inside % stride) as u64;
+        let rows = plane.shape().first().copied().unwrap_or(0);
+        let row_bytes: usize = plane.shape().iter().skip(1).product();
+        planes.push(CudaPlane {
+            device_ptr,
+            pitch,
+            shape: plane.shape().to_vec(),
+            len: rows.saturating_sub(1) * pitch + row_bytes,
+        });
+    }
+    Ok(planes)
+}

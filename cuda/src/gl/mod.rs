@@ -1,0 +1,336 @@
+//! Paths (b) and (c), through zerocam-gpu's GL thread:
+//! - (c) **GL buffer interop**: a PBO tensor (a `convert` output) is
+//!   registered once with `cuGraphicsGLRegisterBuffer` and mapped per use
+//!   (`cuGraphicsMapResources` / `cuGraphicsResourceGetMappedPointer`), on
+//!   the GL thread with its context current, as the interop spec asks.
+//! - (b) **EGLImage interop**: a dma-buf tensor's EGLImage — the one the GPU
+//!   crate's import cache holds — is registered once with
+//!   `cuGraphicsEGLRegisterImage`; `cuGraphicsResourceGetMappedEglFrame`
+//!   gives its planes as pitch-linear device pointers (Jetson's camera path).
+//!
+//! The registrations live on the GL thread, in a cache per [`Cuda`] handle
+//! kept as a GL-thread extension, keyed on the tensor's identity + geometry
+//! and swept when the identity dies. Each holds what it registered (the
+//! PBO's [`MemoryHold`], the [`SharedEglImage`]) and unregisters in its
+//! `Drop` before letting it go, so `glDeleteBuffers` and `eglDestroyImage`
+//! come after the unregister in every order; the GL thread drops extensions
+//! before its own images and buffers. A registration that is evicted or
+//! swept while a [`CudaMap`] still uses it waits (`deferred`) until that map
+//! drops.
+//!
+//! `buffer.rs` is path (c), `egl.rs` path (b); this module holds what they
+//! share: the registrations, the GL-side caches and the map's hold on them.
+
+mod buffer;
+mod egl;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use zerocam_cache::GpuImageCache;
+use zerocam_gpu::{GlThread, Gpu, SharedEglImage};
+use zerocam_tensor::{Element, MemoryHold, RootLayout, Tensor, TensorMemory};
+
+use crate::cuda::{StreamRef, CACHE_CAPACITY};
+use crate::device::Device;
+use crate::driver::ffi::{self, CuEglFrame, CuHandle};
+use crate::{Cuda, CudaError, CudaStats, Result};
+
+/// A [`Cuda`] handle's link to a GL thread.
+#[derive(Debug, Clone)]
+pub(crate) struct GlAttachment {
+    pub gpu: Gpu,
+    pub(super) counters: Arc<Counters>,
+}
+
+/// Unregistrations counted from the GL thread.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    gl_unregistered: AtomicU64,
+    egl_unregistered: AtomicU64,
+}
+
+/// A registered graphics resource and what keeps its GL object alive
+/// (`K`: the PBO's [`MemoryHold`] or the [`SharedEglImage`]).
+pub(super) struct Registration<K> {
+    pub device: Arc<Device>,
+    pub resource: usize,
+    /// One more holder per live [`CudaMap`] of it.
+    pub users: Arc<()>,
+    /// `egl` frames: the planes, fixed for the registration's life.
+    pub frame: Option<EglPlanes>,
+    pub counter: Weak<Counters>,
+    pub is_egl: bool,
+    // Last: dropped after the unregister.
+    pub _keep: K,
+}
+
+impl<K> Registration<K> {
+    fn in_use(&self) -> bool {
+        Arc::strong_count(&self.users) > 1
+    }
+}
+
+impl<K> Drop for Registration<K> {
+    fn drop(&mut self) {
+        let driver = &self.device.driver;
+        if let Ok(_current) = self.device.enter() {
+            // SAFETY: registered once by `register_*`, unregistered once here,
+            // on the GL thread, while `_keep` holds the GL object.
+            let code =
+                unsafe { (driver.api.cuGraphicsUnregisterResource)(self.resource as CuHandle) };
+            if let (ffi::CUDA_SUCCESS, Some(c)) = (code, self.counter.upgrade()) {
+                let n = if self.is_egl {
+                    &c.egl_unregistered
+                } else {
+                    &c.gl_unregistered
+                };
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// What `cuGraphicsResourceGetMappedEglFrame` said, as plain numbers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct EglPlanes {
+    pub ptrs: [u64; 3],
+    pub pitch: u32,
+    pub plane_count: u32,
+    pub frame_type: i32,
+}
+
+impl From<CuEglFrame> for EglPlanes {
+    fn from(f: CuEglFrame) -> EglPlanes {
+        EglPlanes {
+            ptrs: f.planes.map(|p| p as u64),
+            pitch: f.pitch,
+            plane_count: f.plane_count,
+            frame_type: f.frame_type,
+        }
+    }
+}
+
+/// The GL-side key of a PBO registration: the buffer name and length.
+pub(super) type GlKey = (u32, usize);
+/// The GL-side key of an EGLImage registration: the root image and batch element.
+pub(super) type EglKey = (RootLayout, usize);
+
+/// One [`Cuda`] handle's registrations on one GL thread.
+pub(super) struct Caches {
+    pub buffers: GpuImageCache<GlKey, Registration<MemoryHold>>,
+    pub images: GpuImageCache<EglKey, Registration<SharedEglImage>>,
+    deferred_buffers: Vec<Registration<MemoryHold>>,
+    deferred_images: Vec<Registration<SharedEglImage>>,
+}
+
+impl Caches {
+    fn new() -> Caches {
+        Caches {
+            buffers: GpuImageCache::new(CACHE_CAPACITY),
+            images: GpuImageCache::new(CACHE_CAPACITY),
+            deferred_buffers: Vec::new(),
+            deferred_images: Vec::new(),
+        }
+    }
+
+    /// Takes retired registrations: unregistered now unless a map uses them.
+    pub fn retire_buffers(&mut self, retired: Vec<Registration<MemoryHold>>) {
+        self.deferred_buffers.extend(retired);
+        self.deferred_buffers.retain(Registration::in_use);
+    }
+
+    pub fn retire_images(&mut self, retired: Vec<Registration<SharedEglImage>>) {
+        self.deferred_images.extend(retired);
+        self.deferred_images.retain(Registration::in_use);
+    }
+
+    fn sweep(&mut self) {
+        let b = self.buffers.sweep();
+        self.retire_buffers(b);
+        let i = self.images.sweep();
+        self.retire_images(i);
+    }
+
+    fn clear(&mut self) {
+        let b = self.buffers.clear();
+        self.retire_buffers(b);
+        let i = self.images.clear();
+        self.retire_images(i);
+    }
+}
+
+/// The GL-thread extension: the caches of every [`Cuda`] handle attached.
+#[derive(Default)]
+struct CudaOnGl(HashMap<u64, Caches>);
+
+pub(super) fn caches<'t>(th: &'t mut GlThread<'_>, id: u64) -> &'t mut Caches {
+    th.extension::<CudaOnGl>()
+        .0
+        .entry(id)
+        .or_insert_with(Caches::new)
+}
+
+impl Cuda {
+    /// Attaches the GL thread of `gpu`: PBO tensors of it map by GL buffer
+    /// interop, and [`map_egl`](Cuda::map_egl) imports dma-bufs through its
+    /// EGLImage cache. Replaces an earlier attachment.
+    pub fn attach_gpu(&self, gpu: &Gpu) {
+        *self.gl_slot() = Some(GlAttachment {
+            gpu: gpu.clone(),
+            counters: Arc::default(),
+        });
+    }
+
+    pub(super) fn attachment(
+        &self,
+        path: &'static str,
+        memory: TensorMemory,
+    ) -> Result<GlAttachment> {
+        self.gl_slot().clone().ok_or(CudaError::UnsupportedMemory {
+            memory,
+            path,
+            reason: "no GPU attached (Cuda::attach_gpu)",
+        })
+    }
+}
+
+/// Bytes from a tensor's first element to the end of its last.
+pub(super) fn span_len<T: Element>(t: &Tensor<T>) -> usize {
+    match t.strides() {
+        Some(strides) => {
+            t.shape()
+                .iter()
+                .zip(&strides)
+                .map(|(n, s)| (n - 1) * s)
+                .sum::<usize>()
+                + T::DTYPE.size()
+        }
+        None => t.size(),
+    }
+}
+
+/// Runs a `cuGraphics*Register*` call with the context current.
+pub(super) fn register(
+    device: &Device,
+    call: &'static str,
+    f: impl FnOnce(&crate::Driver, *mut CuHandle) -> i32,
+) -> Result<usize> {
+    let _current = device.enter()?;
+    let mut resource: CuHandle = std::ptr::null_mut();
+    device
+        .driver
+        .check(call, f(&device.driver, &mut resource))?;
+    Ok(resource as usize)
+}
+
+/// Maps a registered GL buffer for the device; its address and size.
+pub(super) fn map_resource(
+    device: &Device,
+    resource: usize,
+    stream: &StreamRef,
+) -> Result<(u64, usize)> {
+    let d = &device.driver;
+    let _current = device.enter()?;
+    let mut r = resource as CuHandle;
+    // SAFETY: one registered resource, a stream of this context.
+    d.check("cuGraphicsMapResources", unsafe {
+        (d.api.cuGraphicsMapResources)(1, &mut r, stream.handle())
+    })?;
+    let (mut ptr, mut size) = (0u64, 0usize);
+    // SAFETY: a mapped resource and valid out-pointers.
+    let got = d.check("cuGraphicsResourceGetMappedPointer_v2", unsafe {
+        (d.api.cuGraphicsResourceGetMappedPointer_v2)(&mut ptr, &mut size, r)
+    });
+    if let Err(e) = got {
+        unmap_resource(device, resource, stream);
+        return Err(e);
+    }
+    Ok((ptr, size))
+}
+
+pub(super) fn unmap_resource(device: &Device, resource: usize, stream: &StreamRef) {
+    let d = &device.driver;
+    if let Ok(_current) = device.enter() {
+        let mut r = resource as CuHandle;
+        // SAFETY: a resource mapped by `map_resource` on this stream.
+        let _ = unsafe { (d.api.cuGraphicsUnmapResources)(1, &mut r, stream.handle()) };
+    }
+}
+
+/// A [`CudaMap`]'s hold on a GL-side registration: on drop, the GL thread
+/// unmaps the resource (GL buffers) and releases the registration's user.
+/// It holds the [`Cuda`] handle: its caches outlive every map of them.
+pub(crate) struct InteropMap {
+    pub(super) gpu: Gpu,
+    pub(super) cuda: Cuda,
+    pub(super) resource: usize,
+    pub(super) mapped: bool,
+    pub(super) users: Option<Arc<()>>,
+}
+
+impl Drop for InteropMap {
+    fn drop(&mut self) {
+        let (device, stream, resource, mapped, users, id) = (
+            Arc::clone(self.cuda.device()),
+            self.cuda.stream_ref().clone(),
+            self.resource,
+            self.mapped,
+            self.users.take(),
+            self.cuda.id(),
+        );
+        // Queued: runs before any GL work queued later (the PBO's next use,
+        // its delete). A GL thread that has exited took the context along.
+        let _ = self.gpu.queue_on_gl_thread("CUDA unmap", move |th| {
+            if mapped {
+                unmap_resource(&device, resource, &stream);
+            }
+            drop(users);
+            if let Some(c) = th.extension::<CudaOnGl>().0.get_mut(&id) {
+                c.retire_buffers(Vec::new());
+                c.retire_images(Vec::new());
+            }
+        });
+    }
+}
+
+pub(crate) fn sweep(cuda: &Cuda) {
+    on_gl(cuda, "CUDA sweep", Caches::sweep);
+}
+
+pub(crate) fn clear(cuda: &Cuda) {
+    on_gl(cuda, "CUDA clear", Caches::clear);
+}
+
+fn on_gl(cuda: &Cuda, job: &'static str, f: fn(&mut Caches)) {
+    let Some(gl) = cuda.gl_slot().clone() else {
+        return;
+    };
+    let id = cuda.id();
+    let _ = gl.gpu.run_on_gl_thread(job, move |th| f(caches(th, id)));
+}
+
+pub(crate) fn fill_stats(cuda: &Cuda, stats: &mut CudaStats) {
+    let Some(gl) = cuda.gl_slot().clone() else {
+        return;
+    };
+    let id = cuda.id();
+    let caches_stats = gl.gpu.run_on_gl_thread("CUDA stats", move |th| {
+        let c = caches(th, id);
+        (c.buffers.stats(), c.images.stats())
+    });
+    if let Ok((buffers, images)) = caches_stats {
+        stats.gl_buffers = buffers;
+        stats.egl_images = images;
+    }
+    stats.gl_unregistered = gl.counters.gl_unregistered.load(Ordering::Relaxed);
+    stats.egl_unregistered = gl.counters.egl_unregistered.load(Ordering::Relaxed);
+}
+
+/// Forgets a dropped [`Cuda`] handle's GL-side caches (unregistering them).
+pub(crate) fn detach(gl: &GlAttachment, id: u64) {
+    let _ = gl.gpu.queue_on_gl_thread("CUDA detach", move |th| {
+        th.extension::<CudaOnGl>().0.remove(&id);
+    });
+}

@@ -1,0 +1,71 @@
+//! [`StreamRef`]: the non-blocking `CUstream` of a [`Cuda`](crate::Cuda)
+//! handle, and the driver calls made on it.
+
+use std::sync::Arc;
+
+use crate::device::Device;
+use crate::driver::ffi::{self, CuHandle};
+use crate::Result;
+
+/// A non-blocking `CUstream`, destroyed with its last holder.
+#[derive(Clone)]
+pub(crate) struct StreamRef(Arc<Stream>);
+
+struct Stream {
+    device: Arc<Device>,
+    handle: CuHandle,
+}
+
+// SAFETY: a stream handle may be used from any thread; it is only passed to
+// driver calls.
+unsafe impl Send for Stream {}
+// SAFETY: as above.
+unsafe impl Sync for Stream {}
+
+impl StreamRef {
+    pub fn create(device: &Arc<Device>) -> Result<StreamRef> {
+        let _current = device.enter()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the context is current.
+        device.driver.check("cuStreamCreate", unsafe {
+            (device.driver.api.cuStreamCreate)(&mut handle, ffi::STREAM_NON_BLOCKING)
+        })?;
+        Ok(StreamRef(Arc::new(Stream {
+            device: Arc::clone(device),
+            handle,
+        })))
+    }
+
+    pub fn handle(&self) -> CuHandle {
+        self.0.handle
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        let d = &self.0.device;
+        let _current = d.enter()?;
+        // SAFETY: a stream created on this context.
+        d.driver.check("cuStreamSynchronize", unsafe {
+            (d.driver.api.cuStreamSynchronize)(self.0.handle)
+        })
+    }
+
+    /// `cuMemcpyDtoH` of `dst.len()` bytes from `src`.
+    pub fn copy_to_host(&self, src: u64, dst: &mut [u8]) -> Result<()> {
+        let d = &self.0.device;
+        let _current = d.enter()?;
+        // SAFETY: `dst` is valid for `dst.len()` bytes of writes; the caller
+        // checked `src..src+len` lies in a live map.
+        d.driver.check("cuMemcpyDtoH_v2", unsafe {
+            (d.driver.api.cuMemcpyDtoH_v2)(dst.as_mut_ptr().cast(), src, dst.len())
+        })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Ok(_current) = self.device.enter() {
+            // SAFETY: created in `create`, destroyed once here.
+            let _ = unsafe { (self.device.driver.api.cuStreamDestroy_v2)(self.handle) };
+        }
+    }
+}
