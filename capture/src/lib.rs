@@ -70,10 +70,6 @@ pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConf
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
 
-/// The README's Rust examples, run as doc-tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeExamples;
 
 /// docs/sharing.md's Rust example, compiled as a doc-test.
 #[cfg(doctest)]

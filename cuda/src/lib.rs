@@ -54,3 +54,14 @@ pub use error::{CudaError, CudaUnavailable, Result};
 pub use frame::{CudaFrame, CudaFrameExt};
 pub use map::{CudaMap, CudaPath, CudaPlane};
 pub use probe::{probe, CudaFound, CudaProbe, PathCheck};
+
+/// docs/cuda.md's Rust example, compiled as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/cuda.md")]
+struct CudaGuideExamples;
+
+/// The README's Rust examples (tensor, capture, CUDA), run as doc-tests
+/// here: the one crate that depends on all of them.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;
