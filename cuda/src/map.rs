@@ -108,9 +108,11 @@ pub struct CudaMap {
     pub(crate) access: Access,
     pub(crate) stream: crate::cuda::StreamRef,
     pub(crate) integrated: bool,
-    // Dropped before `keep`: the CPU may map again once the device is done.
-    pub(crate) _borrow: DeviceBorrow,
+    // `_keep` drops first: a GL buffer's unmap is queued on the GL thread
+    // before the borrow ends, so a CPU (GL) map made after the borrow ends
+    // is queued after the unmap.
     pub(crate) _keep: Keep,
+    pub(crate) _borrow: DeviceBorrow,
     pub(crate) _not_sync: PhantomData<Cell<()>>,
 }
 
