@@ -9,15 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use zerocam_cache::{GpuCacheStats, GpuImageCache, ImageKey};
-use zerocam_tensor::{Access, Element, Tensor, TensorMemory};
+use zerocam_tensor::{Access, Element, Tensor, TensorDyn, TensorMemory};
 
 use crate::device::Device;
 use crate::host::{key_of, HostKey, HostRegistration};
 use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
 pub(crate) use crate::stream::StreamRef;
-#[cfg(not(feature = "gl"))]
-use crate::CudaError;
-use crate::{DeviceInfo, Driver, Result};
+use crate::{CudaError, DeviceInfo, Driver, Result};
 
 /// Registrations kept per cache (the GPU crate keeps as many EGLImages).
 pub(crate) const CACHE_CAPACITY: usize = 32;
@@ -205,6 +203,32 @@ impl Cuda {
         };
         self.inner.maps.fetch_add(1, Ordering::Relaxed);
         Ok(map)
+    }
+
+    /// [`map`](Cuda::map) of a tensor of any element type (a model input from
+    /// `Preprocessor::run`, say).
+    ///
+    /// # Errors
+    /// As [`map`](Cuda::map).
+    pub fn map_dyn(&self, tensor: &TensorDyn, access: Access) -> Result<CudaMap> {
+        match tensor {
+            TensorDyn::U8(t) => self.map(t, access),
+            TensorDyn::I8(t) => self.map(t, access),
+            TensorDyn::U16(t) => self.map(t, access),
+            TensorDyn::I16(t) => self.map(t, access),
+            TensorDyn::U32(t) => self.map(t, access),
+            TensorDyn::I32(t) => self.map(t, access),
+            TensorDyn::F16(t) => self.map(t, access),
+            TensorDyn::F32(t) => self.map(t, access),
+            TensorDyn::F64(t) => self.map(t, access),
+            other => Err(CudaError::Mismatch {
+                call: "Cuda::map_dyn",
+                what: format!(
+                    "a tensor of {} elements, which zerocam-cuda does not know",
+                    other.dtype()
+                ),
+            }),
+        }
     }
 
     #[cfg(not(feature = "gl"))]

@@ -283,3 +283,44 @@ fn gl_errors_are_typed() {
     drop((t, cuda, unattached, other, gpu));
     assert_clean();
 }
+
+#[test]
+fn a_preprocessors_ring_reaches_cuda_and_is_still_reused() {
+    // Model inputs into CUDA: each ring destination registers once, and a
+    // registration does not count as a holder (the ring keeps reusing).
+    use zerocam_gpu::{ColorSpec, Device, ModelInput, Preprocessor};
+    let _serial = serial();
+    let d = double();
+    for device in [Device::Cpu, Device::Gpu] {
+        d.reset();
+        let input = ModelInput::new(32, 32).unwrap();
+        let mut pre = Preprocessor::new(input, device)
+            .unwrap()
+            .with_ring_depth(2)
+            .unwrap();
+        let cuda = Cuda::with_library(library(), 0).unwrap();
+        if let Some(gpu) = pre.gpu() {
+            cuda.attach_gpu(gpu);
+        }
+        let src = Tensor::<u8>::image(64, 48, PixelFormat::Nv12, Some(TensorMemory::Mem)).unwrap();
+        for _ in 0..20 {
+            let out = pre.run(&src, None, ColorSpec::default()).unwrap();
+            if pre.gpu().is_some() {
+                let t: Tensor<f32> = out.tensor.clone().try_into().unwrap();
+                let name = t.pbo_buffer().unwrap();
+                d.set_gl_buffer_size(name, 32 * 32 * 3 * 4);
+            }
+            let map = cuda.map_dyn(&out.tensor, Access::Read).unwrap();
+            assert_eq!(map.len(), 32 * 32 * 3 * 4, "{device:?}: f32 NCHW");
+        }
+        let s = cuda.stats();
+        // Each result dropped before the next: the ring reuses its first
+        // tensor, though CUDA's registration still holds its memory.
+        let allocated = pre.stats().tensors_allocated;
+        assert_eq!(allocated, 1, "{device:?}: the ring was reused");
+        let registered = s.host.imports + s.gl_buffers.imports;
+        assert_eq!(registered, 1, "{device:?}: registered once over 20 frames");
+        drop((pre, cuda));
+        assert_eq!(d.violations(), Vec::<String>::new());
+    }
+}
