@@ -3,7 +3,6 @@
 //! ([`BufferIdentity`](zerocam_tensor::BufferIdentity) + geometry) and swept
 //! when the identity dies.
 
-use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -13,7 +12,7 @@ use zerocam_tensor::{Access, Element, Tensor, TensorDyn, TensorMemory};
 
 use crate::device::Device;
 use crate::host::{key_of, HostKey, HostRegistration};
-use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
+use crate::map::{CudaMap, CudaPath, CudaPlane, Keep, MapGeometry};
 pub(crate) use crate::stream::StreamRef;
 use crate::{CudaError, DeviceInfo, Driver, Result};
 
@@ -296,24 +295,20 @@ impl Cuda {
         let device_ptr = first.device_ptr;
         // After the pins (a read bracket each): the device's borrow from now on.
         let borrow = tensor.device_borrow(access)?;
-        Ok(CudaMap {
-            host_ptr: Some(host_ptr),
+        let geometry = MapGeometry {
             device_ptr,
+            host_ptr: Some(host_ptr),
             len,
             shape: tensor.shape().to_vec(),
             strides: tensor.strides(),
             dtype: T::DTYPE,
             planes,
             path: CudaPath::HostRegistered,
-            access,
-            stream: self.inner.stream.clone(),
-            integrated: self.inner.info.integrated,
-            _borrow: borrow,
-            _keep: Keep::Host {
-                _registrations: registrations,
-            },
-            _not_sync: PhantomData,
-        })
+        };
+        let keep = Keep::Host {
+            _registrations: registrations,
+        };
+        Ok(CudaMap::assemble(geometry, self, access, borrow, keep))
     }
 
     /// The registration of the one buffer `tensor` (pinned as `pin`) lies

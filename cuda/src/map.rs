@@ -96,24 +96,24 @@ pub(crate) enum Keep {
 /// sync::<zerocam_cuda::CudaMap>();
 /// ```
 pub struct CudaMap {
-    pub(crate) device_ptr: u64,
+    device_ptr: u64,
     /// Path (a): the CPU address of the first element (the registered mapping).
-    pub(crate) host_ptr: Option<u64>,
-    pub(crate) len: usize,
-    pub(crate) shape: Vec<usize>,
-    pub(crate) strides: Option<Vec<usize>>,
-    pub(crate) dtype: DType,
-    pub(crate) planes: Vec<CudaPlane>,
-    pub(crate) path: CudaPath,
-    pub(crate) access: Access,
-    pub(crate) stream: crate::cuda::StreamRef,
-    pub(crate) integrated: bool,
+    host_ptr: Option<u64>,
+    len: usize,
+    shape: Vec<usize>,
+    strides: Option<Vec<usize>>,
+    dtype: DType,
+    planes: Vec<CudaPlane>,
+    path: CudaPath,
+    access: Access,
+    stream: crate::cuda::StreamRef,
+    integrated: bool,
     // `_keep` drops first: a GL buffer's unmap is queued on the GL thread
     // before the borrow ends, so a CPU (GL) map made after the borrow ends
     // is queued after the unmap.
-    pub(crate) _keep: Keep,
-    pub(crate) _borrow: DeviceBorrow,
-    pub(crate) _not_sync: PhantomData<Cell<()>>,
+    _keep: Keep,
+    _borrow: DeviceBorrow,
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 impl std::fmt::Debug for CudaMap {
@@ -128,7 +128,47 @@ impl std::fmt::Debug for CudaMap {
     }
 }
 
+/// Where a map's memory lies and what it holds: everything of a
+/// [`CudaMap`] but what keeps it valid.
+pub(crate) struct MapGeometry {
+    pub device_ptr: u64,
+    pub host_ptr: Option<u64>,
+    pub len: usize,
+    pub shape: Vec<usize>,
+    pub strides: Option<Vec<usize>>,
+    pub dtype: DType,
+    pub planes: Vec<CudaPlane>,
+    pub path: CudaPath,
+}
+
 impl CudaMap {
+    /// A map of `geometry` on `cuda`'s stream, valid while `keep` and
+    /// `borrow` live.
+    pub(crate) fn assemble(
+        geometry: MapGeometry,
+        cuda: &crate::Cuda,
+        access: Access,
+        borrow: DeviceBorrow,
+        keep: Keep,
+    ) -> CudaMap {
+        CudaMap {
+            device_ptr: geometry.device_ptr,
+            host_ptr: geometry.host_ptr,
+            len: geometry.len,
+            shape: geometry.shape,
+            strides: geometry.strides,
+            dtype: geometry.dtype,
+            planes: geometry.planes,
+            path: geometry.path,
+            access,
+            stream: cuda.stream_ref().clone(),
+            integrated: cuda.info().integrated,
+            _keep: keep,
+            _borrow: borrow,
+            _not_sync: PhantomData,
+        }
+    }
+
     /// The device address of the tensor's first element (a `CUdeviceptr`).
     pub fn device_ptr(&self) -> u64 {
         self.device_ptr

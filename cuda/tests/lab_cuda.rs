@@ -68,15 +68,21 @@ fn dma_buf_frames_register_once_per_buffer_and_read_back_the_cpus_bytes() {
     }
 }
 
+/// The double reporting vivid's 320x180 NV12 as two pitch-linear planes,
+/// zink's GL thread, and a `Cuda` handle attached to it.
+fn egl_setup() -> (&'static common::double::Double, zerocam_gpu::Gpu, Cuda) {
+    let d = double();
+    d.set_egl_frame(std::ptr::null_mut(), 320, 180, 320, 2);
+    let (gpu, cuda) = (gpu(), cuda());
+    cuda.attach_gpu(&gpu);
+    (d, gpu, cuda)
+}
+
 #[test]
 fn the_gpus_egl_images_are_registered_once_and_outlive_their_registration() {
     let _g = lock();
     let _serial = serial();
-    let d = double();
-    d.set_egl_frame(std::ptr::null_mut(), 320, 180, 320, 2);
-    let gpu = gpu();
-    let cuda = cuda();
-    cuda.attach_gpu(&gpu);
+    let (d, gpu, cuda) = egl_setup();
     let dst = Tensor::<u8>::image(64, 64, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
     let mut s = red_stream(SINGLE, "NV12", BufferMode::Mmap);
     for _ in 0..FRAMES {
@@ -122,11 +128,7 @@ fn the_gpus_egl_images_are_registered_once_and_outlive_their_registration() {
 fn an_egl_image_outlives_a_cuda_map_of_it_whatever_drops_first() {
     let _g = lock();
     let _serial = serial();
-    let d = double();
-    d.set_egl_frame(std::ptr::null_mut(), 320, 180, 320, 2);
-    let gpu = gpu();
-    let cuda = cuda();
-    cuda.attach_gpu(&gpu);
+    let (d, gpu, cuda) = egl_setup();
     let mut s = red_stream(SINGLE, "NV12", BufferMode::Mmap);
     let f = s.next_frame(WAIT).unwrap();
     let t = f.tensor().clone();

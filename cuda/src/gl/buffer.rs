@@ -2,7 +2,6 @@
 //! registered once (`cuGraphicsGLRegisterBuffer`) and mapped per use
 //! (`cuGraphicsMapResources`), both on the GL thread, context current.
 
-use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 
 use zerocam_cache::ImageKey;
@@ -10,13 +9,12 @@ use zerocam_gpu::GlThread;
 use zerocam_tensor::{Access, Element, MemoryHold, Tensor, TensorMemory};
 
 use super::{
-    caches, map_resource, register, span_len, unmap_resource, Counters, GlKey, InteropMap,
-    Registration,
+    caches, map_resource, register, span_len, unmap_resource, Counters, GlKey, Registration,
 };
 use crate::cuda::StreamRef;
 use crate::device::Device;
 use crate::driver::ffi;
-use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
+use crate::map::{CudaMap, CudaPath, CudaPlane, MapGeometry};
 use crate::{Cuda, CudaError, Result};
 
 const PATH: &str = "GL buffer interop";
@@ -77,9 +75,9 @@ impl Cuda {
             .gpu
             .run_on_gl_thread("CUDA map of a GL buffer", move |th| map_on_gl(th, job))??;
         let device_ptr = device_base + offset as u64;
-        Ok(CudaMap {
-            host_ptr: None,
+        let geometry = MapGeometry {
             device_ptr,
+            host_ptr: None,
             len,
             shape: tensor.shape().to_vec(),
             strides: tensor.strides(),
@@ -91,21 +89,8 @@ impl Cuda {
                 len,
             }],
             path: CudaPath::GlBuffer,
-            access,
-            stream: self.stream_ref().clone(),
-            integrated: self.info().integrated,
-            _borrow: borrow,
-            _keep: Keep::Interop {
-                _map: InteropMap {
-                    gpu: gl.gpu,
-                    cuda: self.clone(),
-                    resource,
-                    mapped: true,
-                    users: Some(users),
-                },
-            },
-            _not_sync: PhantomData,
-        })
+        };
+        Ok(self.interop_map(geometry, access, borrow, gl.gpu, resource, true, users))
     }
 }
 

@@ -4,17 +4,16 @@
 //! pointers (`cuGraphicsResourceGetMappedEglFrame`), fixed for the
 //! registration's life.
 
-use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 
 use zerocam_cache::ImageKey;
 use zerocam_gpu::SharedEglImage;
 use zerocam_tensor::{Access, ImagePlacement, Tensor};
 
-use super::{caches, register, Counters, EglPlanes, InteropMap, Registration};
+use super::{caches, register, Counters, EglPlanes, Registration};
 use crate::device::Device;
 use crate::driver::ffi::{self, CuEglFrame, CuHandle};
-use crate::map::{CudaMap, CudaPath, CudaPlane, Keep};
+use crate::map::{CudaMap, CudaPath, CudaPlane, MapGeometry};
 use crate::{Cuda, CudaError, Result};
 
 const FRAME_CALL: &str = "cuGraphicsResourceGetMappedEglFrame";
@@ -75,30 +74,17 @@ impl Cuda {
                     found
                 })??;
         let planes = planes(tensor, &placement, &frame)?;
-        Ok(CudaMap {
-            host_ptr: None,
+        let geometry = MapGeometry {
             device_ptr: planes[0].device_ptr,
+            host_ptr: None,
             len: planes[0].len,
             shape: tensor.shape().to_vec(),
             strides: None,
             dtype: zerocam_tensor::DType::U8,
             planes,
             path: CudaPath::EglImage,
-            access,
-            stream: self.stream_ref().clone(),
-            integrated: self.info().integrated,
-            _borrow: borrow,
-            _keep: Keep::Interop {
-                _map: InteropMap {
-                    gpu: gl.gpu,
-                    cuda: self.clone(),
-                    resource,
-                    mapped: false,
-                    users: Some(users),
-                },
-            },
-            _not_sync: PhantomData,
-        })
+        };
+        Ok(self.interop_map(geometry, access, borrow, gl.gpu, resource, false, users))
     }
 }
 

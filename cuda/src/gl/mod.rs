@@ -30,7 +30,9 @@ use std::sync::{Arc, Weak};
 
 use zerocam_cache::GpuImageCache;
 use zerocam_gpu::{GlThread, Gpu, SharedEglImage};
-use zerocam_tensor::{Element, MemoryHold, RootLayout, Tensor, TensorMemory};
+use zerocam_tensor::{Access, DeviceBorrow, Element, MemoryHold, RootLayout, Tensor, TensorMemory};
+
+use crate::map::{CudaMap, Keep, MapGeometry};
 
 use crate::cuda::{StreamRef, CACHE_CAPACITY};
 use crate::device::Device;
@@ -256,6 +258,33 @@ pub(super) fn unmap_resource(device: &Device, resource: usize, stream: &StreamRe
         let mut r = resource as CuHandle;
         // SAFETY: a resource mapped by `map_resource` on this stream.
         let _ = unsafe { (d.api.cuGraphicsUnmapResources)(1, &mut r, stream.handle()) };
+    }
+}
+
+impl Cuda {
+    /// A map of an interop `resource` (GL `mapped` per use, or EGL), holding
+    /// a user of its registration.
+    #[allow(clippy::too_many_arguments)] // the parts of one map, each once
+    pub(super) fn interop_map(
+        &self,
+        geometry: MapGeometry,
+        access: Access,
+        borrow: DeviceBorrow,
+        gpu: Gpu,
+        resource: usize,
+        mapped: bool,
+        users: Arc<()>,
+    ) -> CudaMap {
+        let keep = Keep::Interop {
+            _map: InteropMap {
+                gpu,
+                cuda: self.clone(),
+                resource,
+                mapped,
+                users: Some(users),
+            },
+        };
+        CudaMap::assemble(geometry, self, access, borrow, keep)
     }
 }
 
