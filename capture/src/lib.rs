@@ -70,7 +70,6 @@ pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConf
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
 
-
 /// docs/sharing.md's Rust example, compiled as a doc-test.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/sharing.md")]

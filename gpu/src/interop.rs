@@ -112,7 +112,35 @@ impl SharedEglImage {
     }
 }
 
+/// A [`Gpu`] that does not keep its GL thread alive: [`upgrade`](WeakGpu::upgrade)
+/// gives the handle back while another one lives. Made by [`Gpu::downgrade`],
+/// for registries that find the `Gpu` of a PBO tensor ([`Gpu::owns_pbo`])
+/// without extending its life.
+#[derive(Debug, Clone)]
+pub struct WeakGpu {
+    link: std::sync::Weak<crate::worker::Link>,
+    info: std::sync::Arc<crate::GpuInfo>,
+}
+
+impl WeakGpu {
+    /// The `Gpu`, while any handle of it lives.
+    pub fn upgrade(&self) -> Option<Gpu> {
+        Some(Gpu::from_parts(
+            self.link.upgrade()?,
+            std::sync::Arc::clone(&self.info),
+        ))
+    }
+}
+
 impl Gpu {
+    /// A [`WeakGpu`] of this handle.
+    pub fn downgrade(&self) -> WeakGpu {
+        WeakGpu {
+            link: self.weak_link(),
+            info: self.info_arc(),
+        }
+    }
+
     /// Runs `f` on the GL thread, its context current, and returns the result
     /// (the hook device interop such as zerocam-cuda uses).
     ///

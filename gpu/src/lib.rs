@@ -114,6 +114,6 @@ pub use plan::{ConvertOptions, ImportPolicy};
 #[cfg(feature = "gl")]
 pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};
 #[cfg(feature = "gl")]
-pub use interop::{GlThread, SharedEglImage};
+pub use interop::{GlThread, SharedEglImage, WeakGpu};
 #[cfg(feature = "gl")]
 pub use worker::{Gpu, GpuStats};

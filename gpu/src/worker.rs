@@ -258,6 +258,14 @@ impl Gpu {
         &self.info
     }
 
+    pub(crate) fn from_parts(link: Arc<Link>, info: Arc<GpuInfo>) -> Gpu {
+        Gpu { link, info }
+    }
+
+    pub(crate) fn info_arc(&self) -> Arc<GpuInfo> {
+        Arc::clone(&self.info)
+    }
+
     pub(crate) fn link(&self) -> &Arc<Link> {
         &self.link
     }
@@ -266,8 +274,10 @@ impl Gpu {
         Arc::downgrade(&self.link)
     }
 
-    /// The value this handle's PBOs report as `PboOps::owner`.
-    pub(crate) fn owner_token(&self) -> usize {
+    /// The value this handle's PBO tensors report as
+    /// [`Tensor::pbo_owner`](zerocam_tensor::Tensor::pbo_owner) (`PboOps::owner`):
+    /// which GL thread a PBO belongs to.
+    pub fn owner_token(&self) -> usize {
         self.link.id
     }
 

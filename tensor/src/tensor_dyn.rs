@@ -172,6 +172,11 @@ impl TensorDyn {
         each!(self, t => t.memory())
     }
 
+    /// [`Tensor::pbo_owner`] of the tensor inside.
+    pub fn pbo_owner(&self) -> Option<usize> {
+        each!(self, t => t.pbo_owner())
+    }
+
     /// The name.
     pub fn name(&self) -> Option<&str> {
         each!(self, t => t.name())

@@ -108,7 +108,9 @@ pub unsafe extern "C" fn zcd_fail_next(name: *const c_char, code: c_int) {
     }
 }
 
-/// The size `cuGraphicsResourceGetMappedPointer_v2` reports for GL buffer `buffer`.
+/// The size `cuGraphicsResourceGetMappedPointer_v2` reports for GL buffer
+/// `buffer`; buffer 0 (no GL buffer has that name) sets the size of every
+/// buffer without one of its own.
 #[no_mangle]
 pub extern "C" fn zcd_set_gl_buffer_size(buffer: c_uint, size: usize) {
     lock().gl_sizes.insert(buffer, size);

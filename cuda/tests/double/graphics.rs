@@ -46,6 +46,7 @@ pub(crate) fn in_mapped_gl_buffer(st: &State, src: u64, bytes: usize) -> bool {
             let size = st
                 .gl_sizes
                 .get(&buffer)
+                .or_else(|| st.gl_sizes.get(&0))
                 .copied()
                 .unwrap_or(DEFAULT_GL_BUFFER_SIZE);
             base <= src
@@ -307,6 +308,7 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(
         let bytes = st
             .gl_sizes
             .get(&buffer)
+            .or_else(|| st.gl_sizes.get(&0))
             .copied()
             .unwrap_or(DEFAULT_GL_BUFFER_SIZE);
         // SAFETY: both are non-null and writable (the caller's promise).
