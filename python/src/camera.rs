@@ -562,6 +562,18 @@ impl Frame {
         Ok(PyTensor::wrap(TensorDyn::U8(self.tensor_handle()?)))
     }
 
+    /// The frame's buffer as CUDA device memory, for the device to read
+    /// (a `CudaArray`; each capture buffer is registered once, whatever the
+    /// number of frames). While the array lives the buffer stays out of the
+    /// driver's queue: `release()` succeeds and the buffer goes back once the
+    /// array is released, as with plane arrays. Raises `Released` after
+    /// `release()`, `CudaUnavailable` without a driver.
+    #[cfg(feature = "cuda")]
+    fn cuda(slf: &Bound<'_, Self>) -> PyResult<crate::cuda::CudaArray> {
+        let tensor = slf.get().tensor_handle()?;
+        crate::cuda::map_frame(slf.py(), tensor, slf.clone().into_any().unbind())
+    }
+
     /// Whether the frame was released.
     #[getter]
     fn released(&self) -> bool {

@@ -12,6 +12,7 @@
 //! run on any thread, with or without the GIL: it only counts the export
 //! off (and, for the last one, ends the map; see `lease.rs`).
 
+use std::any::Any;
 use std::ffi::{c_void, CStr};
 
 use pyo3::ffi;
@@ -24,6 +25,13 @@ use crate::lease::{ExportToken, MapLease};
 
 /// `kDLCPU`.
 pub const DL_CPU: i32 = 1;
+/// `kDLCUDA`: device memory (the interop paths of a CUDA map).
+#[cfg(feature = "cuda")]
+pub const DL_CUDA: i32 = 2;
+/// `kDLCUDAHost`: page-locked host memory the device can address (a
+/// host-registered CUDA map; the data pointer is the CPU address).
+#[cfg(feature = "cuda")]
+pub const DL_CUDA_HOST: i32 = 3;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -92,11 +100,11 @@ pub fn dl_dtype(dtype: DType) -> DLDataType {
 }
 
 /// What the managed tensor owns: the shape and strides arrays it points to,
-/// and the export that keeps the data mapped.
+/// and what keeps the data valid (a CPU map's [`ExportToken`], a CUDA map).
 struct Holder {
     shape: Vec<i64>,
     strides: Vec<i64>,
-    _token: ExportToken,
+    _owner: Box<dyn Any + Send>,
 }
 
 unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
@@ -202,38 +210,125 @@ pub fn capsule<'py>(
     versioned: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let layout = token.layout();
-    let readonly = layout.readonly;
-    if readonly && !versioned {
-        return Err(MapConflict::new_err(
-            "a read-only map has no legacy DLPack capsule (it cannot carry the read-only \
-             flag): ask with max_version=(1, 0), or map with \"readwrite\"",
-        ));
-    }
-    let e = layout.dtype.size();
-    let strides = layout
-        .strides
-        .iter()
-        .map(|&s| {
-            if s % e == 0 {
-                i64::try_from(s / e).map_err(|_| MapConflict::new_err("stride too large"))
-            } else {
-                Err(MapConflict::new_err(format!(
-                    "byte stride {s} is not a multiple of the {e}-byte element: no DLPack export"
-                )))
-            }
+    let desc = Described {
+        data: layout.ptr,
+        device: (DL_CPU, 0),
+        dtype: layout.dtype,
+        shape: &layout.shape,
+        strides: &layout.strides,
+        readonly: layout.readonly,
+    };
+    let arrays = desc.arrays(versioned)?;
+    build(py, arrays, Box::new(token), versioned)
+}
+
+/// What a capsule describes, before the checks: the address of the first
+/// element, `(device_type, device_id)`, the element type, the shape, byte
+/// strides and whether the memory is read-only.
+pub struct Described<'a> {
+    /// The first element's address (as the device named by `device` sees it).
+    pub data: usize,
+    /// `(device_type, device_id)`: `(kDLCPU, 0)`, `(kDLCUDA, n)`, `(kDLCUDAHost, 0)`.
+    pub device: (i32, i32),
+    /// Element type.
+    pub dtype: DType,
+    /// Shape in elements.
+    pub shape: &'a [usize],
+    /// Byte strides.
+    pub strides: &'a [usize],
+    /// Whether consumers must not write.
+    pub readonly: bool,
+}
+
+/// A [`Described`] tensor checked for DLPack: shape and strides in elements.
+struct Arrays {
+    data: usize,
+    device: (i32, i32),
+    dtype: DType,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    readonly: bool,
+}
+
+impl Described<'_> {
+    /// The shape and element strides DLPack takes, and the read-only flag;
+    /// `MapConflict` (a `BufferError`) for what DLPack cannot carry: a byte
+    /// stride that is not a whole number of elements, a dimension too large,
+    /// or read-only memory in a legacy capsule.
+    fn arrays(&self, versioned: bool) -> PyResult<Arrays> {
+        if self.readonly && !versioned {
+            return Err(MapConflict::new_err(
+                "a read-only map has no legacy DLPack capsule (it cannot carry the read-only \
+                 flag): ask with max_version=(1, 0), or map with \"readwrite\"",
+            ));
+        }
+        let e = self.dtype.size();
+        let strides = self
+            .strides
+            .iter()
+            .map(|&s| {
+                if s % e == 0 {
+                    i64::try_from(s / e).map_err(|_| MapConflict::new_err("stride too large"))
+                } else {
+                    Err(MapConflict::new_err(format!(
+                        "byte stride {s} is not a multiple of the {e}-byte element: no DLPack export"
+                    )))
+                }
+            })
+            .collect::<PyResult<Vec<i64>>>()?;
+        let shape = self
+            .shape
+            .iter()
+            .map(|&d| i64::try_from(d).map_err(|_| MapConflict::new_err("shape too large")))
+            .collect::<PyResult<Vec<i64>>>()?;
+        Ok(Arrays {
+            data: self.data,
+            device: self.device,
+            dtype: self.dtype,
+            shape,
+            strides,
+            readonly: self.readonly,
         })
-        .collect::<PyResult<Vec<i64>>>()?;
-    let shape = layout
-        .shape
-        .iter()
-        .map(|&d| i64::try_from(d).map_err(|_| MapConflict::new_err("shape too large")))
-        .collect::<PyResult<Vec<i64>>>()?;
+    }
+
+    /// Checks the description (see `arrays`) and makes the capsule (see
+    /// [`build`]) owning `owner`: what `CudaArray.__dlpack__` uses.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub fn capsule<'py>(
+        &self,
+        py: Python<'py>,
+        owner: Box<dyn Any + Send>,
+        versioned: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        build(py, self.arrays(versioned)?, owner, versioned)
+    }
+}
+
+/// A DLPack capsule (`"dltensor_versioned"` when `versioned`, else
+/// `"dltensor"`) over `arrays`. The managed tensor owns `owner`, which keeps
+/// the memory valid: dropping it is the deleter's work (on whatever thread the
+/// consumer calls the deleter, with or without the GIL; an unconsumed
+/// capsule's destructor calls it).
+fn build<'py>(
+    py: Python<'py>,
+    arrays: Arrays,
+    owner: Box<dyn Any + Send>,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Arrays {
+        data,
+        device,
+        dtype,
+        shape,
+        strides,
+        readonly,
+    } = arrays;
     let ndim = i32::try_from(shape.len()).map_err(|_| MapConflict::new_err("too many dims"))?;
-    let (data, dtype) = (layout.ptr as *mut c_void, dl_dtype(layout.dtype));
+    let (data, dtype) = (data as *mut c_void, dl_dtype(dtype));
     let holder = Box::into_raw(Box::new(Holder {
         shape,
         strides,
-        _token: token,
+        _owner: owner,
     }));
     // SAFETY: `holder` was just made by `Box::into_raw` and is freed only by a deleter.
     let (shape_ptr, strides_ptr) =
@@ -241,8 +336,8 @@ pub fn capsule<'py>(
     let dl_tensor = DLTensor {
         data,
         device: DLDevice {
-            device_type: DL_CPU,
-            device_id: 0,
+            device_type: device.0,
+            device_id: device.1,
         },
         ndim,
         dtype,

@@ -3,7 +3,8 @@
 //! Every exception derives from `zerocam.Error` and from the standard one a
 //! caller expects: `InvalidArgument` is a `ValueError`, `DeviceError` an
 //! `OSError` with `errno`, `Timeout` a `TimeoutError`, `MapConflict` a
-//! `BufferError`.
+//! `BufferError`; `CudaError` a `RuntimeError` (with the driver's `name`,
+//! `code` and `call`), `CudaUnavailable` a `CudaError` (with `library`).
 
 use pyo3::prelude::*;
 use zerocam_capture::share::SubscribeError;
@@ -19,6 +20,10 @@ pyo3::import_exception!(zerocam.errors, Released);
 pyo3::import_exception!(zerocam.errors, NoFreeBuffer);
 pyo3::import_exception!(zerocam.errors, Disconnected);
 pyo3::import_exception!(zerocam.errors, Error);
+#[cfg(feature = "cuda")]
+pyo3::import_exception!(zerocam.errors, CudaError);
+#[cfg(feature = "cuda")]
+pyo3::import_exception!(zerocam.errors, CudaUnavailable);
 
 /// A bad argument, naming the value.
 pub fn invalid(msg: impl Into<String>) -> PyErr {
@@ -207,5 +212,38 @@ pub fn preprocess_err(e: PreprocessError) -> PyErr {
         // Neither device took it: the CPU's reason says what kind of failure.
         PreprocessError::NoDeviceTakes { cpu, .. } => class_of(cpu_err(*cpu)),
         _ => invalid(msg),
+    }
+}
+
+/// A CUDA error: no driver library (or no device) is `CudaUnavailable`
+/// naming the library, a failed driver call `CudaError` with its
+/// `cuGetErrorName` name, `CUresult` and entry point, a tensor error (a map
+/// conflict, read-only memory) its own class, a GPU error as [`gpu_err`].
+#[cfg(feature = "cuda")]
+pub fn cuda_err(e: zerocam_cuda::CudaError) -> PyErr {
+    use zerocam_cuda::CudaError as E;
+    match e {
+        E::Tensor(t) => tensor_err(t),
+        E::Gpu(g) => gpu_err(g),
+        other => cuda_err_ref(&other),
+    }
+}
+
+/// [`cuda_err`] of an error kept for the process (the first use's, remembered).
+#[cfg(feature = "cuda")]
+pub fn cuda_err_ref(e: &zerocam_cuda::CudaError) -> PyErr {
+    use zerocam_cuda::CudaError as E;
+    let msg = e.to_string();
+    match e {
+        E::Unavailable(u) => CudaUnavailable::new_err((msg, u.library.clone(), u.reason.clone())),
+        E::NoDevice { .. } => CudaUnavailable::new_err((
+            msg,
+            zerocam_cuda::default_library().display().to_string(),
+            e.to_string(),
+        )),
+        E::Driver { call, code, name } => {
+            CudaError::new_err((msg, name.clone(), *code, call.to_string()))
+        }
+        _ => CudaError::new_err(msg),
     }
 }

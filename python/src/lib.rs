@@ -10,6 +10,7 @@
 //! | `camera.rs` | `Camera`, `Frame`, `list_devices()` |
 //! | `format.rs` | `PixelFormat`, `Region` |
 //! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
+//! | `cuda.rs`, `cuda/methods.rs` | `Tensor.cuda()`, `Frame.cuda()` → `CudaArray`, `cuda_available()`, `cuda_info()` (feature `cuda`) |
 //! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
 #![deny(unsafe_code)]
@@ -24,6 +25,8 @@ mod camera;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod capsule;
 mod convert;
+#[cfg(feature = "cuda")]
+mod cuda;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod dlpack;
 mod errors;
@@ -56,8 +59,38 @@ fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::Placement>()?;
     m.add_class::<preprocess::PyPreprocessor>()?;
     m.add_function(wrap_pyfunction!(camera::list_devices, m)?)?;
+    #[cfg(feature = "cuda")]
+    {
+        m.add_class::<cuda::CudaArray>()?;
+        m.add_function(wrap_pyfunction!(cuda::cuda_available, m)?)?;
+        m.add_function(wrap_pyfunction!(cuda::cuda_info, m)?)?;
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        m.add_function(wrap_pyfunction!(no_cuda::cuda_available, m)?)?;
+        m.add_function(wrap_pyfunction!(no_cuda::cuda_info, m)?)?;
+    }
+    m.add("CUDA", cfg!(feature = "cuda"))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("CAPSULE_NAME", capsule::NAME.to_string_lossy())?;
     m.add("BUFFER_PROTOCOL", cfg!(feature = "buffer-protocol"))?;
     Ok(())
+}
+
+/// Without the `cuda` feature: CUDA is never available.
+#[cfg(not(feature = "cuda"))]
+mod no_cuda {
+    use pyo3::prelude::*;
+
+    /// Whether CUDA can be used: never in a build without the `cuda` feature.
+    #[pyfunction]
+    pub fn cuda_available() -> bool {
+        false
+    }
+
+    /// Device 0 of CUDA: `None` in a build without the `cuda` feature.
+    #[pyfunction]
+    pub fn cuda_info() -> Option<()> {
+        None
+    }
 }

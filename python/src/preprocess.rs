@@ -132,6 +132,10 @@ impl PyPreprocessor {
         let pre = py
             .detach(|| RPreprocessor::new(input, device)?.with_ring_depth(depth))
             .map_err(preprocess_err)?;
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = pre.gpu() {
+            crate::cuda::remember_gpu(gpu); // its PBO results map through it
+        }
         Ok(PyPreprocessor {
             inner: Mutex::new(pre),
             input: model_input.unbind(),

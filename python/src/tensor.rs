@@ -312,6 +312,19 @@ impl PyTensor {
         (dlpack::DL_CPU, 0)
     }
 
+    /// Maps the tensor into CUDA device memory (see `CudaArray`): `access`
+    /// `"r"` or `"rw"` (default: `"rw"`, `"r"` for read-only memory). The
+    /// buffer is registered with the driver once, whatever the number of
+    /// calls; the map borrows it for the device until the array's
+    /// `release()` or the end of its `with` block (conflicting CPU maps raise
+    /// `MapConflict` meanwhile). Raises `CudaUnavailable` without a driver.
+    #[cfg(feature = "cuda")]
+    #[pyo3(signature = (access=None))]
+    fn cuda(slf: &Bound<'_, Self>, access: Option<&str>) -> PyResult<crate::cuda::CudaArray> {
+        let owner = slf.clone().into_any().unbind();
+        crate::cuda::map_tensor(slf.py(), &slf.get().inner, access, owner)
+    }
+
     /// The `zerocam.tensor.v1` capsule (see `capsule.rs` and the docs).
     fn __zerocam_tensor__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         capsule::export(py, &self.inner)

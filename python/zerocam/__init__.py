@@ -15,12 +15,17 @@
 >>> x = pre(t)                 # a (1, 3, 64, 64) float32 Tensor from a ring of 3
 >>> x.shape, pre.placement.offset
 ((1, 3, 64, 64), (0, 8))
+
+CUDA (loaded at run time; ``zerocam.cuda_available()`` says whether it can be
+used): ``t.cuda()`` and ``frame.cuda()`` map into device memory without a copy
+and return a ``CudaArray`` (``__cuda_array_interface__``, ``__dlpack__``).
 """
 
 from . import errors
 from ._zerocam import (
     BUFFER_PROTOCOL,
     CAPSULE_NAME,
+    CUDA,
     Camera,
     CpuAccess,
     Frame,
@@ -33,9 +38,13 @@ from ._zerocam import (
     Region,
     Tensor,
     __version__,
+    cuda_available,
+    cuda_info,
     list_devices,
 )
 from .errors import (
+    CudaError,
+    CudaUnavailable,
     DeviceError,
     Disconnected,
     Error,
@@ -49,8 +58,11 @@ from .errors import (
 __all__ = [
     "BUFFER_PROTOCOL",
     "CAPSULE_NAME",
+    "CUDA",
     "Camera",
     "CpuAccess",
+    "CudaError",
+    "CudaUnavailable",
     "DeviceError",
     "Disconnected",
     "Error",
@@ -69,6 +81,13 @@ __all__ = [
     "Tensor",
     "Timeout",
     "__version__",
+    "cuda_available",
+    "cuda_info",
     "errors",
     "list_devices",
 ]
+
+if CUDA:  # built with the `cuda` feature (both wheels are)
+    from ._zerocam import CudaArray  # noqa: F401
+
+    __all__.append("CudaArray")

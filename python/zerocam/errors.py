@@ -23,6 +23,12 @@ class                     raised for
                           (``ValueError``)
 ``NoFreeBuffer``          the caller holds every buffer of the camera, or every
                           result of a ``Preprocessor``'s ring (``RuntimeError``)
+``CudaError``             a CUDA driver call failed (``RuntimeError``; ``name`` and
+                          ``code`` are the driver's ``cuGetErrorName`` and
+                          ``CUresult``, ``call`` the entry point), or memory
+                          CUDA cannot take
+``CudaUnavailable``       no usable CUDA driver library (``library`` names the one
+                          tried) or no CUDA device (a ``CudaError``)
 ========================  ==========================================================
 """
 
@@ -63,6 +69,33 @@ class NoFreeBuffer(Error, RuntimeError):
     ``Preprocessor``'s ring (drop a result), is held by the caller."""
 
 
+class CudaError(Error, RuntimeError):
+    """A CUDA driver call failed, or memory cannot reach CUDA that way.
+
+    ``call`` is the driver entry point (``"cuMemHostRegister_v2"``), ``name``
+    its ``cuGetErrorName`` (``"CUDA_ERROR_INVALID_VALUE"``) and ``code`` the
+    ``CUresult``; all three are ``None`` when no driver call failed.
+    """
+
+    def __init__(self, message, name=None, code=None, call=None):
+        super().__init__(message)
+        self.name = name
+        self.code = code
+        self.call = call
+
+
+class CudaUnavailable(CudaError):
+    """CUDA cannot be used here: the driver library (``library``: the path or
+    soname tried, ``libcuda.so.1`` or ``$ZEROCAM_CUDA_LIBRARY``) is missing,
+    cannot be loaded or lacks an entry point (``reason`` says which), or the
+    driver reports no device."""
+
+    def __init__(self, message, library=None, reason=None):
+        super().__init__(message)
+        self.library = library
+        self.reason = reason
+
+
 __all__ = [
     "Error",
     "InvalidArgument",
@@ -72,4 +105,6 @@ __all__ = [
     "MapConflict",
     "Released",
     "NoFreeBuffer",
+    "CudaError",
+    "CudaUnavailable",
 ]

@@ -1,0 +1,555 @@
+"""CUDA: `Tensor.cuda()`, `Frame.cuda()` and `CudaArray`, against the CUDA
+driver test double (cuda/tests/double/: one integrated device whose device
+pointers are the host addresses), so no GPU is needed.
+
+The driver is loaded once per process, so every scenario runs in a fresh
+interpreter with `ZEROCAM_CUDA_LIBRARY` naming the double (or a library that
+does not exist). The scenario loads the same .so with ctypes to read the
+double's counters (`zcd_count`) and violations (`zcd_violations`). The double
+is built once per session with rustc (on PATH in CI), as
+cuda/tests/common/double.rs builds it for the Rust tests.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+DOUBLE_SOURCES = ROOT / "cuda" / "tests" / "double"
+NO_DRIVER = "/nonexistent/libcuda.so.1"
+
+
+@pytest.fixture(scope="session")
+def double():
+    """The double, `target/tmp/cuda-double-py/libcuda_double.so`: built when
+    missing or older than its sources (to a temporary name, then renamed, so
+    a parallel session never loads a half-written library)."""
+    out = ROOT / "target" / "tmp" / "cuda-double-py"
+    library = out / "libcuda_double.so"
+    newest = max(p.stat().st_mtime for p in DOUBLE_SOURCES.iterdir())
+    if library.exists() and library.stat().st_mtime > newest:
+        return library
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = out / f"libcuda_double.{os.getpid()}.{time.time_ns()}.so.tmp"
+    rustc = os.environ.get("RUSTC", "rustc")
+    cmd = [rustc, "--edition", "2021", "--crate-type", "cdylib", "--crate-name", "cuda_double", "-O"]
+    cmd += [str(DOUBLE_SOURCES / "cuda_double.rs"), "-o", str(temporary)]
+    built = subprocess.run(cmd, capture_output=True, text=True)
+    assert built.returncode == 0, f"building the CUDA test double failed:\n{built.stderr}"
+    os.replace(temporary, library)
+    return library
+
+
+# Run before every scenario: the double's controls and a few helpers.
+PRELUDE = """\
+import ctypes, gc, os
+import numpy as np
+import pytest
+import zerocam
+from zerocam import Camera, PixelFormat, Tensor
+
+D = ctypes.CDLL(os.environ["ZEROCAM_CUDA_LIBRARY"])
+D.zcd_count.restype = ctypes.c_uint64
+D.zcd_count.argtypes = [ctypes.c_char_p]
+D.zcd_live_host_registrations.restype = ctypes.c_uint64
+D.zcd_violations.restype = ctypes.c_size_t
+D.zcd_violations.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+def count(name):
+    return D.zcd_count(name.encode())
+
+def violations():
+    n = D.zcd_violations(None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    D.zcd_violations(buf, n + 1)
+    return [v for v in buf.value.decode().split("\\n") if v]
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
+    ]
+
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+        ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor),
+    ]
+
+ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+ctypes.pythonapi.PyCapsule_SetName.restype = ctypes.c_int
+ctypes.pythonapi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+def managed(capsule, name):
+    kind = DLManagedTensorVersioned if name == b"dltensor_versioned" else DLManagedTensor
+    address = ctypes.pythonapi.PyCapsule_GetPointer(capsule, name)
+    return address, kind.from_address(address)
+
+def consume(capsule, name):
+    \"\"\"What a consumer does when done: rename the capsule, call the deleter.\"\"\"
+    address, m = managed(capsule, name)
+    ctypes.pythonapi.PyCapsule_SetName(capsule, b"used_" + name)
+    m.deleter(address)
+"""
+
+EPILOGUE = """
+assert violations() == [], violations()
+print("scenario ok")
+"""
+
+
+def scenario(code, library):
+    """Runs `code` after the prelude in a fresh interpreter whose CUDA driver
+    is `library`; fails with its output unless it ran to the end."""
+    env = dict(os.environ, ZEROCAM_CUDA_LIBRARY=str(library))
+    script = PRELUDE + textwrap.dedent(code)
+    if library != NO_DRIVER:
+        script += EPILOGUE
+    else:
+        script = script.replace('D = ctypes.CDLL(os.environ["ZEROCAM_CUDA_LIBRARY"])', "D = None")
+        script = "\n".join(line for line in script.splitlines() if not line.startswith("D.zcd"))
+        script += '\nprint("scenario ok")\n'
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.rstrip().endswith("scenario ok"), out.stdout + out.stderr
+    return out
+
+
+def test_without_a_driver_cuda_is_unavailable_and_names_the_library():
+    scenario(
+        f"""
+        assert zerocam.cuda_available() is False
+        assert zerocam.cuda_info() is None
+        t = Tensor(16, mem="shm")
+        for call in (t.cuda, lambda: t.cuda("r")):
+            with pytest.raises(zerocam.CudaUnavailable, match="{NO_DRIVER}") as e:
+                call()
+            assert e.value.library == "{NO_DRIVER}" and e.value.reason
+            assert isinstance(e.value, zerocam.CudaError) and isinstance(e.value, zerocam.Error)
+        with Camera.pattern("GREY", (64, 32)) as cam, cam.read() as frame:
+            with pytest.raises(zerocam.CudaUnavailable, match="{NO_DRIVER}"):
+                frame.cuda()
+        with t.map("w"):  # the CPU side is untouched
+            pass
+        """,
+        NO_DRIVER,
+    )
+
+
+def test_a_driver_without_devices_is_unavailable(double):
+    scenario(
+        """
+        D.zcd_set_device_count(0)
+        assert zerocam.cuda_available() is False and zerocam.cuda_info() is None
+        with pytest.raises(zerocam.CudaUnavailable, match="no CUDA device 0"):
+            Tensor(16, mem="shm").cuda()
+        """,
+        double,
+    )
+
+
+def test_cuda_info_describes_the_double(double):
+    scenario(
+        """
+        assert zerocam.cuda_available()
+        info = zerocam.cuda_info()
+        assert info["name"] == "zerocam test double", info
+        assert info["compute_capability"] == (8, 7)
+        assert info["integrated"] is True and info["driver_version"] == 12080
+        assert info["ordinal"] == 0 and info["library"] == os.environ["ZEROCAM_CUDA_LIBRARY"]
+        """,
+        double,
+    )
+
+
+def test_cuda_array_interface_fields(double):
+    scenario(
+        """
+        t = Tensor((4, 6), "uint8", mem="shm")
+        ptr = t.pin_host("read").ptr  # before the map: pinning takes a short read borrow
+        with t.cuda() as c:
+            cai = c.__cuda_array_interface__
+            assert cai == {
+                "shape": (4, 6), "typestr": "|u1", "data": (ptr, False),
+                "strides": None, "version": 3, "stream": c.stream,
+            }, cai
+            assert c.stream != 0 and c.device_ptr == c.host_ptr == ptr
+            assert c.path == "host-registered" and c.access == "readwrite" and c.nbytes == 24
+            assert c.shape == (4, 6) and c.strides == (6, 1) and c.dtype == "uint8"
+            assert c.planes == [{"device_ptr": ptr, "pitch": 6, "shape": (4, 6), "nbytes": 24}]
+        assert c.released
+        with pytest.raises(zerocam.Released):
+            c.__cuda_array_interface__
+        with pytest.raises(zerocam.Released):
+            c.device_ptr
+
+        for dtype, typestr in [("float32", "<f4"), ("float16", "<f2"), ("int16", "<i2")]:
+            f = Tensor((3, 5), dtype, mem="shm")
+            with f.cuda("r") as c:
+                cai = c.__cuda_array_interface__
+                assert cai["typestr"] == typestr and cai["shape"] == (3, 5)
+                assert cai["data"][1] is True and cai["strides"] is None, cai
+                assert c.access == "read"
+
+        img = Tensor.image(10, 4, PixelFormat.Rgb, mem="shm", row_stride=64)
+        base = img.pin_host("read").ptr
+        with img.cuda() as c:
+            assert c.__cuda_array_interface__["strides"] == (64, 3, 1)
+        view = img.view((2, 1, 4, 2))  # x, y, width, height
+        with view.cuda("r") as c:
+            cai = c.__cuda_array_interface__
+            assert cai["shape"] == (2, 4, 3) and cai["strides"] == (64, 3, 1), cai
+            assert cai["data"] == (base + 64 + 2 * 3, True)
+        """,
+        double,
+    )
+
+
+def test_a_buffer_is_registered_once_over_1000_maps(double):
+    scenario(
+        """
+        t = Tensor((480, 640), "uint8", mem="shm")
+        pointers = set()
+        for i in range(1000):
+            with t.cuda("r" if i % 2 else "rw") as c:
+                pointers.add(c.device_ptr)
+        assert len(pointers) == 1
+        assert count("cuMemHostRegister_v2") == 1, count("cuMemHostRegister_v2")
+        assert count("cuMemHostUnregister") == 0
+        del t, c
+        gc.collect()
+        # The registration goes once its tensor is gone (swept by the next map).
+        Tensor(16, mem="shm").cuda().release()
+        assert count("cuMemHostUnregister") == 1
+        """,
+        double,
+    )
+
+
+def test_copy_to_host_reads_what_the_cpu_wrote(double):
+    scenario(
+        """
+        t = Tensor(64, "uint8", mem="shm")
+        with t.map() as v:
+            np.asarray(v)[:] = np.arange(64, dtype=np.uint8)
+        with t.cuda("r") as c:
+            assert c.copy_to_host() == bytes(range(64))
+            assert c.copy_to_host(10, 4) == bytes([10, 11, 12, 13])
+            with pytest.raises(zerocam.InvalidArgument):
+                c.copy_to_host(60, 8)
+        """,
+        double,
+    )
+
+
+def test_a_failed_driver_call_is_a_cuda_error_with_its_name(double):
+    scenario(
+        """
+        D.zcd_fail_next.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        t = Tensor(64, "uint8", mem="shm")
+        D.zcd_fail_next(b"cuMemHostRegister_v2", 2)  # CUDA_ERROR_OUT_OF_MEMORY
+        with pytest.raises(zerocam.CudaError, match="CUDA_ERROR_OUT_OF_MEMORY") as e:
+            t.cuda()
+        assert type(e.value) is zerocam.CudaError and isinstance(e.value, RuntimeError)
+        assert (e.value.name, e.value.code, e.value.call) == (
+            "CUDA_ERROR_OUT_OF_MEMORY", 2, "cuMemHostRegister_v2")
+        with t.cuda() as c:  # nothing was kept: the next map registers
+            D.zcd_fail_next(b"cuStreamSynchronize", 999)
+            with pytest.raises(zerocam.CudaError) as e:
+                c.synchronize()
+            assert e.value.code == 999 and e.value.call == "cuStreamSynchronize"
+        with t.map("w"):
+            pass
+        """,
+        double,
+    )
+
+
+def test_a_cuda_map_is_a_device_borrow(double):
+    scenario(
+        """
+        t = Tensor(256, "uint8", mem="shm")
+        c = t.cuda()  # readwrite
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")
+        with pytest.raises(zerocam.MapConflict):
+            t.map("read")
+        with pytest.raises(zerocam.MapConflict):
+            t.cuda()  # a second writer
+        c.release()
+        c.release()  # idempotent
+        with t.map("w"):
+            pass
+        r = t.cuda("r")
+        with t.map("read"), t.cuda("r"):  # readers share
+            pass
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")
+        del r
+        gc.collect()
+        with t.map("w") as v:  # a CPU map open: a readwrite CUDA map conflicts
+            with pytest.raises(zerocam.MapConflict):
+                t.cuda()
+        """,
+        double,
+    )
+
+
+def test_dlpack_device_and_capsules_read_through_ctypes(double):
+    scenario(
+        """
+        t = Tensor((3, 5), "float32", mem="shm")
+        ptr = t.pin_host("read").ptr
+        with t.cuda() as c:
+            # kDLCUDA with the device pointer (what torch and CuPy import);
+            # kDLCUDAHost with the page-locked CPU address when asked for.
+            assert c.__dlpack_device__() == (2, 0)
+            for name, kwargs, device, data in [
+                (b"dltensor", {}, (2, 0), c.device_ptr),
+                (b"dltensor_versioned", {"max_version": (1, 0)}, (2, 0), c.device_ptr),
+                (b"dltensor", {"dl_device": (3, 0)}, (3, 0), ptr),
+            ]:
+                cap = c.__dlpack__(**kwargs)
+                _, m = managed(cap, name)
+                d = m.dl_tensor
+                assert d.data == data and (d.device.device_type, d.device.device_id) == device
+                assert d.ndim == 2 and [d.shape[0], d.shape[1]] == [3, 5]
+                assert [d.strides[0], d.strides[1]] == [5, 1]
+                assert (d.dtype.code, d.dtype.bits, d.dtype.lanes) == (2, 32, 1)
+                if name == b"dltensor_versioned":
+                    assert (m.major, m.minor, m.flags) == (1, 0, 0)
+                del cap
+            gc.collect()
+
+            # stream: -1 asks for no synchronization, anything else gets one.
+            before = count("cuStreamSynchronize")
+            c.__dlpack__(stream=-1)
+            assert count("cuStreamSynchronize") == before
+            c.__dlpack__()
+            c.__dlpack__(stream=c.stream)
+            assert count("cuStreamSynchronize") == before + 2
+            with pytest.raises(ValueError):
+                c.__dlpack__(stream=0)
+            with pytest.raises(BufferError):
+                c.__dlpack__(dl_device=(1, 0))
+            with pytest.raises(BufferError):
+                c.__dlpack__(copy=True)
+            c.__dlpack__(dl_device=(3, 0), copy=False)
+
+        # A read map: versioned only, flagged read-only.
+        with t.cuda("r") as r:
+            with pytest.raises(BufferError, match="max_version"):
+                r.__dlpack__()
+            _, m = managed(r.__dlpack__(max_version=(1, 0)), b"dltensor_versioned")
+            assert m.flags & 1
+        """,
+        double,
+    )
+
+
+def test_the_deleter_ends_the_map(double):
+    scenario(
+        """
+        t = Tensor(64, "uint8", mem="shm")
+        # A consumer's deleter ends a map the array no longer holds.
+        with t.cuda() as c:
+            cap = c.__dlpack__(max_version=(1, 0))
+        assert c.released
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")  # the capsule holds the readwrite map
+        consume(cap, b"dltensor_versioned")
+        with t.map("w"):
+            pass
+        del cap
+
+        # An unconsumed capsule's destructor does the same.
+        with t.cuda() as c:
+            cap = c.__dlpack__()
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")
+        del cap
+        gc.collect()
+        with t.map("w"):
+            pass
+
+        # An explicit release refuses while a capsule lives, and changes nothing.
+        c = t.cuda()
+        cap = c.__dlpack__()
+        with pytest.raises(zerocam.MapConflict, match="DLPack"):
+            c.release()
+        assert not c.released and c.device_ptr
+        del cap
+        gc.collect()
+        c.release()
+        with t.map("w"):
+            pass
+
+        # Unconsumed capsules by the hundred: every map ends.
+        for _ in range(100):
+            with t.cuda() as c:
+                c.__dlpack__()
+                c.__dlpack__(max_version=(1, 0))
+        gc.collect()
+        with t.map("w"):
+            pass
+        assert count("cuMemHostRegister_v2") == 1
+        """,
+        double,
+    )
+
+
+def test_frames_register_each_buffer_once(double):
+    scenario(
+        """
+        with Camera.pattern("NV12", (64, 32), buffers=4) as cam:
+            seen = set()
+            for _ in range(100):
+                with cam.read() as frame:
+                    shape = frame.tensor.shape
+                    with frame.cuda() as c:
+                        seen.add(frame.buffer_index)
+                        assert c.access == "read" and c.path == "host-registered"
+                        assert c.shape == shape and len(c.planes) == 2
+                        y, uv = c.planes
+                        assert y["shape"] == (32, 64) and uv["shape"][0] == 16
+                        assert uv["device_ptr"] == y["device_ptr"] + y["pitch"] * 32
+                        assert c.__cuda_array_interface__["data"][1] is True
+                        assert c.copy_to_host(0, 64) == frame.planes[0][0].tobytes()
+            assert seen == {0, 1, 2, 3}
+        assert count("cuMemHostRegister_v2") == 4, count("cuMemHostRegister_v2")
+        frame = Camera.pattern("GREY", (64, 32)).read()
+        frame.release()
+        with pytest.raises(zerocam.Released):
+            frame.cuda()
+        """,
+        double,
+    )
+
+
+def test_releasing_a_frame_defers_its_buffer_while_the_cuda_map_lives(double):
+    scenario(
+        """
+        with Camera.pattern("GREY", (64, 32), buffers=3) as cam:
+            frame = cam.read()
+            index = frame.buffer_index
+            c = frame.cuda()
+            before = c.copy_to_host()
+            frame.release()  # succeeds at once, as with plane arrays
+            assert frame.released
+            with pytest.raises(zerocam.Released):
+                frame.tensor
+            for _ in range(6):  # capture goes on in the other buffers
+                with cam.read() as f:
+                    assert f.buffer_index != index
+            assert c.copy_to_host() == before  # not redrawn under the map
+            c.release()
+            seen = set()
+            for _ in range(6):
+                with cam.read() as f:
+                    seen.add(f.buffer_index)
+            assert index in seen  # back in rotation once the map ended
+
+            # A dropped frame (no release) with a live map: the same.
+            frame = cam.read()
+            index = frame.buffer_index
+            c = frame.cuda()
+            del frame
+            gc.collect()
+            for _ in range(6):
+                with cam.read() as f:
+                    assert f.buffer_index != index
+            del c
+            gc.collect()
+            seen = set()
+            for _ in range(6):
+                with cam.read() as f:
+                    seen.add(f.buffer_index)
+            assert index in seen
+        """,
+        double,
+    )
+
+
+def test_torch_and_cupy_take_the_memory_when_present():
+    """Needs a GPU: the real driver (`libcuda.so.1`) and torch or CuPy with
+    CUDA. Where any is missing (this host) the scenario checks nothing more
+    than that it runs."""
+    code = """
+    import importlib.util
+    if zerocam.cuda_available():
+        t = Tensor((4, 6), "float32", mem="shm")
+        with t.map() as v:
+            np.asarray(v)[:] = np.arange(24, dtype=np.float32).reshape(4, 6)
+        want = np.arange(24, dtype=np.float32).reshape(4, 6)
+        if importlib.util.find_spec("torch"):
+            import torch
+            if torch.cuda.is_available():
+                with t.cuda("r") as c:
+                    x = torch.as_tensor(c, device="cuda")  # __cuda_array_interface__
+                    assert (x.cpu().numpy() == want).all()
+                    del x
+                with t.cuda() as c:
+                    if c.__dlpack_device__()[0] == 2:  # kDLCUDA (always, by default)
+                        y = torch.from_dlpack(c)
+                        assert (y.cpu().numpy() == want).all()
+                        del y
+        if importlib.util.find_spec("cupy"):
+            import cupy
+            with t.cuda("r") as c:
+                assert (cupy.asnumpy(cupy.asarray(c)) == want).all()
+            with t.cuda() as c:
+                if c.__dlpack_device__()[0] == 2:  # kDLCUDA (always, by default)
+                    assert (cupy.asnumpy(cupy.from_dlpack(c)) == want).all()
+    """
+    env = {k: v for k, v in os.environ.items() if k != "ZEROCAM_CUDA_LIBRARY"}
+    script = "import numpy as np, zerocam\nfrom zerocam import Tensor\n" + textwrap.dedent(code)
+    script += '\nprint("scenario ok")\n'
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.rstrip().endswith("scenario ok"), out.stdout + out.stderr
+
+
+def test_a_gpu_preprocessors_result_maps_through_its_gl_thread(double):
+    """A model input made on the GPU (a PBO of the Preprocessor's GL thread,
+    llvmpipe here) reaches CUDA by GL buffer interop: registered once over
+    many results, the ring still reused, and a CPU result by host registration."""
+    scenario(
+        """
+        from zerocam import ModelInput, Preprocessor
+        D.zcd_set_gl_buffer_size.argtypes = [ctypes.c_uint, ctypes.c_size_t]
+        D.zcd_set_gl_buffer_size(0, 3 * 16 * 16 * 4)  # every GL buffer: one f32 NCHW input
+        src = Tensor.image(64, 48, "NV12", mem="shm")
+        for device, path, register in [
+            ("gpu", "gl-buffer", "cuGraphicsGLRegisterBuffer"),
+            ("cpu", "host-registered", "cuMemHostRegister_v2"),
+        ]:
+            before = count(register)
+            pre = Preprocessor(ModelInput(16, 16), device=device, ring=2)
+            for _ in range(10):
+                out = pre(src)
+                with out.cuda("r") as c:
+                    assert c.path == path, (device, c.path)
+                    assert c.shape == (1, 3, 16, 16) and c.nbytes == 3 * 16 * 16 * 4
+                del out
+            assert count(register) - before == 1, (device, count(register) - before)
+            del pre
+            gc.collect()
+        """,
+        double,
+    )
