@@ -52,7 +52,7 @@ struct Inner {
     // First: registrations go before the stream and the context.
     host: Mutex<HostCache>,
     #[cfg(feature = "gl")]
-    pub(crate) gl: Mutex<Option<crate::gl::GlAttachment>>,
+    pub(crate) gl: Mutex<crate::gl::Attachments>,
     stream: StreamRef,
     info: DeviceInfo,
     host_unregistered: Arc<AtomicU64>,
@@ -86,6 +86,9 @@ pub struct CudaStats {
     pub egl_images: GpuCacheStats,
     /// Path (b): EGLImage registrations released.
     pub egl_unregistered: u64,
+    /// Paths (b) and (c): registrations whose unregister failed; their GL
+    /// buffer or EGLImage was leaked rather than freed under CUDA.
+    pub interop_leaked: u64,
 }
 
 impl Cuda {
@@ -120,7 +123,7 @@ impl Cuda {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 host: Mutex::new(GpuImageCache::new(CACHE_CAPACITY)),
                 #[cfg(feature = "gl")]
-                gl: Mutex::new(None),
+                gl: Mutex::default(),
                 stream,
                 info,
                 host_unregistered: Arc::new(AtomicU64::new(0)),
@@ -173,7 +176,7 @@ impl Cuda {
     }
 
     #[cfg(feature = "gl")]
-    pub(crate) fn gl_slot(&self) -> MutexGuard<'_, Option<crate::gl::GlAttachment>> {
+    pub(crate) fn gl_slot(&self) -> MutexGuard<'_, crate::gl::Attachments> {
         self.inner.gl.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -330,14 +333,13 @@ impl Cuda {
                 key,
                 tensor.buffer_identity().weak(),
                 || {
-                    HostRegistration::register(
+                    HostRegistration::find_or_register(
                         &self.inner.device,
                         pin,
                         tensor.memory_hold(),
                         key.geometry.read_only,
                         &self.inner.host_unregistered,
                     )
-                    .map(Arc::new)
                 },
                 &mut retired,
             )
@@ -389,8 +391,8 @@ impl Cuda {
 impl Drop for Inner {
     fn drop(&mut self) {
         let attached = self.gl.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if let Some(gl) = attached.take() {
-            crate::gl::detach(&gl, self.id);
+        for gpu in attached.take_live() {
+            crate::gl::detach(&gpu, self.id);
         }
     }
 }

@@ -53,6 +53,12 @@ impl Device {
         })
     }
 
+    /// The primary context's handle as a number: equal for every `Device`
+    /// of one device in the process (one primary context per device).
+    pub fn context_id(&self) -> usize {
+        self.context as usize
+    }
+
     /// Makes the primary context current on this thread until the guard drops
     /// (push/pop: the caller's own current context is left as it was).
     pub fn enter(&self) -> Result<ContextGuard<'_>> {

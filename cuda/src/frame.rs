@@ -84,7 +84,7 @@ impl Cuda {
 
     #[cfg(feature = "gl")]
     fn prefers_egl(&self, memory: TensorMemory) -> bool {
-        memory == TensorMemory::Dma && self.info().integrated && self.gl_slot().is_some()
+        memory == TensorMemory::Dma && self.info().integrated && self.gl_slot().has_egl()
     }
 }
 

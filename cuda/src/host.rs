@@ -8,13 +8,15 @@
 //! PCIe, or a `cuMemcpy` moves it by DMA without the CPU.
 //!
 //! A [`HostRegistration`] holds the buffer's [`MemoryHold`] (so the mapping
-//! outlives it) and unregisters in its `Drop` before the hold goes: the memory
+//! outlives it) and unregisters in its `Drop` before the hold goes (or
+//! leaks the hold when the unregister fails): the memory
 //! is never unmapped while registered, whatever drops first. (A hold, not a
 //! pin: the tensor's `handle_count` does not see it, so an output pool still
 //! reuses a tensor that CUDA has registered.)
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use zerocam_tensor::{HostPin, MemoryHold};
 
@@ -38,31 +40,58 @@ pub(crate) struct HostRegistration {
     pub key: HostKey,
     pub device_base: u64,
     unregistered: Arc<AtomicU64>,
-    // Last: the mapping outlives the registration (unregistered in `drop`).
-    _hold: MemoryHold,
+    /// The mapping: released after the unregister, leaked if it failed.
+    hold: Option<MemoryHold>,
 }
 
-// SAFETY: the addresses are plain numbers here (used only in driver calls);
-// the pin and device are Send + Sync.
-unsafe impl Send for HostRegistration {}
-// SAFETY: as above; nothing is mutated through `&HostRegistration`.
-unsafe impl Sync for HostRegistration {}
-
 impl HostRegistration {
-    /// Registers the whole buffer `pin` lies in; `hold` (of the same buffer)
-    /// keeps it mapped.
-    pub fn register(
+    /// The registration of the whole buffer `pin` lies in: the one alive in
+    /// the process for that range on this device's context (another `Cuda`
+    /// handle's, one evicted from a cache while a map still uses it, another
+    /// import of the same mapping), or a new one keeping `hold` (of the same
+    /// buffer). CUDA refuses to register a range twice, so there is one per
+    /// range at a time.
+    pub fn find_or_register(
         device: &Arc<Device>,
         pin: &HostPin,
         hold: MemoryHold,
         read_only: bool,
         unregistered: &Arc<AtomicU64>,
-    ) -> Result<HostRegistration> {
+    ) -> Result<Arc<HostRegistration>> {
         let key = key_of(pin, read_only);
+        let live_key = (device.context_id(), key.base, key.len);
+        for _ in 0..1000 {
+            let mut live = live_registrations();
+            match live.get(&live_key).map(Weak::upgrade) {
+                Some(Some(alive)) => return Ok(alive),
+                // Its last holder is unregistering it now: wait for that.
+                Some(None) => {
+                    drop(live);
+                    std::thread::yield_now();
+                }
+                None => {
+                    let r = Arc::new(Self::register(device, key, hold, unregistered)?);
+                    live.insert(live_key, Arc::downgrade(&r));
+                    return Ok(r);
+                }
+            }
+        }
+        Err(crate::CudaError::Mismatch {
+            call: "cuMemHostRegister_v2",
+            what: format!("{:#x}+{} is still being unregistered", key.base, key.len),
+        })
+    }
+
+    fn register(
+        device: &Arc<Device>,
+        key: HostKey,
+        hold: MemoryHold,
+        unregistered: &Arc<AtomicU64>,
+    ) -> Result<HostRegistration> {
         let driver = &device.driver;
         let _current = device.enter()?;
         let mut flags = ffi::MEMHOSTREGISTER_DEVICEMAP;
-        if read_only {
+        if key.read_only {
             flags |= ffi::MEMHOSTREGISTER_READ_ONLY;
         }
         let base = key.base as *mut std::ffi::c_void;
@@ -86,9 +115,19 @@ impl HostRegistration {
             key,
             device_base,
             unregistered: Arc::clone(unregistered),
-            _hold: hold,
+            hold: Some(hold),
         })
     }
+}
+
+/// Host registrations alive in the process, by (context, base, length).
+type Live = HashMap<(usize, usize, usize), Weak<HostRegistration>>;
+
+fn live_registrations() -> MutexGuard<'static, Live> {
+    static LIVE: OnceLock<Mutex<Live>> = OnceLock::new();
+    LIVE.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The cache key of the buffer `pin` lies in.
@@ -103,15 +142,24 @@ pub(crate) fn key_of(pin: &HostPin, read_only: bool) -> HostKey {
 impl Drop for HostRegistration {
     fn drop(&mut self) {
         let driver = &self.device.driver;
-        // A context that cannot be made current (the driver torn down at
-        // exit) leaves the memory registered; it is still unmapped after.
+        // Under the registry's lock: a new registration of the range waits
+        // until this one is gone from the driver and from the registry.
+        let mut live = live_registrations();
+        let mut done = false;
         if let Ok(_current) = self.device.enter() {
             // SAFETY: registered by `register`, unregistered once here, while
-            // `_hold` still keeps it mapped.
+            // `hold` still keeps it mapped.
             let code = unsafe { (driver.api.cuMemHostUnregister)(self.key.base as *mut _) };
-            if code == ffi::CUDA_SUCCESS {
-                self.unregistered.fetch_add(1, Ordering::Relaxed);
-            }
+            done = code == ffi::CUDA_SUCCESS;
+        }
+        live.remove(&(self.device.context_id(), self.key.base, self.key.len));
+        if done {
+            self.unregistered.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // A context that cannot be made current (the driver torn down at
+            // exit) or a failed unregister: the device may still reach the
+            // memory, so it is leaked, never unmapped under it.
+            std::mem::forget(self.hold.take());
         }
     }
 }

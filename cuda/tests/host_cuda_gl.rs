@@ -324,3 +324,65 @@ fn a_preprocessors_ring_reaches_cuda_and_is_still_reused() {
         assert_eq!(d.violations(), Vec::<String>::new());
     }
 }
+
+#[test]
+fn a_poisoned_gl_thread_unmaps_and_unregisters_a_live_map_once() {
+    // A panic on the GL thread frees its state, this handle's registrations
+    // first: one still mapped by a live CudaMap is synchronized, unmapped
+    // and unregistered while its buffer exists, and the map's own unmap,
+    // queued when it drops, leaves the freed handle alone.
+    let _serial = serial();
+    let d = double();
+    let gpu = Gpu::new().unwrap();
+    let cuda = cuda_on(&gpu);
+    let t = pbo(&gpu, 4096);
+    let map = cuda.map(&t, Access::ReadWrite).unwrap();
+    assert!(gpu.__inject_panic("test poison").is_err());
+    assert_eq!(d.count("cuGraphicsUnregisterResource"), 1);
+    assert_eq!(
+        d.count("cuGraphicsUnmapResources"),
+        1,
+        "unmapped before the unregister"
+    );
+    drop(map);
+    let _ = gpu.stats(); // runs after the map's queued job
+    assert_eq!(
+        d.count("cuGraphicsUnmapResources"),
+        1,
+        "the map did not unmap the freed handle"
+    );
+    assert_eq!(cuda.stats().interop_leaked, 0);
+    drop((t, cuda, gpu));
+    assert_clean();
+}
+
+#[test]
+fn two_handles_and_a_remap_after_eviction_share_one_host_registration() {
+    // CUDA registers a host range once: a second `Cuda` handle, or a map of
+    // a buffer evicted from the cache while another map still uses it,
+    // reuses the live registration instead of failing with
+    // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED.
+    let _serial = serial();
+    let d = double();
+    let (a, b) = (
+        Cuda::with_library(library(), 0).unwrap(),
+        Cuda::with_library(library(), 0).unwrap(),
+    );
+    let t = Tensor::<u8>::new(&[4096], Some(TensorMemory::Shm), None).unwrap();
+    let (ma, mb) = (
+        a.map(&t, Access::Read).unwrap(),
+        b.map(&t, Access::Read).unwrap(),
+    );
+    assert_eq!(ma.device_ptr(), mb.device_ptr());
+    assert_eq!(d.count("cuMemHostRegister_v2"), 1);
+    a.clear(); // evicted while `ma` lives
+    let again = a.map(&t, Access::Read).unwrap();
+    assert_eq!(again.device_ptr(), ma.device_ptr());
+    assert_eq!(d.count("cuMemHostRegister_v2"), 1);
+    drop((ma, mb, again, t));
+    a.sweep();
+    b.sweep();
+    assert_eq!(d.count("cuMemHostUnregister"), 1);
+    drop((a, b));
+    assert_clean();
+}

@@ -6,10 +6,10 @@ use std::sync::{Arc, Weak};
 
 use zerocam_cache::ImageKey;
 use zerocam_gpu::GlThread;
-use zerocam_tensor::{Access, Element, MemoryHold, Tensor, TensorMemory};
+use zerocam_tensor::{Access, Element, MemoryHold, Tensor};
 
 use super::{
-    caches, map_resource, register, span_len, unmap_resource, Counters, GlKey, Registration,
+    caches, map_resource, register, span_len, unmap_resource, Counters, GlKey, Registration, Users,
 };
 use crate::cuda::StreamRef;
 use crate::device::Device;
@@ -39,19 +39,12 @@ impl Cuda {
         tensor: &Tensor<T>,
         access: Access,
     ) -> Result<CudaMap> {
-        let gl = self.attachment(PATH, TensorMemory::Pbo)?;
         let buffer = tensor.pbo_buffer().ok_or(CudaError::UnsupportedMemory {
             memory: tensor.memory(),
             path: PATH,
             reason: "not a PBO tensor",
         })?;
-        if !gl.gpu.owns_pbo(tensor) {
-            return Err(CudaError::UnsupportedMemory {
-                memory: TensorMemory::Pbo,
-                path: PATH,
-                reason: "the PBO belongs to another Gpu than the one attached",
-            });
-        }
+        let gpu = self.gpu_of_pbo(tensor, PATH)?;
         // While CUDA has the buffer mapped GL must not touch it: the
         // device's borrow is exclusive whatever `access` is, so CPU maps (GL
         // maps of the PBO) and conversions using it are refused meanwhile.
@@ -68,12 +61,11 @@ impl Cuda {
             hold,
             device: Arc::clone(self.device()),
             stream: self.stream_ref().clone(),
-            counters: Arc::downgrade(&gl.counters),
+            counters: self.interop_counters(),
             needed: offset + len,
         };
-        let (resource, device_base, users) = gl
-            .gpu
-            .run_on_gl_thread("CUDA map of a GL buffer", move |th| map_on_gl(th, job))??;
+        let (resource, device_base, users) =
+            gpu.run_on_gl_thread("CUDA map of a GL buffer", move |th| map_on_gl(th, job))??;
         let device_ptr = device_base + offset as u64;
         let geometry = MapGeometry {
             device_ptr,
@@ -90,13 +82,13 @@ impl Cuda {
             }],
             path: CudaPath::GlBuffer,
         };
-        Ok(self.interop_map(geometry, access, borrow, gl.gpu, resource, true, users))
+        Ok(self.interop_map(geometry, access, borrow, gpu, resource, true, users))
     }
 }
 
 /// On the GL thread: the buffer's registration (made on a miss), mapped;
 /// its resource, device address and a user token.
-fn map_on_gl(th: &mut GlThread<'_>, job: MapJob) -> Result<(usize, u64, Arc<()>)> {
+fn map_on_gl(th: &mut GlThread<'_>, job: MapJob) -> Result<(usize, u64, Arc<Users>)> {
     let (buffer, _) = job.key.geometry;
     if !th.is_buffer(buffer) {
         return Err(CudaError::Mismatch {
@@ -106,7 +98,7 @@ fn map_on_gl(th: &mut GlThread<'_>, job: MapJob) -> Result<(usize, u64, Arc<()>)
     }
     let c = caches(th, job.id);
     let mut retired = Vec::new();
-    let (device, hold, counters) = (&job.device, job.hold, job.counters);
+    let (device, stream, hold, counters) = (&job.device, &job.stream, job.hold, job.counters);
     let entry = c.buffers.get_or_insert_with(
         job.key,
         job.alive,
@@ -118,15 +110,8 @@ fn map_on_gl(th: &mut GlThread<'_>, job: MapJob) -> Result<(usize, u64, Arc<()>)
                     (d.api.cuGraphicsGLRegisterBuffer)(out, buffer, ffi::GRAPHICS_REGISTER_NONE)
                 }
             })?;
-            Ok::<_, CudaError>(Registration {
-                device: Arc::clone(device),
-                resource,
-                users: Arc::new(()),
-                frame: None,
-                counter: counters,
-                is_egl: false,
-                _keep: hold,
-            })
+            let registration = Registration::new(device, stream, resource, counters, false, hold);
+            Ok::<_, CudaError>(registration)
         },
         &mut retired,
     );

@@ -11,6 +11,7 @@ use zerocam_gpu::SharedEglImage;
 use zerocam_tensor::{Access, ImagePlacement, Tensor};
 
 use super::{caches, register, Counters, EglPlanes, Registration};
+use crate::cuda::StreamRef;
 use crate::device::Device;
 use crate::driver::ffi::{self, CuEglFrame, CuHandle};
 use crate::map::{CudaMap, CudaPath, CudaPlane, MapGeometry};
@@ -30,7 +31,7 @@ impl Cuda {
     /// memory; the GPU's import error; [`CudaError::Mismatch`] when the driver
     /// gives a block-linear (array) frame or fewer planes than the image has.
     pub fn map_egl(&self, tensor: &Tensor<u8>, access: Access) -> Result<CudaMap> {
-        let gl = self.attachment("EGLImage interop", tensor.memory())?;
+        let gpu = self.egl_gpu(tensor.memory(), "EGLImage interop")?;
         let placement = tensor.placement().ok_or(CudaError::UnsupportedMemory {
             memory: tensor.memory(),
             path: "EGLImage interop",
@@ -41,38 +42,38 @@ impl Cuda {
             buffer: tensor.buffer_identity().id(),
             geometry: (placement.root, placement.frame),
         };
-        let (id, device, counters) = (
+        let (id, device, stream, counters) = (
             self.id(),
             Arc::clone(self.device()),
-            Arc::downgrade(&gl.counters),
+            self.stream_ref().clone(),
+            self.interop_counters(),
         );
         let (src, alive) = (tensor.clone(), tensor.buffer_identity().weak());
         let (resource, frame, users) =
-            gl.gpu
-                .run_on_gl_thread("CUDA map of an EGLImage", move |th| {
-                    let image = if caches(th, id).images.contains(&key) {
-                        None // registered: the GPU's cache is not asked
-                    } else {
-                        Some(th.egl_image(&src)?)
-                    };
-                    let c = caches(th, id);
-                    let mut retired = Vec::new();
-                    let entry = c.images.get_or_insert_with(
-                        key,
-                        alive,
-                        || register_image(&device, image, counters),
-                        &mut retired,
-                    );
-                    let found = entry.map(|e| {
-                        (
-                            e.resource,
-                            e.frame.unwrap_or_default(),
-                            Arc::clone(&e.users),
-                        )
-                    });
-                    c.retire_images(retired);
-                    found
-                })??;
+            gpu.run_on_gl_thread("CUDA map of an EGLImage", move |th| {
+                let image = if caches(th, id).images.contains(&key) {
+                    None // registered: the GPU's cache is not asked
+                } else {
+                    Some(th.egl_image(&src)?)
+                };
+                let c = caches(th, id);
+                let mut retired = Vec::new();
+                let entry = c.images.get_or_insert_with(
+                    key,
+                    alive,
+                    || register_image(&device, &stream, image, counters),
+                    &mut retired,
+                );
+                let found = entry.map(|e| {
+                    (
+                        e.resource,
+                        e.frame.unwrap_or_default(),
+                        Arc::clone(&e.users),
+                    )
+                });
+                c.retire_images(retired);
+                found
+            })??;
         let planes = planes(tensor, &placement, &frame)?;
         let geometry = MapGeometry {
             device_ptr: planes[0].device_ptr,
@@ -84,13 +85,14 @@ impl Cuda {
             planes,
             path: CudaPath::EglImage,
         };
-        Ok(self.interop_map(geometry, access, borrow, gl.gpu, resource, false, users))
+        Ok(self.interop_map(geometry, access, borrow, gpu, resource, false, users))
     }
 }
 
 /// On the GL thread: registers `image` and reads its frame once.
 fn register_image(
     device: &Arc<Device>,
+    stream: &StreamRef,
     image: Option<SharedEglImage>,
     counters: Weak<Counters>,
 ) -> Result<Registration<SharedEglImage>> {
@@ -105,15 +107,7 @@ fn register_image(
         }
     })?;
     // Made now: a failure below drops it, which unregisters.
-    let mut registration = Registration {
-        device: Arc::clone(device),
-        resource,
-        users: Arc::new(()),
-        frame: None,
-        counter: counters,
-        is_egl: true,
-        _keep: image,
-    };
+    let mut registration = Registration::new(device, stream, resource, counters, true, image);
     let mut frame = CuEglFrame::default();
     let _current = device.enter()?;
     // SAFETY: a registered resource and a valid out-pointer.

@@ -23,80 +23,56 @@
 
 mod buffer;
 mod egl;
+mod registration;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use zerocam_cache::GpuImageCache;
-use zerocam_gpu::{GlThread, Gpu, SharedEglImage};
+use zerocam_gpu::{GlThread, Gpu, SharedEglImage, WeakGpu};
 use zerocam_tensor::{Access, DeviceBorrow, Element, MemoryHold, RootLayout, Tensor, TensorMemory};
 
-use crate::map::{CudaMap, Keep, MapGeometry};
+pub(crate) use registration::{Counters, Registration, Users};
 
 use crate::cuda::{StreamRef, CACHE_CAPACITY};
 use crate::device::Device;
-use crate::driver::ffi::{self, CuEglFrame, CuHandle};
+use crate::driver::ffi::{CuEglFrame, CuHandle};
+use crate::map::{CudaMap, Keep, MapGeometry};
 use crate::{Cuda, CudaError, CudaStats, Result};
 
-/// A [`Cuda`] handle's link to a GL thread.
-#[derive(Debug, Clone)]
-pub(crate) struct GlAttachment {
-    pub gpu: Gpu,
-    pub(super) counters: Arc<Counters>,
-}
-
-/// Unregistrations counted from the GL thread.
+/// The GL threads a [`Cuda`] handle is attached to, held weakly (an
+/// attachment does not keep a GL thread alive: when its last `Gpu` goes,
+/// the thread ends and frees this handle's registrations first), and the
+/// handle's interop counters.
 #[derive(Debug, Default)]
-pub(super) struct Counters {
-    gl_unregistered: AtomicU64,
-    egl_unregistered: AtomicU64,
+pub(crate) struct Attachments {
+    gpus: Vec<WeakGpu>,
+    pub counters: Arc<Counters>,
 }
 
-/// A registered graphics resource and what keeps its GL object alive
-/// (`K`: the PBO's [`MemoryHold`] or the [`SharedEglImage`]).
-pub(super) struct Registration<K> {
-    pub device: Arc<Device>,
-    pub resource: usize,
-    /// One more holder per live [`CudaMap`] of it.
-    pub users: Arc<()>,
-    /// `egl` frames: the planes, fixed for the registration's life.
-    pub frame: Option<EglPlanes>,
-    pub counter: Weak<Counters>,
-    pub is_egl: bool,
-    // Last: dropped after the unregister.
-    pub _keep: K,
-}
-
-impl<K> Registration<K> {
-    fn in_use(&self) -> bool {
-        Arc::strong_count(&self.users) > 1
+impl Attachments {
+    /// The live attached GPUs, most recently attached first.
+    fn live(&self) -> impl Iterator<Item = Gpu> + '_ {
+        self.gpus.iter().rev().filter_map(WeakGpu::upgrade)
     }
-}
 
-impl<K> Drop for Registration<K> {
-    fn drop(&mut self) {
-        let driver = &self.device.driver;
-        if let Ok(_current) = self.device.enter() {
-            // SAFETY: registered once by `register_*`, unregistered once here,
-            // on the GL thread, while `_keep` holds the GL object.
-            let code =
-                unsafe { (driver.api.cuGraphicsUnregisterResource)(self.resource as CuHandle) };
-            if let (ffi::CUDA_SUCCESS, Some(c)) = (code, self.counter.upgrade()) {
-                let n = if self.is_egl {
-                    &c.egl_unregistered
-                } else {
-                    &c.gl_unregistered
-                };
-                n.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    /// Whether a live GPU that imports dma-bufs is attached.
+    pub fn has_egl(&self) -> bool {
+        self.live().any(|g| g.info().dma_buf_import)
+    }
+
+    /// Forgets every attachment; the live GPUs, to detach from.
+    pub fn take_live(&mut self) -> Vec<Gpu> {
+        let live = self.live().collect();
+        self.gpus.clear();
+        live
     }
 }
 
 /// What `cuGraphicsResourceGetMappedEglFrame` said, as plain numbers.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct EglPlanes {
+pub(crate) struct EglPlanes {
     pub ptrs: [u64; 3],
     pub pitch: u32,
     pub plane_count: u32,
@@ -120,7 +96,7 @@ pub(super) type GlKey = (u32, usize);
 pub(super) type EglKey = (RootLayout, usize);
 
 /// One [`Cuda`] handle's registrations on one GL thread.
-pub(super) struct Caches {
+pub(crate) struct Caches {
     pub buffers: GpuImageCache<GlKey, Registration<MemoryHold>>,
     pub images: GpuImageCache<EglKey, Registration<SharedEglImage>>,
     deferred_buffers: Vec<Registration<MemoryHold>>,
@@ -148,7 +124,8 @@ impl Caches {
         self.deferred_images.retain(Registration::in_use);
     }
 
-    fn sweep(&mut self) {
+    /// Sweeps both caches (entries whose tensors died) and the deferred ones.
+    pub fn sweep(&mut self) {
         let b = self.buffers.sweep();
         self.retire_buffers(b);
         let i = self.images.sweep();
@@ -167,34 +144,60 @@ impl Caches {
 #[derive(Default)]
 struct CudaOnGl(HashMap<u64, Caches>);
 
+/// This handle's caches on the GL thread, swept (every map sweeps first).
 pub(super) fn caches<'t>(th: &'t mut GlThread<'_>, id: u64) -> &'t mut Caches {
-    th.extension::<CudaOnGl>()
+    let c = th
+        .extension::<CudaOnGl>()
         .0
         .entry(id)
-        .or_insert_with(Caches::new)
+        .or_insert_with(Caches::new);
+    c.sweep();
+    c
 }
 
 impl Cuda {
-    /// Attaches the GL thread of `gpu`: PBO tensors of it map by GL buffer
-    /// interop, and [`map_egl`](Cuda::map_egl) imports dma-bufs through its
-    /// EGLImage cache. Replaces an earlier attachment.
+    /// Attaches the GL thread of `gpu` (weakly: it does not keep the thread
+    /// alive): PBO tensors of it map by GL buffer interop, and
+    /// [`map_egl`](Cuda::map_egl) imports dma-bufs through its EGLImage
+    /// cache. A handle may be attached to several GPUs; attaching one twice
+    /// changes nothing.
     pub fn attach_gpu(&self, gpu: &Gpu) {
-        *self.gl_slot() = Some(GlAttachment {
-            gpu: gpu.clone(),
-            counters: Arc::default(),
-        });
+        let mut a = self.gl_slot();
+        a.gpus.retain(|g| g.upgrade().is_some());
+        let token = gpu.owner_token();
+        if !a.live().any(|g| g.owner_token() == token) {
+            a.gpus.push(gpu.downgrade());
+        }
     }
 
-    pub(super) fn attachment(
+    /// The attached GPU whose GL thread owns PBO `tensor`.
+    pub(super) fn gpu_of_pbo<T: Element>(
         &self,
+        tensor: &Tensor<T>,
         path: &'static str,
-        memory: TensorMemory,
-    ) -> Result<GlAttachment> {
-        self.gl_slot().clone().ok_or(CudaError::UnsupportedMemory {
+    ) -> Result<Gpu> {
+        let a = self.gl_slot();
+        let found = a.live().find(|g| g.owns_pbo(tensor));
+        found.ok_or(CudaError::UnsupportedMemory {
+            memory: TensorMemory::Pbo,
+            path,
+            reason: "no GPU attached (Cuda::attach_gpu) owns this PBO",
+        })
+    }
+
+    /// The most recently attached live GPU that imports dma-bufs.
+    pub(super) fn egl_gpu(&self, memory: TensorMemory, path: &'static str) -> Result<Gpu> {
+        let a = self.gl_slot();
+        let found = a.live().find(|g| g.info().dma_buf_import);
+        found.ok_or(CudaError::UnsupportedMemory {
             memory,
             path,
-            reason: "no GPU attached (Cuda::attach_gpu)",
+            reason: "no attached GPU imports dma-bufs (Cuda::attach_gpu)",
         })
+    }
+
+    pub(super) fn interop_counters(&self) -> std::sync::Weak<Counters> {
+        Arc::downgrade(&self.gl_slot().counters)
     }
 }
 
@@ -273,7 +276,7 @@ impl Cuda {
         gpu: Gpu,
         resource: usize,
         mapped: bool,
-        users: Arc<()>,
+        users: Arc<Users>,
     ) -> CudaMap {
         let keep = Keep::Interop {
             _map: InteropMap {
@@ -290,13 +293,14 @@ impl Cuda {
 
 /// A [`CudaMap`]'s hold on a GL-side registration: on drop, the GL thread
 /// unmaps the resource (GL buffers) and releases the registration's user.
-/// It holds the [`Cuda`] handle: its caches outlive every map of them.
+/// It holds the [`Cuda`] handle (its caches outlive every map of them) and
+/// the `Gpu` (its GL thread outlives the map).
 pub(crate) struct InteropMap {
-    pub(super) gpu: Gpu,
-    pub(super) cuda: Cuda,
-    pub(super) resource: usize,
-    pub(super) mapped: bool,
-    pub(super) users: Option<Arc<()>>,
+    gpu: Gpu,
+    cuda: Cuda,
+    resource: usize,
+    mapped: bool,
+    users: Option<Arc<Users>>,
 }
 
 impl Drop for InteropMap {
@@ -312,7 +316,10 @@ impl Drop for InteropMap {
         // Queued: runs before any GL work queued later (the PBO's next use,
         // its delete). A GL thread that has exited took the context along.
         let _ = self.gpu.queue_on_gl_thread("CUDA unmap", move |th| {
-            if mapped {
+            let gone = users
+                .as_ref()
+                .is_some_and(|u| u.gone.load(Ordering::Acquire));
+            if mapped && !gone {
                 unmap_resource(&device, resource, &stream);
             }
             drop(users);
@@ -325,41 +332,55 @@ impl Drop for InteropMap {
 }
 
 pub(crate) fn sweep(cuda: &Cuda) {
-    on_gl(cuda, "CUDA sweep", Caches::sweep);
+    on_gl(cuda, "CUDA sweep", |_| {});
 }
 
 pub(crate) fn clear(cuda: &Cuda) {
     on_gl(cuda, "CUDA clear", Caches::clear);
 }
 
+/// Runs `f` on this handle's (swept) caches on every attached GL thread.
 fn on_gl(cuda: &Cuda, job: &'static str, f: fn(&mut Caches)) {
-    let Some(gl) = cuda.gl_slot().clone() else {
-        return;
-    };
+    let gpus: Vec<Gpu> = cuda.gl_slot().live().collect();
     let id = cuda.id();
-    let _ = gl.gpu.run_on_gl_thread(job, move |th| f(caches(th, id)));
+    for gpu in gpus {
+        let _ = gpu.run_on_gl_thread(job, move |th| f(caches(th, id)));
+    }
 }
 
 pub(crate) fn fill_stats(cuda: &Cuda, stats: &mut CudaStats) {
-    let Some(gl) = cuda.gl_slot().clone() else {
-        return;
+    let (gpus, counters): (Vec<Gpu>, _) = {
+        let a = cuda.gl_slot();
+        (a.live().collect(), Arc::clone(&a.counters))
     };
     let id = cuda.id();
-    let caches_stats = gl.gpu.run_on_gl_thread("CUDA stats", move |th| {
-        let c = caches(th, id);
-        (c.buffers.stats(), c.images.stats())
-    });
-    if let Ok((buffers, images)) = caches_stats {
-        stats.gl_buffers = buffers;
-        stats.egl_images = images;
+    for gpu in gpus {
+        let got = gpu.run_on_gl_thread("CUDA stats", move |th| {
+            let c = caches(th, id);
+            (c.buffers.stats(), c.images.stats())
+        });
+        if let Ok((b, i)) = got {
+            add(&mut stats.gl_buffers, b);
+            add(&mut stats.egl_images, i);
+        }
     }
-    stats.gl_unregistered = gl.counters.gl_unregistered.load(Ordering::Relaxed);
-    stats.egl_unregistered = gl.counters.egl_unregistered.load(Ordering::Relaxed);
+    stats.gl_unregistered = counters.gl_unregistered.load(Ordering::Relaxed);
+    stats.egl_unregistered = counters.egl_unregistered.load(Ordering::Relaxed);
+    stats.interop_leaked = counters.leaked.load(Ordering::Relaxed);
 }
 
-/// Forgets a dropped [`Cuda`] handle's GL-side caches (unregistering them).
-pub(crate) fn detach(gl: &GlAttachment, id: u64) {
-    let _ = gl.gpu.queue_on_gl_thread("CUDA detach", move |th| {
+fn add(total: &mut zerocam_cache::GpuCacheStats, s: zerocam_cache::GpuCacheStats) {
+    total.hits += s.hits;
+    total.imports += s.imports;
+    total.evictions += s.evictions;
+    total.swept += s.swept;
+    total.live += s.live;
+}
+
+/// Forgets a dropped [`Cuda`] handle's caches on `gpu`'s GL thread
+/// (unregistering them there).
+pub(crate) fn detach(gpu: &Gpu, id: u64) {
+    let _ = gpu.queue_on_gl_thread("CUDA detach", move |th| {
         th.extension::<CudaOnGl>().0.remove(&id);
     });
 }
