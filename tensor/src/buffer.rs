@@ -52,6 +52,10 @@ impl Buffer {
         &self.storage
     }
 
+    pub fn is_external(&self) -> bool {
+        self.storage.external()
+    }
+
     pub fn writable(&self) -> bool {
         self.storage.writable()
     }

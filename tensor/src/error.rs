@@ -120,6 +120,16 @@ pub enum Error {
         available: usize,
     },
 
+    /// External memory ([`Tensor::from_external`](crate::Tensor::from_external))
+    /// not aligned for the element type.
+    #[error("external memory at {address:#x} is not aligned to {alignment} bytes (the element's)")]
+    Misaligned {
+        /// The memory's address.
+        address: usize,
+        /// The alignment the element type needs.
+        alignment: usize,
+    },
+
     /// Two planes that do not form the requested multi-plane image.
     #[error("{format} planes do not match: {reason}")]
     PlaneMismatch {

@@ -9,6 +9,7 @@ use crate::buffer::Buffer;
 use crate::geometry::{ArrayGeom, Dims, Geometry, ImageGeom};
 use crate::map::{MapMode, ReadOnly, ReadWrite, TensorMap, WriteOnly};
 use crate::memory::allocate;
+use crate::storage::external::ExternalStorage;
 use crate::storage::fd::FdStorage;
 use crate::storage::pbo::PboStorage;
 use crate::storage::pbo_ops::PboOps;
@@ -292,6 +293,58 @@ impl<T: Element> Tensor<T> {
             BufferIdentity::fresh(),
             name.map(Arc::from),
         ))
+    }
+
+    /// Wraps memory someone else owns — a mapped GStreamer buffer, a
+    /// decoder's output — as a **read-only** C-contiguous tensor of `shape`,
+    /// without a copy. `owner` is kept (boxed) until the last tensor, view
+    /// or map of it drops; its [`ExternalMemory`](crate::ExternalMemory)
+    /// contract keeps the bytes valid and unchanged meanwhile. The memory
+    /// kind is [`TensorMemory::Mem`]; [`is_external`](Tensor::is_external)
+    /// tells it from our own heap.
+    ///
+    /// ```
+    /// use zerocam_tensor::{Error, ExternalMemory, Tensor};
+    ///
+    /// struct Decoded(Vec<u8>); // stands for a decoder's frame
+    /// // SAFETY: the Vec is never touched again: same bytes, unchanged, while it lives.
+    /// unsafe impl ExternalMemory for Decoded {
+    ///     fn bytes(&self) -> &[u8] { &self.0 }
+    /// }
+    ///
+    /// let t = Tensor::<u8>::from_external(Decoded(vec![7; 64]), &[8, 8], None)?;
+    /// assert!(t.is_external());
+    /// assert_eq!(t.map_read()?[63], 7);
+    /// assert!(matches!(t.map_write(), Err(Error::ReadOnly { .. })));
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] when the bytes are fewer than the shape
+    /// needs (or none); [`Error::Misaligned`] when they are not aligned for
+    /// `T`; the shape's own errors.
+    pub fn from_external(
+        owner: impl crate::ExternalMemory,
+        shape: &[usize],
+        name: Option<&str>,
+    ) -> Result<Self> {
+        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
+        let storage = ExternalStorage::new(Box::new(owner), std::mem::align_of::<T>())?;
+        let buffer = Buffer::new(storage);
+        check_fits(byte_len(&geom), buffer.len())?;
+        Ok(Tensor::from_parts(
+            Arc::new(buffer),
+            None,
+            Geometry::Array(geom),
+            BufferIdentity::fresh(),
+            name.map(Arc::from),
+        ))
+    }
+
+    /// Whether the tensor wraps memory someone else owns
+    /// ([`from_external`](Tensor::from_external)).
+    pub fn is_external(&self) -> bool {
+        self.buffer().is_external()
     }
 
     /// Wraps GL pixel buffer object `buffer` of `shape`; the GL backend's `ops`

@@ -2,6 +2,8 @@
 //! dispatches through, so a new kind of memory is one new implementation.
 
 pub(crate) mod dma_heap;
+#[allow(unsafe_code)] // the owner's promise (`unsafe trait ExternalMemory`) and Send/Sync of its pointer
+pub(crate) mod external;
 pub(crate) mod fd;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3): the aligned heap allocation
 pub(crate) mod heap;
@@ -20,7 +22,8 @@ use crate::{Access, FdIdentity, Result, TensorMemory};
 /// Contract for implementors: between a successful `begin_cpu_access` and the
 /// matching `end_cpu_access`, the returned pointer is valid for reads (and, for a
 /// writable access on a writable storage, writes) of `len()` bytes, and it is
-/// aligned to at least 64 bytes.
+/// aligned to at least 64 bytes (external memory: to its element type, checked
+/// when it is wrapped).
 pub(crate) trait Storage: Send + Sync + Debug {
     /// Which backend this is.
     fn memory(&self) -> TensorMemory;
@@ -45,5 +48,9 @@ pub(crate) trait Storage: Send + Sync + Debug {
     /// The GL buffer name of a PBO and its owner (`PboOps::owner`).
     fn pbo(&self) -> Option<(u32, usize)> {
         None
+    }
+    /// Whether the memory belongs to an outside owner ([`ExternalMemory`](external::ExternalMemory)).
+    fn external(&self) -> bool {
+        false
     }
 }
