@@ -244,6 +244,11 @@ pub enum CaptureError {
         available: String,
     },
 
+    /// A GStreamer pipeline failed (`gst:PIPELINE`, feature `gstreamer`).
+    #[cfg(feature = "gstreamer")]
+    #[error(transparent)]
+    Gst(#[from] crate::gst::GstError),
+
     /// A libcamera call failed.
     #[error("{camera}: libcamera {operation} failed: {errno}")]
     Libcamera {

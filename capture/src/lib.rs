@@ -33,6 +33,8 @@ mod error;
 mod format;
 mod frame;
 mod frame_tensor;
+#[cfg(feature = "gstreamer")]
+mod gst;
 #[cfg(any(feature = "libcamera", test))]
 mod libcamera_source;
 mod negotiation;
@@ -58,6 +60,8 @@ pub use device::{
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
 pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
+#[cfg(feature = "gstreamer")]
+pub use gst::{GstError, GstSource};
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
     libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,

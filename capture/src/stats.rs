@@ -28,6 +28,10 @@ pub struct StreamStats {
     /// once every buffer came round; a V4L2 stream's stop/start adds none),
     /// `invalidated` counts entries dropped when the buffers went away.
     pub cache: CacheStats,
+    /// Frames that came in system memory rather than as dma-bufs (a
+    /// GStreamer software decoder's, `videotestsrc`'s): the CPU reads them
+    /// in place, the GPU path uploads them. 0 for sources of dma-bufs only.
+    pub system_memory_frames: u64,
 }
 
 impl StreamStats {
@@ -47,6 +51,7 @@ impl StreamStats {
             buffers,
             planes,
             cache,
+            system_memory_frames: 0,
         }
     }
 }

@@ -13,6 +13,7 @@ use zerocam_capture::{
 pub struct SourceSpec {
     /// A device path, `libcamera:<id>` (or `libcamera`: the first libcamera
     /// camera), `unix:<socket>` (a publisher's frames: `zerocam serve`),
+    /// `gst:<pipeline>` (a GStreamer pipeline, feature `gstreamer`),
     /// `pattern`, or `None` to pick the first libcamera camera
     /// (feature `libcamera`), else the first V4L2 camera, else the pattern.
     pub device: Option<String>,
@@ -65,6 +66,9 @@ pub fn open_or_fall_back(
 ) -> Result<Opened, CaptureError> {
     if let Some(socket) = spec.device.as_deref().and_then(|d| d.strip_prefix("unix:")) {
         return open_subscriber(socket, spec);
+    }
+    if let Some(pipeline) = spec.device.as_deref().and_then(|d| d.strip_prefix("gst:")) {
+        return open_gst(pipeline);
     }
     #[cfg(feature = "libcamera")]
     crate::cli::libcamera::quiet_log();
@@ -228,6 +232,32 @@ fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, Captur
     Err(zerocam_capture::ArgumentError::FeatureMissing {
         what: format!("libcamera:{}", id.unwrap_or_default()),
         feature: "libcamera",
+    }
+    .into())
+}
+
+/// `gst:PIPELINE`: a GStreamer pipeline (feature `gstreamer`); its caps
+/// decide the format and size.
+#[cfg(feature = "gstreamer")]
+fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
+    let source = zerocam_capture::GstSource::new(pipeline)?;
+    let f = source.stream_format();
+    let description = format!(
+        "gst:{pipeline} (GStreamer): {} {}x{}",
+        f.format.name, f.width, f.height
+    );
+    Ok(Opened {
+        source: Box::new(source),
+        description,
+        is_pattern: false,
+    })
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
+    Err(zerocam_capture::ArgumentError::FeatureMissing {
+        what: format!("gst:{pipeline}"),
+        feature: "gstreamer",
     }
     .into())
 }

@@ -1,0 +1,89 @@
+//! A GStreamer buffer's memory as a tensor, without a copy: a dma-buf is
+//! imported through the source's [`ImportCache`] (once per pool buffer), a
+//! system-memory buffer is wrapped read-only ([`Tensor::from_external`]).
+
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use gstreamer as gst;
+use gstreamer_allocators as gst_alloc;
+use zerocam_cache::{DmaBufKey, ImportCache};
+use zerocam_tensor::{dup_fd, ExternalMemory, FdIdentity, ImageLayout, Tensor};
+
+use crate::{CaptureError, Result};
+
+/// A readable map of a GStreamer buffer.
+pub(crate) struct MappedFrame(gst::MappedBuffer<gst::buffer::Readable>);
+
+// SAFETY: the map holds a reference to the buffer and keeps its memory mapped
+// at one address until it drops, so `bytes` is the same slice on every call.
+// Nothing writes it meanwhile: GStreamer maps a buffer (or memory) writable
+// only when the mapper holds the one reference, and this map holds one. The
+// bytes are plain memory readable from any thread; `MappedBuffer` is
+// `Send + Sync`.
+unsafe impl ExternalMemory for MappedFrame {
+    fn bytes(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+/// The frame of a system-memory `buffer`, laid out as `image`.
+pub(crate) fn wrap_system(
+    path: &Path,
+    buffer: gst::Buffer,
+    image: ImageLayout,
+) -> Result<Tensor<u8>> {
+    let map = buffer.into_mapped_buffer_readable().map_err(|_| {
+        CaptureError::from(super::GstError::Element {
+            element: "appsink".into(),
+            message: "a buffer could not be mapped for reading".into(),
+        })
+    })?;
+    let len = map.len();
+    let tensor =
+        Tensor::from_external(MappedFrame(map), &[len], None).and_then(|t| t.with_image(image));
+    tensor.map_err(|source| tensor_error(path, source))
+}
+
+fn tensor_error(path: &Path, source: zerocam_tensor::Error) -> CaptureError {
+    CaptureError::Tensor {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The dma-buf behind `memory`, if it is one: its fd (borrowed for the
+/// memory's life) and where the memory's bytes start in it.
+pub(crate) fn dma_buf(memory: &gst::MemoryRef) -> Option<(BorrowedFd<'_>, usize, usize)> {
+    let dma = memory.downcast_memory_ref::<gst_alloc::DmaBufMemory>()?;
+    let raw = dma.fd();
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: a dma-buf memory owns its fd and keeps it open while the memory
+    // lives; the borrow is tied to `memory`'s.
+    let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+    Some((fd, memory.offset(), memory.maxsize()))
+}
+
+/// The frame of a one-memory dma-buf buffer through `cache`: the fd is
+/// imported once (keyed on its inode and the memory's offset), later frames
+/// of the same pool buffer are hits with `image` laid on.
+pub(crate) fn import_dma_buf(
+    path: &Path,
+    cache: &mut ImportCache,
+    fd: BorrowedFd<'_>,
+    offset: usize,
+    maxsize: usize,
+    image: ImageLayout,
+) -> Result<Tensor<u8>> {
+    let file = FdIdentity::of(fd).map_err(|errno| super::GstError::Element {
+        element: "dma-buf memory".into(),
+        message: format!("fstat of its fd failed: {errno}"),
+    })?;
+    let image = image.with_start_offset(image.start_offset + offset);
+    let import = || Tensor::from_fd(dup_fd(fd)?, &[offset + maxsize], None);
+    cache
+        .get_image(DmaBufKey::new(file, offset), image, import)
+        .map_err(|source| tensor_error(path, source))
+}

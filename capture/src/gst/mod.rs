@@ -1,0 +1,346 @@
+//! [`GstSource`]: a GStreamer pipeline as a [`FrameSource`] (feature
+//! `gstreamer`). The pipeline description gets an `appsink` appended; each
+//! sample becomes a [`Frame`] like a camera's:
+//! - a **dma-buf** buffer (one memory holding every plane; `v4l2src
+//!   io-mode=dmabuf`, hardware decoders) is imported through the source's
+//!   [`ImportCache`], keyed on the fd's inode and offset: a pool of B
+//!   buffers costs B imports over any number of frames;
+//! - a **system-memory** buffer (software decoders, `videotestsrc`) is
+//!   wrapped read-only without a copy ([`Tensor::from_external`]) and
+//!   counted in [`StreamStats::system_memory_frames`](crate::StreamStats::system_memory_frames).
+//!
+//! A frame holds its `GstBuffer` until it drops, so the pool cannot recycle a
+//! buffer under a live tensor. Strides and plane offsets come from the
+//! buffer's `GstVideoMeta` (else the caps). A pipeline that does not parse,
+//! does not start, posts an error or ends is a typed [`GstError`] with the
+//! element's own message.
+
+mod caps;
+mod error;
+#[allow(unsafe_code)] // a mapped GstBuffer as `ExternalMemory`; a dma-buf memory's fd
+mod memory;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gstreamer as gst;
+use gstreamer::prelude::*;
+use gstreamer_app as gst_app;
+use gstreamer_video as gst_video;
+use zerocam_cache::ImportCache;
+
+pub use error::GstError;
+
+use crate::frame::{lock, FrameMeta, Placement, Requeue};
+use crate::stats::{monotonic_now, Counters};
+use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats, Synthesized};
+
+/// The name of the `appsink` appended to every pipeline.
+const SINK: &str = "zerocam_sink";
+/// How long `new` waits for the first frame (its caps are the stream format).
+const FIRST_FRAME: Duration = Duration::from_secs(10);
+/// Pool buffers the import cache keeps (a decoder's pool is rarely above 16).
+const CACHE_CAPACITY: usize = 32;
+
+/// The buffers frames hold, by frame index; the import cache; the counters.
+#[derive(Debug)]
+struct State {
+    held: Vec<Option<gst::Buffer>>,
+    cache: ImportCache,
+    counters: Counters,
+    system_memory_frames: u64,
+}
+
+impl Requeue for Mutex<State> {
+    fn requeue(&self, index: usize) {
+        if let Some(slot) = lock(self).held.get_mut(index) {
+            *slot = None; // the pool may have the buffer back
+        }
+    }
+}
+
+/// A GStreamer pipeline as a frame source. See the module docs.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zerocam_capture::{FrameSource, GstSource};
+/// let mut src = GstSource::new("videotestsrc ! video/x-raw,format=NV12,width=640,height=480")?;
+/// let frame = src.next_frame(Duration::from_secs(1))?;
+/// assert_eq!(frame.tensor().shape(), &[720, 640]);
+/// # Ok::<(), zerocam_capture::CaptureError>(())
+/// ```
+pub struct GstSource {
+    pipeline: gst::Pipeline,
+    sink: gst_app::AppSink,
+    description: String,
+    shared: Arc<Mutex<State>>,
+    format: StreamFormat,
+    caps: gst::Caps,
+    /// The first sample, pulled by `new` to learn the format.
+    first: Option<gst::Sample>,
+    sequence: u32,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for GstSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GstSource")
+            .field("pipeline", &self.description)
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+impl GstSource {
+    /// Starts `description` with an `appsink` appended and waits (up to 10 s)
+    /// for its first frame, whose caps give the [`StreamFormat`].
+    ///
+    /// # Errors
+    /// [`GstError::Parse`] (bad syntax, no such element), [`GstError::NotPlaying`],
+    /// [`GstError::Element`] (an element's error on the bus), [`GstError::Eos`]
+    /// before any frame, [`GstError::UnsupportedCaps`], [`CaptureError::Timeout`].
+    pub fn new(description: &str) -> Result<GstSource> {
+        gst::init().map_err(|e| GstError::Init {
+            message: e.message().to_owned(),
+        })?;
+        let full = format!("{description} ! appsink name={SINK} sync=false");
+        let parsed = gst::parse::launch(&full).map_err(|e| GstError::Parse {
+            pipeline: description.to_owned(),
+            message: e.message().to_owned(),
+        })?;
+        let not_a_pipeline = || GstError::Parse {
+            pipeline: description.to_owned(),
+            message: "not one pipeline".into(),
+        };
+        let pipeline = parsed
+            .downcast::<gst::Pipeline>()
+            .map_err(|_| not_a_pipeline())?;
+        let sink = pipeline
+            .by_name(SINK)
+            .and_then(|e| e.downcast::<gst_app::AppSink>().ok())
+            .ok_or_else(not_a_pipeline)?;
+        // Back-pressure, not drops: a live source drops on its own; a
+        // decoder or a file must not lose frames to a slow consumer.
+        sink.set_max_buffers(2);
+        sink.set_drop(false);
+        // What zerocam takes, in system memory or as dma-bufs: a pipeline
+        // that leaves the format open negotiates one of these.
+        sink.set_caps(Some(&caps::sink_caps()));
+        let path = PathBuf::from(format!("gst:{description}"));
+        let mut source = GstSource {
+            pipeline,
+            sink,
+            description: description.to_owned(),
+            shared: Arc::new(Mutex::new(State {
+                held: Vec::new(),
+                cache: ImportCache::new(CACHE_CAPACITY),
+                counters: Counters::default(),
+                system_memory_frames: 0,
+            })),
+            format: StreamFormat {
+                format: crate::CAPTURE_FORMATS[0],
+                width: 0,
+                height: 0,
+                planes: Vec::new(),
+                color: Default::default(),
+            },
+            caps: gst::Caps::new_empty(),
+            first: None,
+            sequence: 0,
+            path,
+        };
+        if source.pipeline.set_state(gst::State::Playing).is_err() {
+            return Err(source
+                .bus_error()
+                .unwrap_or_else(|| GstError::NotPlaying {
+                    pipeline: description.to_owned(),
+                    message: "the state change to PLAYING failed".into(),
+                })
+                .into());
+        }
+        let first = source.pull(FIRST_FRAME)?;
+        let caps = first
+            .caps()
+            .map(ToOwned::to_owned)
+            .unwrap_or_else(gst::Caps::new_empty);
+        source.format = caps::frame_layout(
+            &caps,
+            meta_of(&first).as_ref().map(|(s, o)| (&s[..], &o[..])),
+        )?
+        .format;
+        source.caps = caps;
+        source.first = Some(first);
+        Ok(source)
+    }
+
+    /// The pipeline description (without the appended sink).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The first error an element posted on the bus, if any.
+    fn bus_error(&self) -> Option<GstError> {
+        let bus = self.pipeline.bus()?;
+        while let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+            if let gst::MessageView::Error(e) = msg.view() {
+                let element = msg
+                    .src()
+                    .map_or_else(|| "pipeline".to_owned(), |s| s.name().to_string());
+                let mut message = e.error().message().to_owned();
+                // The debug detail's last line says what (its first says
+                // where in GStreamer's sources): one line in all.
+                let detail = e
+                    .debug()
+                    .and_then(|d| d.lines().last().map(str::trim).map(str::to_owned));
+                if let Some(detail) = detail.filter(|d| !d.is_empty()) {
+                    message = format!("{message} ({detail})");
+                }
+                return Some(GstError::Element { element, message });
+            }
+        }
+        None
+    }
+
+    /// The next sample, or why there is none.
+    fn pull(&mut self, timeout: Duration) -> Result<gst::Sample> {
+        if let Some(e) = self.bus_error() {
+            return Err(e.into());
+        }
+        let wait =
+            gst::ClockTime::from_nseconds(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        match self.sink.try_pull_sample(wait) {
+            Some(sample) => Ok(sample),
+            None => {
+                if let Some(e) = self.bus_error() {
+                    return Err(e.into());
+                }
+                if self.sink.is_eos() {
+                    return Err(GstError::Eos {
+                        pipeline: self.description.clone(),
+                    }
+                    .into());
+                }
+                Err(CaptureError::Timeout {
+                    path: self.path.clone(),
+                    timeout,
+                })
+            }
+        }
+    }
+}
+
+/// The strides and plane offsets of `sample`'s buffer's video meta, if it has one.
+fn meta_of(sample: &gst::Sample) -> Option<(Vec<i32>, Vec<usize>)> {
+    let meta = sample.buffer()?.meta::<gst_video::VideoMeta>()?;
+    Some((meta.stride().to_vec(), meta.offset().to_vec()))
+}
+
+impl FrameSource for GstSource {
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame> {
+        let sample = match self.first.take() {
+            Some(s) => s,
+            None => self.pull(timeout)?,
+        };
+        let ready = Instant::now();
+        let caps = sample
+            .caps()
+            .map(ToOwned::to_owned)
+            .unwrap_or_else(gst::Caps::new_empty);
+        let meta = meta_of(&sample);
+        let layout = caps::frame_layout(&caps, meta.as_ref().map(|(s, o)| (&s[..], &o[..])))?;
+        if caps != self.caps {
+            // New caps, new pool: its buffers are new files, imported anew.
+            self.format = layout.format.clone();
+            self.caps = caps;
+        }
+        let buffer = sample.buffer_owned().ok_or_else(|| GstError::Element {
+            element: SINK.into(),
+            message: "a sample without a buffer".into(),
+        })?;
+        // The buffer's PTS is on the pipeline's running time, not the
+        // monotonic clock frames are stamped on: stamped when pulled.
+        let timestamp = monotonic_now();
+        let bytes_used = buffer.size();
+        let dma = (buffer.n_memory() == 1)
+            .then(|| memory::dma_buf(buffer.peek_memory(0)))
+            .flatten()
+            .map(|(fd, offset, maxsize)| (fd.try_clone_to_owned(), offset, maxsize));
+        let shared = Arc::clone(&self.shared);
+        let mut st = lock(&shared);
+        let tensor = match dma {
+            Some((fd, offset, maxsize)) => {
+                let fd = fd.map_err(|e| GstError::Element {
+                    element: "dma-buf memory".into(),
+                    message: format!("dup of its fd failed: {e}"),
+                })?;
+                use std::os::fd::AsFd;
+                memory::import_dma_buf(
+                    &self.path,
+                    &mut st.cache,
+                    fd.as_fd(),
+                    offset,
+                    maxsize,
+                    layout.image,
+                )?
+            }
+            None => {
+                st.system_memory_frames += 1;
+                memory::wrap_system(&self.path, buffer.clone(), layout.image)?
+            }
+        };
+        let index = match st.held.iter().position(Option::is_none) {
+            Some(i) => {
+                st.held[i] = Some(buffer);
+                i
+            }
+            None => {
+                st.held.push(Some(buffer));
+                st.held.len() - 1
+            }
+        };
+        st.counters.frames += 1;
+        drop(st);
+        let sequence = self.sequence;
+        self.sequence = self.sequence.wrapping_add(1);
+        let meta = FrameMeta {
+            sequence,
+            timestamp,
+            bytes_used,
+            synthesized: Synthesized {
+                sequence: true,
+                timestamp: true,
+                bytes_used: false,
+            },
+            placement: Placement::default(),
+        };
+        let color = self.format.color;
+        Ok(Frame::new(shared, index, tensor, color, meta, ready))
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        &self.format
+    }
+
+    fn stats(&self) -> StreamStats {
+        let st = lock(&self.shared);
+        let planes = self.format.planes.len();
+        let cache = st.cache.stats();
+        let buffers = cache.live / planes.max(1);
+        let mut stats = StreamStats::new(st.counters, buffers, planes, cache);
+        stats.system_memory_frames = st.system_memory_frames;
+        stats
+    }
+
+    fn name(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for GstSource {
+    fn drop(&mut self) {
+        // NULL frees every element's resources (fds, threads, pools); frames
+        // still alive keep their own buffers.
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}

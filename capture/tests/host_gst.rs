@@ -1,0 +1,163 @@
+//! `GstSource` on the host's GStreamer (Debian's packages, installed by
+//! `.ci/run`): `videotestsrc` pipelines in every format zerocam takes, the
+//! system-memory path (read-only, in place, counted), EOS, bad pipelines,
+//! errors from elements, and no fd left behind. The dma-buf path needs a
+//! dma-buf source (`v4l2src io-mode=dmabuf` on vivid): it runs in the kernel
+//! lab.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use zerocam_capture::{CaptureError, FrameSource, GstError, GstSource};
+use zerocam_tensor::{Error, PixelFormat};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// One test at a time: the fd count must see only its own pipelines.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A solid white `format` test pattern, `frames` long.
+fn white(format: &str, frames: u32) -> String {
+    format!(
+        "videotestsrc pattern=white num-buffers={frames} ! video/x-raw,format={format},width=64,height=48,colorimetry=bt601"
+    )
+}
+
+#[test]
+fn every_format_arrives_as_its_image_with_the_right_pixels() {
+    let _serial = serial();
+    for (gst, pixel, first) in [
+        ("NV12", PixelFormat::Nv12, 235),
+        ("NV16", PixelFormat::Nv16, 235),
+        ("YUY2", PixelFormat::Yuyv, 235),
+        ("UYVY", PixelFormat::Uyvy, 128), // U first: neutral chroma
+        ("RGB", PixelFormat::Rgb, 255),
+        ("BGR", PixelFormat::Bgr, 255),
+        ("GRAY8", PixelFormat::Grey, 235), // videotestsrc's grey is limited range
+        ("BGRx", PixelFormat::Bgra, 255),
+    ] {
+        let mut src = GstSource::new(&white(gst, 3)).unwrap();
+        assert_eq!(src.stream_format().format.pixel, pixel, "{gst}");
+        assert_eq!(
+            (src.stream_format().width, src.stream_format().height),
+            (64, 48)
+        );
+        for n in 0..3 {
+            let f = src.next_frame(WAIT).unwrap();
+            let t = f.tensor();
+            assert_eq!(
+                (t.format(), t.width(), t.height()),
+                (Some(pixel), Some(64), Some(48)),
+                "{gst}"
+            );
+            assert_eq!(f.sequence(), n);
+            let y = t.plane(0).unwrap();
+            assert_eq!(
+                y.map_read().unwrap()[0],
+                first,
+                "{gst}: the first byte of white"
+            );
+        }
+        let st = src.stats();
+        assert_eq!((st.frames, st.system_memory_frames), (3, 3), "{gst}");
+    }
+}
+
+#[test]
+fn system_memory_frames_are_read_in_place_and_read_only() {
+    let _serial = serial();
+    let mut src = GstSource::new(&white("NV12", 2)).unwrap();
+    let f = src.next_frame(WAIT).unwrap();
+    let t = f.tensor().clone();
+    assert!(t.is_external(), "wrapped, not copied");
+    assert!(matches!(t.map_write(), Err(Error::ReadOnly { .. })));
+    let chroma = t.plane(1).unwrap();
+    assert!(chroma.map_read().unwrap().iter().all(|&c| c == 128));
+    drop(f);
+    // The tensor keeps the GStreamer buffer mapped after its frame is gone.
+    assert_eq!(t.plane(0).unwrap().map_read().unwrap()[64 * 48 - 1], 235);
+}
+
+#[test]
+fn the_end_of_the_stream_is_a_typed_error() {
+    let _serial = serial();
+    let mut src = GstSource::new(&white("GRAY8", 2)).unwrap();
+    for _ in 0..2 {
+        src.next_frame(WAIT).unwrap();
+    }
+    match src.next_frame(WAIT) {
+        Err(CaptureError::Gst(GstError::Eos { pipeline })) => {
+            assert!(pipeline.starts_with("videotestsrc"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn bad_pipelines_are_typed_errors_with_gstreamers_words() {
+    let _serial = serial();
+    match GstSource::new("no_such_element_zc ! fakesink") {
+        Err(CaptureError::Gst(GstError::Parse { message, .. })) => {
+            assert!(message.contains("no_such_element_zc"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        GstSource::new("videotestsrc ! ! video/x-raw"),
+        Err(CaptureError::Gst(GstError::Parse { .. }))
+    ));
+    // Caps no element can meet: refused when the pipeline is linked.
+    match GstSource::new(
+        "videotestsrc ! video/x-raw,format=NV12,width=64,height=48 ! capsfilter caps=video/x-raw,format=RGB",
+    ) {
+        Err(CaptureError::Gst(GstError::Parse { message, .. })) => {
+            assert!(message.contains("could not link"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // An element that fails when it starts: its own error, from the bus, one line.
+    match GstSource::new("filesrc location=/nonexistent/zerocam.raw") {
+        Err(CaptureError::Gst(e @ GstError::Element { .. })) => {
+            let line = e.to_string();
+            assert!(line.starts_with("filesrc0: "), "{line}");
+            assert!(line.contains("/nonexistent/zerocam.raw"), "{line}");
+            assert_eq!(line.lines().count(), 1, "{line}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A format zerocam does not take: the appsink's caps refuse it, so
+    // the source cannot negotiate.
+    match GstSource::new("videotestsrc num-buffers=1 ! video/x-raw,format=I420,width=64,height=48")
+    {
+        Err(CaptureError::Gst(GstError::Element { message, .. })) => {
+            assert!(message.contains("not-negotiated"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_source_dropped_mid_stream_leaves_no_fd_behind() {
+    let _serial = serial();
+    let pipeline = "videotestsrc ! video/x-raw,format=NV12,width=320,height=240";
+    // GStreamer's own first-use fds (its registry, the system clock) first.
+    drop(GstSource::new(pipeline).unwrap());
+    let before = fd_count();
+    for _ in 0..3 {
+        let mut src = GstSource::new(pipeline).unwrap();
+        let held = src.next_frame(WAIT).unwrap();
+        for _ in 0..10 {
+            src.next_frame(WAIT).unwrap();
+        }
+        drop(src);
+        drop(held); // a frame outliving its source is still valid, then freed
+    }
+    assert_eq!(fd_count(), before);
+}
