@@ -75,7 +75,11 @@ fn the_owner_lives_until_the_last_tensor_view_map_and_pin_and_drops_once() {
     assert_eq!(drops.load(Ordering::SeqCst), 0);
     assert_eq!(map[255], 255 % 251);
     drop((map, pin));
-    assert_eq!(drops.load(Ordering::SeqCst), 0, "a memory hold keeps it too");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "a memory hold keeps it too"
+    );
     // Dropped on another thread: the owner is Send.
     std::thread::spawn(move || drop(hold)).join().unwrap();
     assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -86,9 +90,16 @@ fn too_few_bytes_no_bytes_and_misaligned_bytes_are_typed_errors() {
     let (o, drops) = owned(100, 0);
     assert!(matches!(
         Tensor::<u8>::from_external(o, &[101], None),
-        Err(Error::BufferTooSmall { needed: 101, available: 100 })
+        Err(Error::BufferTooSmall {
+            needed: 101,
+            available: 100
+        })
     ));
-    assert_eq!(drops.load(Ordering::SeqCst), 1, "a refused owner is dropped");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "a refused owner is dropped"
+    );
     let (o, _) = owned(0, 0);
     assert!(matches!(
         Tensor::<u8>::from_external(o, &[1], None),

@@ -2,7 +2,7 @@
 //! dispatches through, so a new kind of memory is one new implementation.
 
 pub(crate) mod dma_heap;
-#[allow(unsafe_code)] // the owner's promise (`unsafe trait ExternalMemory`) and Send/Sync of its pointer
+#[allow(unsafe_code)] // `unsafe trait ExternalMemory`, the owner's promise; Send/Sync
 pub(crate) mod external;
 pub(crate) mod fd;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3): the aligned heap allocation
