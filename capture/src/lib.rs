@@ -62,6 +62,9 @@ pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
 pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
 #[cfg(feature = "gstreamer")]
 pub use gst::{GstError, GstSource};
+/// The `gstreamer` crate `GstSource::pipeline` speaks (feature `gstreamer`).
+#[cfg(feature = "gstreamer")]
+pub use gstreamer;
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
     libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,

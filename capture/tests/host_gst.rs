@@ -161,3 +161,49 @@ fn a_source_dropped_mid_stream_leaves_no_fd_behind() {
     }
     assert_eq!(fd_count(), before);
 }
+
+#[test]
+fn a_caps_change_mid_stream_gives_frames_of_the_new_format() {
+    use zerocam_capture::gstreamer::prelude::*;
+    let _serial = serial();
+    let mut src = GstSource::new(
+        "videotestsrc pattern=white ! videoscale ! capsfilter name=size caps=video/x-raw,format=NV12,width=64,height=48",
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let f = src.next_frame(WAIT).unwrap();
+        assert_eq!(
+            (f.tensor().width(), f.tensor().height()),
+            (Some(64), Some(48))
+        );
+    }
+    let caps: zerocam_capture::gstreamer::Caps = "video/x-raw,format=NV12,width=128,height=96"
+        .parse()
+        .unwrap();
+    src.pipeline()
+        .by_name("size")
+        .unwrap()
+        .set_property("caps", &caps);
+    // Frames already queued in the sink may still be the old size; then only the new one.
+    let mut new = 0;
+    for _ in 0..10 {
+        let f = src.next_frame(WAIT).unwrap();
+        let size = (f.tensor().width().unwrap(), f.tensor().height().unwrap());
+        if new > 0 {
+            assert_eq!(size, (128, 96), "nothing stale after the change");
+        }
+        if size == (128, 96) {
+            new += 1;
+            assert_eq!(f.tensor().shape(), &[144, 128]);
+            assert_eq!(
+                f.tensor().plane(0).unwrap().map_read().unwrap()[128 * 96 - 1],
+                235
+            );
+        }
+    }
+    assert!(new >= 7, "{new} frames of the new size");
+    assert_eq!(
+        (src.stream_format().width, src.stream_format().height),
+        (128, 96)
+    );
+}

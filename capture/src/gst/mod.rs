@@ -179,6 +179,12 @@ impl GstSource {
         &self.description
     }
 
+    /// The running pipeline, to reach its elements (`by_name`) — set a
+    /// property, seek, change caps. zerocam's `appsink` is `zerocam_sink`.
+    pub fn pipeline(&self) -> &gst::Pipeline {
+        &self.pipeline
+    }
+
     /// The first error an element posted on the bus, if any.
     fn bus_error(&self) -> Option<GstError> {
         let bus = self.pipeline.bus()?;
