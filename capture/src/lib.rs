@@ -62,9 +62,6 @@ pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
 pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
 #[cfg(feature = "gstreamer")]
 pub use gst::{GstError, GstSource};
-/// The `gstreamer` crate `GstSource::pipeline` speaks (feature `gstreamer`).
-#[cfg(feature = "gstreamer")]
-pub use gstreamer;
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
     libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,
@@ -76,6 +73,10 @@ pub use stats::StreamStats;
 pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
+/// The GStreamer crates `GstSource` speaks (`pipeline`, `with_setup`;
+/// feature `gstreamer`).
+#[cfg(feature = "gstreamer")]
+pub use {gstreamer, gstreamer_allocators, gstreamer_app, gstreamer_video};
 
 /// docs/sharing.md's Rust example, compiled as a doc-test.
 #[cfg(doctest)]

@@ -159,3 +159,32 @@ fn color_spec(c: &gst_video::VideoColorimetry, pixel: PixelFormat) -> zerocam_te
         ColorSpec::new(matrix, range)
     }
 }
+
+/// The layout of a frame whose two planes arrive as two memories: NV12M /
+/// NV16M, one plane layout per memory.
+pub(crate) fn split_planes(layout: &mut FrameLayout) {
+    let f = &mut layout.format;
+    let split = match f.format.name {
+        "NV12" => "NV12M",
+        "NV16" => "NV16M",
+        _ => return,
+    };
+    if let Some(two) = CAPTURE_FORMATS.into_iter().find(|c| c.name == split) {
+        let (h, bpl) = (
+            f.height as usize,
+            f.planes.first().map_or(0, |p| p.bytes_per_line),
+        );
+        let size = |rows: usize| u32::try_from(rows * bpl as usize).unwrap_or(u32::MAX);
+        f.format = two;
+        f.planes = vec![
+            PlaneLayout {
+                bytes_per_line: bpl,
+                size: size(h),
+            },
+            PlaneLayout {
+                bytes_per_line: bpl,
+                size: size(two.pixel.plane_rows(1, h)),
+            },
+        ];
+    }
+}

@@ -7,10 +7,14 @@ use std::path::Path;
 
 use gstreamer as gst;
 use gstreamer_allocators as gst_alloc;
+use std::collections::HashMap;
+
 use zerocam_cache::{DmaBufKey, ImportCache};
 use zerocam_tensor::{dup_fd, ExternalMemory, FdIdentity, ImageLayout, Tensor};
 
-use crate::{CaptureError, Result};
+use crate::frame_tensor::{frame_tensor_at, Composed};
+use crate::plane_memory::{PlaneMemory, PlaneSource};
+use crate::{CaptureError, PlaneLayout, Result, StreamFormat};
 
 /// A readable map of a GStreamer buffer.
 pub(crate) struct MappedFrame(gst::MappedBuffer<gst::buffer::Readable>);
@@ -86,4 +90,67 @@ pub(crate) fn import_dma_buf(
     cache
         .get_image(DmaBufKey::new(file, offset), image, import)
         .map_err(|source| tensor_error(path, source))
+}
+
+/// The frame of a buffer whose two planes are two dma-buf memories (NV12M,
+/// NV16M from a multi-planar driver): each memory imported once through
+/// `cache`, the two composed into one image (`from_planes`), the composition
+/// kept per luma buffer in `composed` so its identity is stable too.
+/// `offsets` are the planes' offsets in the buffer (video meta), `stride`
+/// their row stride.
+#[allow(clippy::too_many_arguments)] // one frame's parts, each once
+pub(crate) fn import_two_dma_bufs(
+    path: &Path,
+    cache: &mut ImportCache,
+    composed: &mut HashMap<FdIdentity, Composed>,
+    buffer: &gst::BufferRef,
+    format: &StreamFormat,
+    stride: u32,
+    offsets: &[usize],
+) -> Result<Tensor<u8>> {
+    let mut planes = Vec::with_capacity(2);
+    let mut starts = Vec::with_capacity(2);
+    let mut buffer_at = 0; // where memory i starts in the buffer's bytes
+    for i in 0..2 {
+        let memory = buffer.peek_memory(i);
+        let (fd, offset, maxsize) = dma_buf(memory).ok_or_else(|| not_dma_buf(i))?;
+        let file = FdIdentity::of(fd).map_err(|errno| super::GstError::Element {
+            element: "dma-buf memory".into(),
+            message: format!("fstat of its fd failed: {errno}"),
+        })?;
+        let fd = dup_fd(fd).map_err(|source| tensor_error(path, source))?;
+        let in_memory = offsets
+            .get(i)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(buffer_at);
+        starts.push(offset + in_memory);
+        buffer_at += memory.size();
+        planes.push(PlaneMemory {
+            source: PlaneSource::Exported(fd),
+            file,
+            length: offset + maxsize,
+        });
+    }
+    let plane_format = StreamFormat {
+        planes: planes
+            .iter()
+            .map(|p| PlaneLayout {
+                bytes_per_line: stride,
+                size: u32::try_from(p.length).unwrap_or(u32::MAX),
+            })
+            .collect(),
+        ..format.clone()
+    };
+    let slot = composed.entry(planes[0].file).or_default();
+    frame_tensor_at(cache, &plane_format, &planes, &starts, None, slot)
+        .map_err(|source| tensor_error(path, source))
+}
+
+fn not_dma_buf(i: usize) -> CaptureError {
+    super::GstError::Element {
+        element: "appsink".into(),
+        message: format!("memory {i} of a two-memory buffer is not a dma-buf"),
+    }
+    .into()
 }

@@ -48,6 +48,8 @@ const CACHE_CAPACITY: usize = 32;
 struct State {
     held: Vec<Option<gst::Buffer>>,
     cache: ImportCache,
+    /// Two-dma-buf frames' compositions, per luma buffer.
+    composed: std::collections::HashMap<zerocam_tensor::FdIdentity, crate::frame_tensor::Composed>,
     counters: Counters,
     system_memory_frames: u64,
 }
@@ -101,6 +103,18 @@ impl GstSource {
     /// [`GstError::Element`] (an element's error on the bus), [`GstError::Eos`]
     /// before any frame, [`GstError::UnsupportedCaps`], [`CaptureError::Timeout`].
     pub fn new(description: &str) -> Result<GstSource> {
+        GstSource::with_setup(description, |_| Ok(()))
+    }
+
+    /// As [`new`](GstSource::new), with `setup` run on the parsed pipeline
+    /// before it starts: set properties, connect an `appsrc`'s callbacks.
+    ///
+    /// # Errors
+    /// As [`new`](GstSource::new), and `setup`'s error.
+    pub fn with_setup(
+        description: &str,
+        setup: impl FnOnce(&gst::Pipeline) -> std::result::Result<(), GstError>,
+    ) -> Result<GstSource> {
         gst::init().map_err(|e| GstError::Init {
             message: e.message().to_owned(),
         })?;
@@ -135,6 +149,7 @@ impl GstSource {
             shared: Arc::new(Mutex::new(State {
                 held: Vec::new(),
                 cache: ImportCache::new(CACHE_CAPACITY),
+                composed: Default::default(),
                 counters: Counters::default(),
                 system_memory_frames: 0,
             })),
@@ -150,6 +165,7 @@ impl GstSource {
             sequence: 0,
             path,
         };
+        setup(&source.pipeline)?;
         if source.pipeline.set_state(gst::State::Playing).is_err() {
             return Err(source
                 .bus_error()
@@ -164,11 +180,7 @@ impl GstSource {
             .caps()
             .map(ToOwned::to_owned)
             .unwrap_or_else(gst::Caps::new_empty);
-        source.format = caps::frame_layout(
-            &caps,
-            meta_of(&first).as_ref().map(|(s, o)| (&s[..], &o[..])),
-        )?
-        .format;
+        source.format = layout_of(&first, &caps)?.format;
         source.caps = caps;
         source.first = Some(first);
         Ok(source)
@@ -236,6 +248,67 @@ impl GstSource {
     }
 }
 
+impl GstSource {
+    /// The frame tensor of `buffer`: its dma-buf(s) through the import cache,
+    /// or its system memory wrapped.
+    fn tensor_of(
+        &self,
+        st: &mut State,
+        buffer: &gst::Buffer,
+        layout: &caps::FrameLayout,
+        meta: Option<&(Vec<i32>, Vec<usize>)>,
+    ) -> Result<zerocam_tensor::Tensor<u8>> {
+        let n = buffer.n_memory();
+        let first = (n >= 1)
+            .then(|| memory::dma_buf(buffer.peek_memory(0)))
+            .flatten();
+        match (n, first) {
+            (1, Some((fd, offset, maxsize))) => {
+                memory::import_dma_buf(&self.path, &mut st.cache, fd, offset, maxsize, layout.image)
+            }
+            (2, Some(_)) if layout.format.format.pixel.plane_count() == 2 => {
+                let offsets = meta.map_or_else(
+                    || {
+                        vec![
+                            layout.image.start_offset,
+                            layout.image.start_offset + layout.image.plane_offset.unwrap_or(0),
+                        ]
+                    },
+                    |(_, o)| o.clone(),
+                );
+                let stride = layout.format.planes.first().map_or(0, |p| p.bytes_per_line);
+                memory::import_two_dma_bufs(
+                    &self.path,
+                    &mut st.cache,
+                    &mut st.composed,
+                    buffer,
+                    &layout.format,
+                    stride,
+                    &offsets,
+                )
+            }
+            _ => {
+                st.system_memory_frames += 1;
+                memory::wrap_system(&self.path, buffer.clone(), layout.image)
+            }
+        }
+    }
+}
+
+/// The frame layout of `sample` (with `caps`): from its caps and video meta,
+/// two memory planes when its buffer is two dma-bufs.
+fn layout_of(sample: &gst::Sample, caps: &gst::Caps) -> Result<caps::FrameLayout> {
+    let meta = meta_of(sample);
+    let mut layout = caps::frame_layout(caps, meta.as_ref().map(|(s, o)| (&s[..], &o[..])))?;
+    let two_dma_bufs = sample
+        .buffer()
+        .is_some_and(|b| b.n_memory() == 2 && memory::dma_buf(b.peek_memory(0)).is_some());
+    if two_dma_bufs {
+        caps::split_planes(&mut layout);
+    }
+    Ok(layout)
+}
+
 /// The strides and plane offsets of `sample`'s buffer's video meta, if it has one.
 fn meta_of(sample: &gst::Sample) -> Option<(Vec<i32>, Vec<usize>)> {
     let meta = sample.buffer()?.meta::<gst_video::VideoMeta>()?;
@@ -254,7 +327,7 @@ impl FrameSource for GstSource {
             .map(ToOwned::to_owned)
             .unwrap_or_else(gst::Caps::new_empty);
         let meta = meta_of(&sample);
-        let layout = caps::frame_layout(&caps, meta.as_ref().map(|(s, o)| (&s[..], &o[..])))?;
+        let layout = layout_of(&sample, &caps)?;
         if caps != self.caps {
             // New caps, new pool: its buffers are new files, imported anew.
             self.format = layout.format.clone();
@@ -268,33 +341,10 @@ impl FrameSource for GstSource {
         // monotonic clock frames are stamped on: stamped when pulled.
         let timestamp = monotonic_now();
         let bytes_used = buffer.size();
-        let dma = (buffer.n_memory() == 1)
-            .then(|| memory::dma_buf(buffer.peek_memory(0)))
-            .flatten()
-            .map(|(fd, offset, maxsize)| (fd.try_clone_to_owned(), offset, maxsize));
         let shared = Arc::clone(&self.shared);
-        let mut st = lock(&shared);
-        let tensor = match dma {
-            Some((fd, offset, maxsize)) => {
-                let fd = fd.map_err(|e| GstError::Element {
-                    element: "dma-buf memory".into(),
-                    message: format!("dup of its fd failed: {e}"),
-                })?;
-                use std::os::fd::AsFd;
-                memory::import_dma_buf(
-                    &self.path,
-                    &mut st.cache,
-                    fd.as_fd(),
-                    offset,
-                    maxsize,
-                    layout.image,
-                )?
-            }
-            None => {
-                st.system_memory_frames += 1;
-                memory::wrap_system(&self.path, buffer.clone(), layout.image)?
-            }
-        };
+        let mut guard = lock(&shared);
+        let st = &mut *guard;
+        let tensor = self.tensor_of(st, &buffer, &layout, meta.as_ref())?;
         let index = match st.held.iter().position(Option::is_none) {
             Some(i) => {
                 st.held[i] = Some(buffer);
@@ -306,7 +356,7 @@ impl FrameSource for GstSource {
             }
         };
         st.counters.frames += 1;
-        drop(st);
+        drop(guard);
         let sequence = self.sequence;
         self.sequence = self.sequence.wrapping_add(1);
         let meta = FrameMeta {
