@@ -42,6 +42,9 @@ lab_is_prepared() {
 lab_guest_packages() {
     cat <<'PKGS'
 v4l-utils
+gstreamer1.0-tools
+gstreamer1.0-plugins-base
+gstreamer1.0-plugins-good
 libcamera-tools
 libcamera-ipa
 libcamera-dev

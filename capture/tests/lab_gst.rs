@@ -1,0 +1,137 @@
+//! `GstSource` on vivid in the kernel lab (`cargo lab -p zerocam-capture
+//! --features gstreamer --test lab_gst`): `v4l2src io-mode=dmabuf` on the
+//! single- and multi-planar nodes, 300 frames each: imports == the pool's
+//! buffers × planes, vivid's exact red in every frame, and no fd left behind;
+//! a frame imported into EGL (zink) once per pool buffer.
+#![cfg(all(feature = "lab", feature = "gstreamer"))]
+#![allow(missing_docs, clippy::unwrap_used)] // tests may panic
+
+mod vivid_common;
+
+use zerocam_capture::{FrameSource, GstSource};
+use zerocam_tensor::TensorMemory;
+
+use vivid_common::{lock, red_device, MULTI, SINGLE, WAIT};
+
+const FRAMES: usize = 300;
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// The fd count once GStreamer's own first-use fds are open (its registry,
+/// the system clock): a first pipeline started and dropped.
+fn settled_fds() -> usize {
+    drop(GstSource::new("videotestsrc ! video/x-raw,format=GRAY8,width=16,height=16").unwrap());
+    open_fds()
+}
+
+/// vivid's red in BT.601 limited range: Y 81, Cb 90, Cr 239.
+fn assert_red(t: &zerocam_tensor::Tensor<u8>, what: &str) {
+    let y = t.plane(0).unwrap();
+    assert!(
+        y.map_read().unwrap().iter().all(|&v| v == 81),
+        "{what}: luma"
+    );
+    let uv = t.plane(1).unwrap();
+    let m = uv.map_read().unwrap();
+    assert!(m.chunks(2).all(|c| c == [90, 239]), "{what}: chroma");
+}
+
+/// `FRAMES` frames of `v4l2src` on `node`: each red, and the source's stats.
+fn stream(
+    node: &str,
+    check: impl Fn(&zerocam_tensor::Tensor<u8>, usize),
+) -> zerocam_capture::StreamStats {
+    let desc = format!(
+        "v4l2src device={node} io-mode=dmabuf ! video/x-raw,format=NV12,width=320,height=180"
+    );
+    let mut src = GstSource::new(&desc).unwrap();
+    assert_eq!(
+        src.stream_format().format.pixel,
+        zerocam_tensor::PixelFormat::Nv12,
+        "{node}"
+    );
+    for n in 0..FRAMES {
+        let f = src.next_frame(WAIT).unwrap();
+        check(f.tensor(), n);
+        if n % 50 == 0 {
+            assert_red(f.tensor(), &format!("{node} frame {n}"));
+        }
+    }
+    src.stats()
+}
+
+#[test]
+fn v4l2src_dma_bufs_are_imported_once_per_pool_buffer() {
+    let _g = lock(SINGLE); // every test of this file: the fd counts see only their own
+    drop(red_device(SINGLE));
+    let before = settled_fds();
+    let st = stream(SINGLE, |t, n| {
+        assert_eq!(t.memory(), TensorMemory::Dma, "frame {n}: a dma-buf");
+    });
+    assert_eq!(st.system_memory_frames, 0);
+    let pool = st.buffers as u64;
+    assert!(pool >= 2, "{st:?}");
+    assert_eq!(st.cache.misses, pool, "imports == pool buffers × 1 plane");
+    assert_eq!(st.cache.hits, FRAMES as u64 - pool);
+    assert_eq!(open_fds(), before, "every fd closed with the source");
+}
+
+#[test]
+fn frames_gstreamer_copied_are_counted_as_system_memory() {
+    // On vivid's multi-planar node v4l2src's pool has 2 buffers, too few to
+    // lend downstream: GStreamer copies each frame into system memory
+    // (`gst_v4l2_buffer_pool_copy_buffer`). zerocam wraps the copy without
+    // another and counts it, so the copy is visible.
+    let _g = lock(SINGLE);
+    drop(red_device(MULTI));
+    let before = settled_fds();
+    let st = stream(MULTI, |t, n| {
+        assert!(t.is_external(), "frame {n}: GStreamer's copy, wrapped");
+    });
+    assert_eq!(st.system_memory_frames, FRAMES as u64);
+    assert_eq!(st.cache.misses, 0);
+    assert_eq!(open_fds(), before);
+}
+
+#[test]
+fn gstreamer_frames_are_imported_into_egl_once_per_pool_buffer() {
+    use zerocam_gpu::{ColorSpec, ConvertOptions, Gpu, ImportPolicy, Matrix, Range};
+    let _g = lock(SINGLE);
+    drop(red_device(SINGLE));
+    std::env::set_var("LIBGL_ALWAYS_SOFTWARE", "1");
+    std::env::set_var("GALLIUM_DRIVER", "zink");
+    std::env::set_var("EGL_PLATFORM", "surfaceless");
+    let gpu = Gpu::new().unwrap();
+    let options = ConvertOptions {
+        crop: None,
+        color: ColorSpec::new(Matrix::Bt601, Range::Limited),
+        import: ImportPolicy::Require,
+    };
+    let desc = format!(
+        "v4l2src device={SINGLE} io-mode=dmabuf ! video/x-raw,format=NV12,width=320,height=180"
+    );
+    let mut src = GstSource::new(&desc).unwrap();
+    let dst = zerocam_tensor::Tensor::<u8>::image(
+        64,
+        64,
+        zerocam_tensor::PixelFormat::Rgb,
+        Some(TensorMemory::Mem),
+    )
+    .unwrap();
+    for _ in 0..30 {
+        let f = src.next_frame(WAIT).unwrap();
+        gpu.convert(f.tensor(), &dst, &options).unwrap();
+    }
+    let pool = src.stats().buffers as u64;
+    let st = gpu.stats().unwrap();
+    assert_eq!(st.images.imports, pool, "EGLImages == pool buffers");
+    assert_eq!(st.uploads, 0, "nothing uploaded");
+    let px = dst.map_read().unwrap();
+    assert!(
+        px[0] >= 250 && px[1] <= 3 && px[2] <= 3,
+        "red: {:?}",
+        &px[..3]
+    );
+}
