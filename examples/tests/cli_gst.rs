@@ -13,6 +13,11 @@ fn bench_and_capture_take_a_gstreamer_pipeline() {
     let out = common::zerocam(&["bench", "--json", "--frames", "30", spec]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["frames"], 30, "{v}");
+    assert_eq!(
+        v["system_memory_frames"], 30,
+        "videotestsrc draws in system memory: {v}"
+    );
+    assert_eq!(v["imports"], 0, "{v}");
     let png = std::env::temp_dir().join(format!("zerocam-gst-{}.png", std::process::id()));
     let capture = common::zerocam(&["capture", spec, "-o", png.to_str().unwrap()]);
     assert!(capture.contains("320x240"), "{capture}");

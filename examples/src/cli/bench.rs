@@ -43,6 +43,9 @@ pub struct BenchReport {
     pub buffers: usize,
     /// Memory planes per buffer.
     pub planes: usize,
+    /// Frames that came in system memory, not as dma-bufs (a GStreamer
+    /// software element's, or its copy): the GPU path uploads them.
+    pub system_memory_frames: u64,
 }
 
 impl BenchReport {
@@ -63,6 +66,7 @@ impl BenchReport {
             "cpu_us_per_frame": self.cpu_us_per_frame,
             "buffers": self.buffers,
             "planes": self.planes,
+            "system_memory_frames": self.system_memory_frames,
         })
         .to_string()
     }
@@ -71,7 +75,7 @@ impl BenchReport {
     pub fn to_text(&self) -> String {
         format!(
             "{} frames in {:.2} s ({:.1} fps)\nSDK overhead per frame: median {:.1} µs, p99 {:.1} µs\n\
-             imports {} (buffers {} x planes {}), cache hits {}\ndropped {}\nframe age when received: median {:.1} µs, p99 {:.1} µs\n\
+             imports {} (buffers {} x planes {}), cache hits {}{}\ndropped {}\nframe age when received: median {:.1} µs, p99 {:.1} µs\n\
              CPU time per frame {:.1} µs\n",
             self.frames,
             self.seconds,
@@ -82,6 +86,14 @@ impl BenchReport {
             self.buffers,
             self.planes,
             self.cache_hits,
+            if self.system_memory_frames > 0 {
+                format!(
+                    "; {} frames in system memory (not dma-bufs: the GPU path uploads them)",
+                    self.system_memory_frames
+                )
+            } else {
+                String::new()
+            },
             self.dropped,
             self.latency_us_median,
             self.latency_us_p99,
@@ -164,6 +176,7 @@ pub fn bench(
         cpu_us_per_frame: cpu.as_secs_f64() * 1e6 / n,
         buffers: st.buffers,
         planes: st.planes,
+        system_memory_frames: st.system_memory_frames,
     };
     Ok((opened.description, report))
 }
