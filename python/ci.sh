@@ -46,9 +46,17 @@ maturin build -q --release --no-default-features --features buffer-protocol \
     -m python/Cargo.toml -o "$wheels"
 wheel39=$(ls "$wheels"/zerocam-*-cp39-abi3-*.whl)
 wheel311=$(ls "$wheels"/zerocam-*-cp311-abi3-*.whl)
+# With GStreamer (`Camera("gst:...")`): links GStreamer, so a build of its own,
+# never published, for the tests marked gstreamer.
+gstwheels=$root/target/python-wheels-gst
+rm -rf "$gstwheels"
+maturin build -q --release --features gstreamer --compatibility linux --auditwheel skip \
+    -m python/Cargo.toml -o "$gstwheels"
+wheelgst=$(ls "$gstwheels"/zerocam-*-cp39-abi3-*.whl)
 ls -l "$wheels"
 
-for wheel in "$wheel39" "$wheel311"; do
+# The cp39 wheel last: it stays installed in the venv for what follows.
+for wheel in "$wheelgst" "$wheel311" "$wheel39"; do
     step "host tests with $(basename "$wheel")"
     "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
     # From the workspace root: `python -m` puts the current folder first on
@@ -57,11 +65,14 @@ for wheel in "$wheel39" "$wheel311"; do
     # whole suite but the tests that need it (it has none), the cp311 wheel
     # only those.
     if [[ $wheel == "$wheel39" ]]; then
-        echo "cp39-abi3: everything but the tests marked buffer_protocol (run with the cp311 wheel below)"
-        select=(-m "not buffer_protocol")
-    else
-        echo "cp311-abi3: the tests marked buffer_protocol (the rest ran with the cp39 wheel above)"
+        echo "cp39-abi3: everything but the tests marked buffer_protocol or gstreamer (run with the wheels above)"
+        select=(-m "not buffer_protocol and not gstreamer")
+    elif [[ $wheel == "$wheel311" ]]; then
+        echo "cp311-abi3: the tests marked buffer_protocol (the rest run with the cp39 wheel below)"
         select=(-m buffer_protocol)
+    else
+        echo "cp39-abi3 with GStreamer: the tests marked gstreamer"
+        select=(-m gstreamer)
     fi
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${select[@]}" python/tests/host
 done

@@ -31,6 +31,9 @@ enum Source {
     Stream(Stream),
     Pattern(PatternSource),
     Subscriber(Box<Subscriber>),
+    /// `gst:PIPELINE` (feature `gstreamer`).
+    #[cfg(feature = "gstreamer")]
+    Gst(Box<zerocam_capture::GstSource>),
 }
 
 impl Source {
@@ -39,6 +42,8 @@ impl Source {
             Source::Stream(s) => s,
             Source::Pattern(p) => p,
             Source::Subscriber(s) => s.as_mut(),
+            #[cfg(feature = "gstreamer")]
+            Source::Gst(g) => g.as_mut(),
         }
     }
 
@@ -47,6 +52,8 @@ impl Source {
             Source::Stream(s) => s,
             Source::Pattern(p) => p,
             Source::Subscriber(s) => s.as_ref(),
+            #[cfg(feature = "gstreamer")]
+            Source::Gst(g) => g.as_ref(),
         }
     }
 }
@@ -136,6 +143,30 @@ fn subscriber_camera(
     })
 }
 
+/// A GStreamer pipeline (`Camera(device="gst:PIPELINE")`), in a build with
+/// the cargo feature `gstreamer`.
+#[cfg(feature = "gstreamer")]
+fn gst_camera(py: Python<'_>, pipeline: &str, timeout: Duration) -> PyResult<Camera> {
+    let source = py
+        .detach(|| zerocam_capture::GstSource::new(pipeline))
+        .map_err(capture_err)?;
+    Ok(Camera {
+        source: Mutex::new(Some(Source::Gst(Box::new(source)))),
+        timeout,
+    })
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn gst_camera(_py: Python<'_>, pipeline: &str, _timeout: Duration) -> PyResult<Camera> {
+    Err(capture_err(
+        zerocam_capture::ArgumentError::FeatureMissing {
+            what: format!("gst:{pipeline}"),
+            feature: "gstreamer",
+        }
+        .into(),
+    ))
+}
+
 /// Sets `controls` (name → menu item name or int value) on `device`.
 fn set_controls(device: &Device, controls: &Bound<'_, PyDict>) -> PyResult<()> {
     for (k, v) in controls.iter() {
@@ -203,6 +234,14 @@ impl Camera {
         };
         if let Some(socket) = device.strip_prefix("unix:") {
             return subscriber_camera(py, socket, controls, mode, memory, timeout);
+        }
+        if let Some(pipeline) = device.strip_prefix("gst:") {
+            if let Some(c) = controls.filter(|c| !c.is_empty()) {
+                return Err(invalid(format!(
+                    "controls {c}: a GStreamer pipeline (gst:) has no controls here"
+                )));
+            }
+            return gst_camera(py, pipeline, timeout);
         }
         if device == "pattern" {
             if let Some(c) = controls.filter(|c| !c.is_empty()) {
@@ -341,6 +380,10 @@ impl Camera {
             Some(Source::Subscriber(s)) => Err(invalid(format!(
                 "control {name:?}: a publisher's frames (unix:{}) have no controls here",
                 s.name().display()
+            ))),
+            #[cfg(feature = "gstreamer")]
+            Some(Source::Gst(_)) => Err(invalid(format!(
+                "control {name:?}: a GStreamer pipeline's elements have their own properties"
             ))),
             None => Err(released("the camera")),
         }

@@ -114,6 +114,14 @@ pub fn capture_err(e: CaptureError) -> PyErr {
                 PyErr::from_type(class, msg)
             })
         }
+        // A finite pipeline's end ends the iteration (`for frame in cam`);
+        // one that does not parse is a bad argument.
+        #[cfg(feature = "gstreamer")]
+        CaptureError::Gst(zerocam_capture::GstError::Eos { .. }) => {
+            pyo3::exceptions::PyStopIteration::new_err(msg)
+        }
+        #[cfg(feature = "gstreamer")]
+        CaptureError::Gst(zerocam_capture::GstError::Parse { .. }) => invalid(msg),
         CaptureError::InvalidArgument(_)
         | CaptureError::UnsupportedFormat { .. }
         | CaptureError::UnsupportedSize { .. }

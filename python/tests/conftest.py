@@ -15,3 +15,7 @@ def pytest_configure(config):
         "markers",
         "buffer_protocol: needs the cp311-abi3 wheel's buffer protocol (memoryview of a map)",
     )
+    config.addinivalue_line(
+        "markers",
+        "gstreamer: needs a wheel built with the cargo feature gstreamer (Camera(\"gst:...\"))",
+    )
