@@ -212,11 +212,21 @@ fn a_caps_change_mid_stream_gives_frames_of_the_new_format() {
 /// dma-buf memory (the host has no dma-buf source), each plane filled with
 /// its buffer's number: one memory holding both planes, or one per plane.
 fn dma_buf_pool(buffers: usize, memory_per_plane: bool) -> Vec<zerocam_capture::gstreamer::Buffer> {
+    dma_buf_pool_of(buffers, memory_per_plane, 64, 48)
+}
+
+/// As [`dma_buf_pool`], `w`x`h`.
+fn dma_buf_pool_of(
+    buffers: usize,
+    memory_per_plane: bool,
+    w: usize,
+    h: usize,
+) -> Vec<zerocam_capture::gstreamer::Buffer> {
     use zerocam_capture::gstreamer as gst;
     use zerocam_capture::gstreamer_allocators::{DmaBufAllocator, DmaBufAllocatorExtManual};
     use zerocam_capture::gstreamer_video as gst_video;
     let alloc = DmaBufAllocator::new();
-    let (y, uv) = (64 * 48, 64 * 24);
+    let (y, uv) = (w * h, w * h / 2);
     let memfd = |len: usize, fill: u8| {
         let flags =
             nix::sys::memfd::MFdFlags::MFD_ALLOW_SEALING | nix::sys::memfd::MFdFlags::MFD_CLOEXEC;
@@ -243,10 +253,10 @@ fn dma_buf_pool(buffers: usize, memory_per_plane: bool) -> Vec<zerocam_capture::
                     buf,
                     gst_video::VideoFrameFlags::empty(),
                     gst_video::VideoFormat::Nv12,
-                    64,
-                    48,
+                    w as u32,
+                    h as u32,
                     &[0, y],
-                    &[64, 64],
+                    &[w as i32, w as i32],
                 )
                 .unwrap();
             }
@@ -335,4 +345,79 @@ fn dma_buf_frames_are_imported_once_per_pool_buffer() {
             "{name}: every dma-buf fd closed with the source"
         );
     }
+}
+
+#[test]
+fn dma_buf_caps_pass_through_and_a_new_pool_after_a_caps_change_is_imported_anew() {
+    use zerocam_capture::gstreamer::prelude::*;
+    use zerocam_capture::gstreamer_app::{AppSrc, AppSrcCallbacks};
+    let _serial = serial();
+    let caps = |w: u32, h: u32| -> zerocam_capture::gstreamer::Caps {
+        format!("video/x-raw(memory:DMABuf),format=NV12,width={w},height={h},framerate=30/1")
+            .parse()
+            .unwrap()
+    };
+    let (small, large) = (
+        dma_buf_pool_of(2, false, 64, 48),
+        dma_buf_pool_of(3, false, 128, 96),
+    );
+    let first = caps(64, 48).to_string();
+    let desc = format!("appsrc name=src format=time caps=\"{first}\"");
+    let mut src = GstSource::with_setup(&desc, move |pipeline| {
+        let src = pipeline
+            .by_name("src")
+            .unwrap()
+            .downcast::<AppSrc>()
+            .unwrap();
+        let mut sent = 0;
+        src.set_callbacks(
+            AppSrcCallbacks::builder()
+                .need_data(move |src, _| {
+                    match sent {
+                        0..10 => {
+                            let _ = src.push_buffer(small[sent % 2].clone());
+                        }
+                        10 => {
+                            src.set_caps(Some(&caps(128, 96)));
+                            {
+                                let _ = src.push_buffer(large[0].clone());
+                            };
+                        }
+                        11..20 => {
+                            let _ = src.push_buffer(large[sent % 3].clone());
+                        }
+                        _ => {
+                            let _ = src.end_of_stream();
+                        }
+                    }
+                    sent += 1;
+                })
+                .build(),
+        );
+        Ok(())
+    })
+    .unwrap();
+    let mut sizes = Vec::new();
+    for _ in 0..20 {
+        let f = src.next_frame(WAIT).unwrap();
+        sizes.push((f.tensor().width().unwrap(), f.tensor().height().unwrap()));
+        assert!(
+            !f.tensor().is_external(),
+            "a dma-buf, through memory:DMABuf caps"
+        );
+    }
+    assert!(sizes[..10].iter().all(|&s| s == (64, 48)), "{sizes:?}");
+    assert!(
+        sizes[10..].iter().all(|&s| s == (128, 96)),
+        "nothing stale: {sizes:?}"
+    );
+    assert_eq!(
+        (src.stream_format().width, src.stream_format().height),
+        (128, 96)
+    );
+    assert_eq!(
+        src.stats().cache.misses,
+        2 + 3,
+        "the new pool imported once per buffer"
+    );
 }
