@@ -36,6 +36,10 @@ use crate::frame::{lock, FrameMeta, Placement, Requeue};
 use crate::stats::{monotonic_now, Counters};
 use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats, Synthesized};
 
+/// A frame layout and what it was worked out from: video meta (strides,
+/// offsets) and the number of memories.
+type LayoutKey = ((Option<(Vec<i32>, Vec<usize>)>, usize), caps::FrameLayout);
+
 /// The name of the `appsink` appended to every pipeline.
 const SINK: &str = "zerocam_sink";
 /// How long `new` waits for the first frame (its caps are the stream format).
@@ -81,6 +85,9 @@ pub struct GstSource {
     caps: gst::Caps,
     /// The first sample, pulled by `new` to learn the format.
     first: Option<gst::Sample>,
+    /// The last layout worked out, and what it was worked out from (video
+    /// meta, memory count; with `caps`).
+    layout: Option<LayoutKey>,
     sequence: u32,
     path: PathBuf,
 }
@@ -162,6 +169,7 @@ impl GstSource {
             },
             caps: gst::Caps::new_empty(),
             first: None,
+            layout: None,
             sequence: 0,
             path,
         };
@@ -327,7 +335,18 @@ impl FrameSource for GstSource {
             .map(ToOwned::to_owned)
             .unwrap_or_else(gst::Caps::new_empty);
         let meta = meta_of(&sample);
-        let layout = layout_of(&sample, &caps)?;
+        let memories = sample.buffer().map_or(0, |b| b.n_memory());
+        // The layout is worked out again only when what it depends on changed
+        // (a stream's samples share their caps; a pool's buffers their meta).
+        let key = (meta.clone(), memories);
+        let layout = match &self.layout {
+            Some((k, l)) if caps.as_ptr() == self.caps.as_ptr() && *k == key => l.clone(),
+            _ => {
+                let l = layout_of(&sample, &caps)?;
+                self.layout = Some((key, l.clone()));
+                l
+            }
+        };
         if caps != self.caps {
             // New caps, new pool: its buffers are new files, imported anew.
             self.format = layout.format.clone();
