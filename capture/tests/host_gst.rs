@@ -17,6 +17,22 @@ fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
+/// Waits (up to a second) for the fd count to come back to `before`:
+/// GStreamer may finish a teardown on its own threads.
+fn assert_fds_back(before: usize, what: &str) {
+    for _ in 0..20 {
+        if fd_count() == before {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        fd_count(),
+        before,
+        "{what}: every fd closed with the source"
+    );
+}
+
 /// One test at a time: the fd count must see only its own pipelines.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -159,7 +175,7 @@ fn a_source_dropped_mid_stream_leaves_no_fd_behind() {
         drop(src);
         drop(held); // a frame outliving its source is still valid, then freed
     }
-    assert_eq!(fd_count(), before);
+    assert_fds_back(before, "three sources");
 }
 
 #[test]
@@ -339,11 +355,7 @@ fn dma_buf_frames_are_imported_once_per_pool_buffer() {
                 Err(CaptureError::Gst(GstError::Eos { .. }))
             ));
         }
-        assert_eq!(
-            fd_count(),
-            before,
-            "{name}: every dma-buf fd closed with the source"
-        );
+        assert_fds_back(before, name);
     }
 }
 
