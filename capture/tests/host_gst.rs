@@ -13,6 +13,10 @@ use zerocam_tensor::{Error, PixelFormat};
 
 const WAIT: Duration = Duration::from_secs(5);
 
+mod gst_common;
+
+use gst_common::{appsrc_source, dma_buf_pool, dma_buf_pool_of};
+
 fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
@@ -222,92 +226,6 @@ fn a_caps_change_mid_stream_gives_frames_of_the_new_format() {
         (src.stream_format().width, src.stream_format().height),
         (128, 96)
     );
-}
-
-/// A pool of `buffers` NV12 64x48 frames in memfds wrapped as GStreamer
-/// dma-buf memory (the host has no dma-buf source), each plane filled with
-/// its buffer's number: one memory holding both planes, or one per plane.
-fn dma_buf_pool(buffers: usize, memory_per_plane: bool) -> Vec<zerocam_capture::gstreamer::Buffer> {
-    dma_buf_pool_of(buffers, memory_per_plane, 64, 48)
-}
-
-/// As [`dma_buf_pool`], `w`x`h`.
-fn dma_buf_pool_of(
-    buffers: usize,
-    memory_per_plane: bool,
-    w: usize,
-    h: usize,
-) -> Vec<zerocam_capture::gstreamer::Buffer> {
-    use zerocam_capture::gstreamer as gst;
-    use zerocam_capture::gstreamer_allocators::{DmaBufAllocator, DmaBufAllocatorExtManual};
-    use zerocam_capture::gstreamer_video as gst_video;
-    let alloc = DmaBufAllocator::new();
-    let (y, uv) = (w * h, w * h / 2);
-    let memfd = |len: usize, fill: u8| {
-        let flags =
-            nix::sys::memfd::MFdFlags::MFD_ALLOW_SEALING | nix::sys::memfd::MFdFlags::MFD_CLOEXEC;
-        let fd = nix::sys::memfd::memfd_create("zerocam-gst-test", flags).unwrap();
-        nix::unistd::write(&fd, &vec![fill; len]).unwrap();
-        fd
-    };
-    (0..buffers)
-        .map(|b| {
-            let mut buffer = gst::Buffer::new();
-            {
-                let buf = buffer.get_mut().unwrap();
-                let sizes: &[usize] = if memory_per_plane {
-                    &[y, uv]
-                } else {
-                    &[y + uv]
-                };
-                for &len in sizes {
-                    // SAFETY: the memfd is ours to hand over; `len` is its size.
-                    let mem = unsafe { alloc.alloc_dmabuf(memfd(len, b as u8 + 1), len) }.unwrap();
-                    buf.append_memory(mem);
-                }
-                gst_video::VideoMeta::add_full(
-                    buf,
-                    gst_video::VideoFrameFlags::empty(),
-                    gst_video::VideoFormat::Nv12,
-                    w as u32,
-                    h as u32,
-                    &[0, y],
-                    &[w as i32, w as i32],
-                )
-                .unwrap();
-            }
-            buffer
-        })
-        .collect()
-}
-
-/// An `appsrc` pushing `frames` frames that cycle through `pool`, then EOS.
-fn appsrc_source(pool: Vec<zerocam_capture::gstreamer::Buffer>, frames: usize) -> GstSource {
-    use zerocam_capture::gstreamer::prelude::*;
-    use zerocam_capture::gstreamer_app::{AppSrc, AppSrcCallbacks};
-    let desc = "appsrc name=src format=time caps=video/x-raw,format=NV12,width=64,height=48,framerate=30/1";
-    GstSource::with_setup(desc, move |pipeline| {
-        let src = pipeline
-            .by_name("src")
-            .unwrap()
-            .downcast::<AppSrc>()
-            .unwrap();
-        let mut sent = 0;
-        src.set_callbacks(
-            AppSrcCallbacks::builder()
-                .need_data(move |src, _| {
-                    if sent == frames {
-                        let _ = src.end_of_stream();
-                        return;
-                    }
-                    let _ = src.push_buffer(pool[sent % pool.len()].clone());
-                    sent += 1;
-                })
-                .build(),
-        );
-        Ok(())
-    })
-    .unwrap()
 }
 
 #[test]
