@@ -85,8 +85,21 @@ pub(crate) fn import_dma_buf(
         element: "dma-buf memory".into(),
         message: format!("fstat of its fd failed: {errno}"),
     })?;
-    let image = image.with_start_offset(image.start_offset + offset);
-    let import = || Tensor::from_fd(dup_fd(fd)?, &[offset + maxsize], None);
+    // Sizes GStreamer reports are checked like any a peer sends: an overflow
+    // is a typed error, and the import checks the fd's real size.
+    let too_big = || {
+        tensor_error(
+            path,
+            zerocam_tensor::Error::ShapeOverflow {
+                shape: vec![offset, maxsize],
+                elem_size: 1,
+            },
+        )
+    };
+    let len = offset.checked_add(maxsize).ok_or_else(too_big)?;
+    let start = image.start_offset.checked_add(offset).ok_or_else(too_big)?;
+    let image = image.with_start_offset(start);
+    let import = || Tensor::from_fd(dup_fd(fd)?, &[len], None);
     cache
         .get_image(DmaBufKey::new(file, offset), image, import)
         .map_err(|source| tensor_error(path, source))
@@ -124,12 +137,21 @@ pub(crate) fn import_two_dma_bufs(
             .copied()
             .unwrap_or(0)
             .saturating_sub(buffer_at);
-        starts.push(offset + in_memory);
-        buffer_at += memory.size();
+        let too_big = || {
+            tensor_error(
+                path,
+                zerocam_tensor::Error::ShapeOverflow {
+                    shape: vec![offset, maxsize],
+                    elem_size: 1,
+                },
+            )
+        };
+        starts.push(offset.checked_add(in_memory).ok_or_else(too_big)?);
+        buffer_at = buffer_at.saturating_add(memory.size());
         planes.push(PlaneMemory {
             source: PlaneSource::Exported(fd),
             file,
-            length: offset + maxsize,
+            length: offset.checked_add(maxsize).ok_or_else(too_big)?,
         });
     }
     let plane_format = StreamFormat {

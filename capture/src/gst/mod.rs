@@ -38,7 +38,11 @@ use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats,
 
 /// A frame layout and what it was worked out from: video meta (strides,
 /// offsets) and the number of memories.
-type LayoutKey = ((Option<(Vec<i32>, Vec<usize>)>, usize), caps::FrameLayout);
+type LayoutKey = (LayoutSource, caps::FrameLayout);
+
+/// What a layout was worked out from: the video meta's strides and offsets,
+/// and the number of memories.
+type LayoutSource = (Option<(Vec<i32>, Vec<usize>)>, usize);
 
 /// The name of the `appsink` appended to every pipeline.
 const SINK: &str = "zerocam_sink";
@@ -264,7 +268,6 @@ impl GstSource {
         st: &mut State,
         buffer: &gst::Buffer,
         layout: &caps::FrameLayout,
-        meta: Option<&(Vec<i32>, Vec<usize>)>,
     ) -> Result<zerocam_tensor::Tensor<u8>> {
         let n = buffer.n_memory();
         let first = (n >= 1)
@@ -275,15 +278,13 @@ impl GstSource {
                 memory::import_dma_buf(&self.path, &mut st.cache, fd, offset, maxsize, layout.image)
             }
             (2, Some(_)) if layout.format.format.pixel.plane_count() == 2 => {
-                let offsets = meta.map_or_else(
-                    || {
-                        vec![
-                            layout.image.start_offset,
-                            layout.image.start_offset + layout.image.plane_offset.unwrap_or(0),
-                        ]
-                    },
-                    |(_, o)| o.clone(),
-                );
+                // The planes' offsets in the buffer, as the layout has them
+                // (from the video meta, else the caps).
+                let image = &layout.image;
+                let offsets = [
+                    image.start_offset,
+                    image.start_offset + image.plane_offset.unwrap_or(0),
+                ];
                 let stride = layout.format.planes.first().map_or(0, |p| p.bytes_per_line);
                 memory::import_two_dma_bufs(
                     &self.path,
@@ -317,6 +318,20 @@ fn layout_of(sample: &gst::Sample, caps: &gst::Caps) -> Result<caps::FrameLayout
     Ok(layout)
 }
 
+/// Whether `sample`'s buffer has the video meta and memory count `key` holds.
+fn layout_key_matches(key: &LayoutSource, sample: &gst::Sample) -> bool {
+    let Some(buffer) = sample.buffer() else {
+        return false;
+    };
+    let meta = buffer.meta::<gst_video::VideoMeta>();
+    let meta_same = match (&key.0, &meta) {
+        (None, None) => true,
+        (Some((stride, offset)), Some(m)) => m.stride() == &stride[..] && m.offset() == &offset[..],
+        _ => false,
+    };
+    meta_same && key.1 == buffer.n_memory()
+}
+
 /// The strides and plane offsets of `sample`'s buffer's video meta, if it has one.
 fn meta_of(sample: &gst::Sample) -> Option<(Vec<i32>, Vec<usize>)> {
     let meta = sample.buffer()?.meta::<gst_video::VideoMeta>()?;
@@ -334,15 +349,20 @@ impl FrameSource for GstSource {
             .caps()
             .map(ToOwned::to_owned)
             .unwrap_or_else(gst::Caps::new_empty);
-        let meta = meta_of(&sample);
-        let memories = sample.buffer().map_or(0, |b| b.n_memory());
         // The layout is worked out again only when what it depends on changed
-        // (a stream's samples share their caps; a pool's buffers their meta).
-        let key = (meta.clone(), memories);
-        let layout = match &self.layout {
-            Some((k, l)) if caps.as_ptr() == self.caps.as_ptr() && *k == key => l.clone(),
+        // (a stream's samples share their caps; a pool's buffers their meta),
+        // compared in place: nothing is allocated for a frame like the last.
+        let same = self.layout.as_ref().is_some_and(|(key, _)| {
+            caps.as_ptr() == self.caps.as_ptr() && layout_key_matches(key, &sample)
+        });
+        let layout = match (&self.layout, same) {
+            (Some((_, l)), true) => l.clone(),
             _ => {
                 let l = layout_of(&sample, &caps)?;
+                let key = (
+                    meta_of(&sample),
+                    sample.buffer().map_or(0, |b| b.n_memory()),
+                );
                 self.layout = Some((key, l.clone()));
                 l
             }
@@ -363,7 +383,7 @@ impl FrameSource for GstSource {
         let shared = Arc::clone(&self.shared);
         let mut guard = lock(&shared);
         let st = &mut *guard;
-        let tensor = self.tensor_of(st, &buffer, &layout, meta.as_ref())?;
+        let tensor = self.tensor_of(st, &buffer, &layout)?;
         let index = match st.held.iter().position(Option::is_none) {
             Some(i) => {
                 st.held[i] = Some(buffer);
