@@ -38,7 +38,7 @@ use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats,
 
 /// A frame layout and what it was worked out from: video meta (strides,
 /// offsets) and the number of memories.
-type LayoutKey = (LayoutSource, caps::FrameLayout);
+type LayoutKey = (LayoutSource, Arc<caps::FrameLayout>);
 
 /// What a layout was worked out from: the video meta's strides and offsets,
 /// and the number of memories.
@@ -188,10 +188,7 @@ impl GstSource {
                 .into());
         }
         let first = source.pull(FIRST_FRAME)?;
-        let caps = first
-            .caps()
-            .map(ToOwned::to_owned)
-            .unwrap_or_else(gst::Caps::new_empty);
+        let caps = first.caps_owned().unwrap_or_else(gst::Caps::new_empty);
         source.format = layout_of(&first, &caps)?.format;
         source.caps = caps;
         source.first = Some(first);
@@ -345,10 +342,9 @@ impl FrameSource for GstSource {
             None => self.pull(timeout)?,
         };
         let ready = Instant::now();
-        let caps = sample
-            .caps()
-            .map(ToOwned::to_owned)
-            .unwrap_or_else(gst::Caps::new_empty);
+        // A reference to the sample's caps, not a copy (`CapsRef::to_owned`
+        // would copy them, and every frame would look like new caps).
+        let caps = sample.caps_owned().unwrap_or_else(gst::Caps::new_empty);
         // The layout is worked out again only when what it depends on changed
         // (a stream's samples share their caps; a pool's buffers their meta),
         // compared in place: nothing is allocated for a frame like the last.
@@ -356,20 +352,24 @@ impl FrameSource for GstSource {
             caps.as_ptr() == self.caps.as_ptr() && layout_key_matches(key, &sample)
         });
         let layout = match (&self.layout, same) {
-            (Some((_, l)), true) => l.clone(),
+            (Some((_, l)), true) => Arc::clone(l), // no allocation per frame
             _ => {
-                let l = layout_of(&sample, &caps)?;
+                let l = Arc::new(layout_of(&sample, &caps)?);
                 let key = (
                     meta_of(&sample),
                     sample.buffer().map_or(0, |b| b.n_memory()),
                 );
-                self.layout = Some((key, l.clone()));
+                self.layout = Some((key, Arc::clone(&l)));
                 l
             }
         };
-        if caps != self.caps {
-            // New caps, new pool: its buffers are new files, imported anew.
-            self.format = layout.format.clone();
+        // Samples of one stream share one caps object: compared by pointer,
+        // field by field only when the object changed.
+        if caps.as_ptr() != self.caps.as_ptr() {
+            if caps != self.caps {
+                // New caps, new pool: its buffers are new files, imported anew.
+                self.format = layout.format.clone();
+            }
             self.caps = caps;
         }
         let buffer = sample.buffer_owned().ok_or_else(|| GstError::Element {

@@ -71,6 +71,39 @@ pub fn appsrc_source(pool: Vec<zerocam_capture::gstreamer::Buffer>, frames: usiz
     appsrc_source_of(pool, frames, 64, 48)
 }
 
+/// The `appsrc` description these helpers use, `w`x`h` NV12 (element `src`).
+pub fn appsrc_description(w: usize, h: usize) -> String {
+    format!("appsrc name=src format=time caps=video/x-raw,format=NV12,width={w},height={h},framerate=30/1")
+}
+
+/// Makes `pipeline`'s `appsrc` (`src`) push `frames` buffers cycling through `pool`, then EOS.
+pub fn feed(
+    pipeline: &zerocam_capture::gstreamer::Pipeline,
+    pool: Vec<zerocam_capture::gstreamer::Buffer>,
+    frames: usize,
+) {
+    use zerocam_capture::gstreamer::prelude::*;
+    use zerocam_capture::gstreamer_app::{AppSrc, AppSrcCallbacks};
+    let src = pipeline
+        .by_name("src")
+        .unwrap()
+        .downcast::<AppSrc>()
+        .unwrap();
+    let mut sent = 0;
+    src.set_callbacks(
+        AppSrcCallbacks::builder()
+            .need_data(move |src, _| {
+                if sent == frames {
+                    let _ = src.end_of_stream();
+                    return;
+                }
+                let _ = src.push_buffer(pool[sent % pool.len()].clone());
+                sent += 1;
+            })
+            .build(),
+    );
+}
+
 /// As [`appsrc_source`], `w`x`h`.
 pub fn appsrc_source_of(
     pool: Vec<zerocam_capture::gstreamer::Buffer>,
@@ -78,28 +111,8 @@ pub fn appsrc_source_of(
     w: usize,
     h: usize,
 ) -> GstSource {
-    use zerocam_capture::gstreamer::prelude::*;
-    use zerocam_capture::gstreamer_app::{AppSrc, AppSrcCallbacks};
-    let desc = format!("appsrc name=src format=time caps=video/x-raw,format=NV12,width={w},height={h},framerate=30/1");
-    GstSource::with_setup(&desc, move |pipeline| {
-        let src = pipeline
-            .by_name("src")
-            .unwrap()
-            .downcast::<AppSrc>()
-            .unwrap();
-        let mut sent = 0;
-        src.set_callbacks(
-            AppSrcCallbacks::builder()
-                .need_data(move |src, _| {
-                    if sent == frames {
-                        let _ = src.end_of_stream();
-                        return;
-                    }
-                    let _ = src.push_buffer(pool[sent % pool.len()].clone());
-                    sent += 1;
-                })
-                .build(),
-        );
+    GstSource::with_setup(&appsrc_description(w, h), move |pipeline| {
+        feed(pipeline, pool, frames);
         Ok(())
     })
     .unwrap()
