@@ -38,6 +38,7 @@ mod gst;
 #[cfg(any(feature = "libcamera", test))]
 mod libcamera_source;
 mod negotiation;
+pub mod open;
 mod pattern;
 mod plan;
 mod plane_memory;

@@ -1,9 +1,10 @@
-//! Opening what the CLI and the examples capture from: a V4L2 device, or the
+//! Opening a source by its spec, as the CLI, the examples and the C API do:
+//! a V4L2 device, `libcamera:<id>`, `unix:<socket>`, `gst:<pipeline>`, or the
 //! built-in pattern source when no camera is given or present.
 
 use std::path::PathBuf;
 
-use zerocam_capture::{
+use crate::{
     BufferMode, CaptureError, CaptureFormat, Device, FrameSource, NewStreamError, PatternConfig,
     PatternSource, Stream, StreamConfig,
 };
@@ -42,8 +43,7 @@ pub struct Opened {
     pub is_pattern: bool,
 }
 
-/// The V4L2 capture devices present (see [`zerocam_capture::capture_devices`]).
-pub use zerocam_capture::capture_devices;
+use crate::capture_devices;
 
 /// Opens `spec`.
 ///
@@ -70,8 +70,6 @@ pub fn open_or_fall_back(
     if let Some(pipeline) = spec.device.as_deref().and_then(|d| d.strip_prefix("gst:")) {
         return open_gst(pipeline);
     }
-    #[cfg(feature = "libcamera")]
-    crate::cli::libcamera::quiet_log();
     if let Some(id) = spec
         .device
         .as_deref()
@@ -82,7 +80,7 @@ pub fn open_or_fall_back(
     // With the libcamera feature, a libcamera camera comes first: on a
     // Raspberry Pi the first V4L2 node is the CSI receiver's raw Bayer.
     #[cfg(feature = "libcamera")]
-    if spec.device.is_none() && zerocam_capture::libcamera_cameras().is_ok_and(|c| !c.is_empty()) {
+    if spec.device.is_none() && crate::libcamera_cameras().is_ok_and(|c| !c.is_empty()) {
         return open_libcamera(None, spec);
     }
     let device = match spec.device.as_deref() {
@@ -92,7 +90,7 @@ pub fn open_or_fall_back(
         None => capture_devices().into_iter().next(),
     };
     let Some(path) = device else {
-        let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
+        let format = spec.format.unwrap_or(crate::CAPTURE_FORMATS[0]);
         let (w, h) = spec.size.unwrap_or((1280, 720));
         let source = PatternSource::new(PatternConfig {
             fps: spec.fps,
@@ -118,7 +116,7 @@ pub fn open_or_fall_back(
     let format = spec
         .format
         .or(current.as_ref().map(|c| c.format))
-        .unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
+        .unwrap_or(crate::CAPTURE_FORMATS[0]);
     let (w, h) = spec
         .size
         .or(current.as_ref().map(|c| (c.width, c.height)))
@@ -169,7 +167,7 @@ pub fn open_or_fall_back(
 /// buffers are the publisher's, so `spec`'s are ignored (the description
 /// says so when any was given).
 fn open_subscriber(socket: &str, spec: &SourceSpec) -> Result<Opened, CaptureError> {
-    let source = zerocam_capture::share::Subscriber::connect(socket)?;
+    let source = crate::share::Subscriber::connect(socket)?;
     let f = source.stream_format();
     let mut description = format!(
         "unix:{socket} (a publisher's frames): {} {}x{}, {} buffers",
@@ -193,14 +191,14 @@ fn open_subscriber(socket: &str, spec: &SourceSpec) -> Result<Opened, CaptureErr
 /// refused (`LibcameraUnsupported`) rather than ignored.
 #[cfg(feature = "libcamera")]
 fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, CaptureError> {
-    use zerocam_capture::{LibcameraConfig, LibcameraSource};
+    use crate::{LibcameraConfig, LibcameraSource};
     if spec.fps.is_some() {
         return Err(CaptureError::LibcameraUnsupported {
             camera: id.map_or("libcamera".into(), |id| format!("libcamera:{id}")),
             what: "a frame rate (--fps)",
         });
     }
-    let format = spec.format.unwrap_or(zerocam_capture::CAPTURE_FORMATS[0]);
+    let format = spec.format.unwrap_or(crate::CAPTURE_FORMATS[0]);
     let (w, h) = spec.size.unwrap_or((640, 480));
     let source = LibcameraSource::open(LibcameraConfig {
         camera: id.map(str::to_owned),
@@ -229,7 +227,7 @@ fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, Capture
 /// Without the `libcamera` feature: says which feature is missing.
 #[cfg(not(feature = "libcamera"))]
 fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, CaptureError> {
-    Err(zerocam_capture::ArgumentError::FeatureMissing {
+    Err(crate::ArgumentError::FeatureMissing {
         what: format!("libcamera:{}", id.unwrap_or_default()),
         feature: "libcamera",
     }
@@ -240,7 +238,7 @@ fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, Captur
 /// decide the format and size.
 #[cfg(feature = "gstreamer")]
 fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
-    let source = zerocam_capture::GstSource::new(pipeline)?;
+    let source = crate::GstSource::new(pipeline)?;
     let f = source.stream_format();
     let description = format!(
         "gst:{pipeline} (GStreamer): {} {}x{}",
@@ -255,7 +253,7 @@ fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
 
 #[cfg(not(feature = "gstreamer"))]
 fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
-    Err(zerocam_capture::ArgumentError::FeatureMissing {
+    Err(crate::ArgumentError::FeatureMissing {
         what: format!("gst:{pipeline}"),
         feature: "gstreamer",
     }
@@ -285,7 +283,7 @@ mod tests {
         assert!(
             matches!(
                 &e,
-                CaptureError::Share(zerocam_capture::share::SubscribeError::Connect { socket: s, .. })
+                CaptureError::Share(crate::share::SubscribeError::Connect { socket: s, .. })
                     if *s == socket
             ),
             "{e}"

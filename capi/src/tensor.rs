@@ -1,0 +1,573 @@
+//! Tensors: made, imported from fds (one, or two planes), described, viewed,
+//! batched, identified, and their fds cloned.
+
+use std::ffi::c_int;
+use std::os::fd::IntoRawFd;
+
+use ::zerocam_tensor::{
+    dup_fd_number, DType, Error as TensorError, PixelFormat, PlaneDescriptor, Region, Tensor,
+    TensorDyn, TensorMemory,
+};
+
+use crate::ffi::{call, handle, id, read, slice, Out};
+use crate::handle::{self as table, Kind, Object};
+use crate::status::{zerocam_status, CapiError};
+
+/// A tensor: shape, element type and memory (heap, shared memory, dma-buf,
+/// GL buffer), shared by every handle to it and by zerocam (a frame, a
+/// cache). Opaque; see `zerocam_tensor_ref` / `zerocam_tensor_unref`.
+#[allow(non_camel_case_types)]
+pub struct zerocam_tensor {
+    _opaque: [u8; 0],
+}
+
+/// An element type: one of the `ZEROCAM_DTYPE_*` values.
+#[allow(non_camel_case_types)]
+pub type zerocam_dtype = u32;
+/// `uint8_t`.
+pub const ZEROCAM_DTYPE_U8: zerocam_dtype = 0;
+/// `int8_t`.
+pub const ZEROCAM_DTYPE_I8: zerocam_dtype = 1;
+/// `uint16_t`.
+pub const ZEROCAM_DTYPE_U16: zerocam_dtype = 2;
+/// `int16_t`.
+pub const ZEROCAM_DTYPE_I16: zerocam_dtype = 3;
+/// `uint32_t`.
+pub const ZEROCAM_DTYPE_U32: zerocam_dtype = 4;
+/// `int32_t`.
+pub const ZEROCAM_DTYPE_I32: zerocam_dtype = 5;
+/// IEEE half (`_Float16`).
+pub const ZEROCAM_DTYPE_F16: zerocam_dtype = 6;
+/// `float`.
+pub const ZEROCAM_DTYPE_F32: zerocam_dtype = 7;
+/// `double`.
+pub const ZEROCAM_DTYPE_F64: zerocam_dtype = 8;
+
+/// Where a tensor's bytes live: one of the `ZEROCAM_MEMORY_*` values.
+#[allow(non_camel_case_types)]
+pub type zerocam_memory = u32;
+/// Let zerocam choose: a dma-buf heap, else shared memory, else the heap
+/// (`ZEROCAM_FORCE_MEM=1` forces the heap).
+pub const ZEROCAM_MEMORY_AUTO: zerocam_memory = 0;
+/// The process heap: no fd.
+pub const ZEROCAM_MEMORY_MEM: zerocam_memory = 1;
+/// Shared memory (a sealed memfd): an fd another process can map.
+pub const ZEROCAM_MEMORY_SHM: zerocam_memory = 2;
+/// A dma-buf (from `/dev/dma_heap`, or imported): devices use it without a copy.
+pub const ZEROCAM_MEMORY_DMA: zerocam_memory = 3;
+/// An OpenGL pixel buffer (made by zerocam's GPU path, never by `zerocam_tensor_new`).
+pub const ZEROCAM_MEMORY_PBO: zerocam_memory = 4;
+
+/// A pixel format: one of the `ZEROCAM_FORMAT_*` values.
+#[allow(non_camel_case_types)]
+pub type zerocam_pixel_format = u32;
+/// Not an image (a plain tensor).
+pub const ZEROCAM_FORMAT_NONE: zerocam_pixel_format = 0;
+/// 8-bit R, G, B.
+pub const ZEROCAM_FORMAT_RGB: zerocam_pixel_format = 1;
+/// 8-bit B, G, R.
+pub const ZEROCAM_FORMAT_BGR: zerocam_pixel_format = 2;
+/// 8-bit R, G, B, A.
+pub const ZEROCAM_FORMAT_RGBA: zerocam_pixel_format = 3;
+/// 8-bit B, G, R, A.
+pub const ZEROCAM_FORMAT_BGRA: zerocam_pixel_format = 4;
+/// 8-bit grey.
+pub const ZEROCAM_FORMAT_GREY: zerocam_pixel_format = 5;
+/// YUYV 4:2:2, packed.
+pub const ZEROCAM_FORMAT_YUYV: zerocam_pixel_format = 6;
+/// UYVY 4:2:2, packed.
+pub const ZEROCAM_FORMAT_UYVY: zerocam_pixel_format = 7;
+/// NV12: a Y plane, then interleaved UV at half height.
+pub const ZEROCAM_FORMAT_NV12: zerocam_pixel_format = 8;
+/// NV16: a Y plane, then interleaved UV at full height.
+pub const ZEROCAM_FORMAT_NV16: zerocam_pixel_format = 9;
+/// R, G and B planes one after another.
+pub const ZEROCAM_FORMAT_PLANAR_RGB: zerocam_pixel_format = 10;
+
+/// The most dimensions a tensor has here (`shape`, `strides` arrays).
+pub const ZEROCAM_MAX_DIMS: usize = 8;
+
+/// One plane of an image in an fd, for `zerocam_tensor_from_planes`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct zerocam_plane {
+    /// The fd (dup'd: the caller keeps and closes its own).
+    pub fd: c_int,
+    /// Where the plane starts in the fd, bytes.
+    pub offset: usize,
+    /// Bytes from one row to the next; 0 for the row's own width.
+    pub stride: usize,
+}
+
+/// What a tensor is, from `zerocam_tensor_get_info`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct zerocam_tensor_info {
+    /// Element type.
+    pub dtype: zerocam_dtype,
+    /// Memory kind.
+    pub memory: zerocam_memory,
+    /// Dimensions used in `shape`.
+    pub ndim: usize,
+    /// The shape (`ndim` entries, the rest 0).
+    pub shape: [usize; ZEROCAM_MAX_DIMS],
+    /// Bytes the elements span.
+    pub size: usize,
+    /// The image's pixel format, `ZEROCAM_FORMAT_NONE` for a plain tensor.
+    pub format: zerocam_pixel_format,
+    /// Image width in pixels (0 for a plain tensor).
+    pub width: usize,
+    /// Image height in pixels (0 for a plain tensor).
+    pub height: usize,
+    /// Bytes from one image row to the next (0 for a plain tensor).
+    pub row_stride: usize,
+    /// Where the tensor starts in its buffer, bytes (the import's offset).
+    pub plane_offset: usize,
+    /// Planes (1 for a plain tensor).
+    pub plane_count: usize,
+}
+
+/// The kernel identity of a tensor's fd: what an import cache keys on.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct zerocam_fd_identity {
+    /// `st_dev` of the fd.
+    pub st_dev: u64,
+    /// `st_ino` of the fd.
+    pub st_ino: u64,
+    /// Where the tensor starts in it, bytes.
+    pub plane_offset: u64,
+}
+
+/// `dtype` as a [`DType`].
+pub(crate) fn dtype_of(dtype: zerocam_dtype) -> Result<DType, CapiError> {
+    Ok(match dtype {
+        ZEROCAM_DTYPE_U8 => DType::U8,
+        ZEROCAM_DTYPE_I8 => DType::I8,
+        ZEROCAM_DTYPE_U16 => DType::U16,
+        ZEROCAM_DTYPE_I16 => DType::I16,
+        ZEROCAM_DTYPE_U32 => DType::U32,
+        ZEROCAM_DTYPE_I32 => DType::I32,
+        ZEROCAM_DTYPE_F16 => DType::F16,
+        ZEROCAM_DTYPE_F32 => DType::F32,
+        ZEROCAM_DTYPE_F64 => DType::F64,
+        other => {
+            return Err(CapiError::InvalidArgument(format!(
+                "dtype {other} is not a ZEROCAM_DTYPE_* value (0..=8)"
+            )))
+        }
+    })
+}
+
+/// The C value of `dtype`.
+pub(crate) fn c_dtype(dtype: DType) -> zerocam_dtype {
+    match dtype {
+        DType::U8 => ZEROCAM_DTYPE_U8,
+        DType::I8 => ZEROCAM_DTYPE_I8,
+        DType::U16 => ZEROCAM_DTYPE_U16,
+        DType::I16 => ZEROCAM_DTYPE_I16,
+        DType::U32 => ZEROCAM_DTYPE_U32,
+        DType::I32 => ZEROCAM_DTYPE_I32,
+        DType::F16 => ZEROCAM_DTYPE_F16,
+        DType::F32 => ZEROCAM_DTYPE_F32,
+        DType::F64 => ZEROCAM_DTYPE_F64,
+    }
+}
+
+/// `format` as a [`PixelFormat`] (`None` for `ZEROCAM_FORMAT_NONE`).
+pub(crate) fn format_of(format: zerocam_pixel_format) -> Result<Option<PixelFormat>, CapiError> {
+    let index = usize::try_from(format).unwrap_or(usize::MAX);
+    match index {
+        0 => Ok(None),
+        i => C_FORMATS.get(i - 1).copied().map(Some).ok_or_else(|| {
+            CapiError::InvalidArgument(format!(
+                "format {format} is not a ZEROCAM_FORMAT_* value (0..={})",
+                C_FORMATS.len()
+            ))
+        }),
+    }
+}
+
+/// The C value of `format`.
+pub(crate) fn c_format(format: Option<PixelFormat>) -> zerocam_pixel_format {
+    format
+        .and_then(|f| C_FORMATS.iter().position(|&c| c == f))
+        .map_or(ZEROCAM_FORMAT_NONE, |i| i as u32 + 1)
+}
+
+/// The formats in `ZEROCAM_FORMAT_*` order, from 1.
+const C_FORMATS: [PixelFormat; 10] = [
+    PixelFormat::Rgb,
+    PixelFormat::Bgr,
+    PixelFormat::Rgba,
+    PixelFormat::Bgra,
+    PixelFormat::Grey,
+    PixelFormat::Yuyv,
+    PixelFormat::Uyvy,
+    PixelFormat::Nv12,
+    PixelFormat::Nv16,
+    PixelFormat::PlanarRgb,
+];
+
+/// `memory` as a [`TensorMemory`] (`None` for auto).
+fn memory_of(memory: zerocam_memory) -> Result<Option<TensorMemory>, CapiError> {
+    Ok(match memory {
+        ZEROCAM_MEMORY_AUTO => None,
+        ZEROCAM_MEMORY_MEM => Some(TensorMemory::Mem),
+        ZEROCAM_MEMORY_SHM => Some(TensorMemory::Shm),
+        ZEROCAM_MEMORY_DMA => Some(TensorMemory::Dma),
+        ZEROCAM_MEMORY_PBO => {
+            return Err(CapiError::Unsupported(
+                "memory ZEROCAM_MEMORY_PBO: GL buffers are made by zerocam's GPU path, not here"
+                    .into(),
+            ))
+        }
+        other => {
+            return Err(CapiError::InvalidArgument(format!(
+                "memory {other} is not a ZEROCAM_MEMORY_* value (0..=4)"
+            )))
+        }
+    })
+}
+
+/// The C value of `memory`.
+fn c_memory(memory: TensorMemory) -> zerocam_memory {
+    match memory {
+        TensorMemory::Mem => ZEROCAM_MEMORY_MEM,
+        TensorMemory::Shm => ZEROCAM_MEMORY_SHM,
+        TensorMemory::Dma => ZEROCAM_MEMORY_DMA,
+        TensorMemory::Pbo => ZEROCAM_MEMORY_PBO,
+    }
+}
+
+/// `shape` checked: 1 to [`ZEROCAM_MAX_DIMS`] dimensions.
+fn shape_of(shape: &[usize]) -> Result<&[usize], CapiError> {
+    if shape.is_empty() || shape.len() > ZEROCAM_MAX_DIMS {
+        return Err(CapiError::InvalidArgument(format!(
+            "ndim {} is not 1..={ZEROCAM_MAX_DIMS}",
+            shape.len()
+        )));
+    }
+    Ok(shape)
+}
+
+/// The tensor behind handle `t` (`what` in errors).
+pub(crate) fn tensor_of(
+    t: *const zerocam_tensor,
+    what: &'static str,
+) -> Result<TensorDyn, CapiError> {
+    match &*table::get(id(t), Kind::Tensor, what)? {
+        Object::Tensor(tensor) => Ok(tensor.clone()),
+        _ => Err(CapiError::Panic("the table's kind check failed".into())),
+    }
+}
+
+/// A new handle for `tensor`.
+pub(crate) fn new_handle(tensor: TensorDyn) -> *mut zerocam_tensor {
+    handle(table::insert(Object::Tensor(tensor)))
+}
+
+/// `e`, naming the caller's fd number `fd` where it names the duplicate's.
+pub(crate) fn caller_fd(mut e: TensorError, fd: c_int) -> CapiError {
+    if let TensorError::BadFd { fd: number, .. }
+    | TensorError::NotMappable { fd: number, .. }
+    | TensorError::CannotSeal { fd: number, .. }
+    | TensorError::ShrinkableFile { fd: number, .. } = &mut e
+    {
+        *number = fd;
+    }
+    CapiError::Tensor(e)
+}
+
+/// Makes a tensor of `ndim` dimensions `shape`, elements `dtype`, in `memory`.
+///
+/// # Safety
+/// `shape` is NULL or valid for reads of `ndim` values; `out` is NULL or
+/// valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad dtype, memory, 0 or more than
+/// 8 dimensions, a 0 extent; `ZEROCAM_ERROR_UNSUPPORTED` for memory this
+/// machine lacks (no DMA heap); `ZEROCAM_ERROR_IO` when allocation fails.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_new(
+    shape: *const usize,
+    ndim: usize,
+    dtype: zerocam_dtype,
+    memory: zerocam_memory,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_tensor_new", || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: the caller's promise for `shape`.
+        let shape = shape_of(unsafe { slice(shape, ndim, "shape") }?)?;
+        let tensor = TensorDyn::new(shape, dtype_of(dtype)?, memory_of(memory)?, None)?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(new_handle(tensor)) };
+        Ok(())
+    })
+}
+
+/// Imports `fd` as a tensor of `shape` and `dtype`, without a copy. The fd is
+/// dup'd (the caller keeps and closes its own) and checked as in Rust: a
+/// dma-buf, or a memfd that cannot shrink (a sealable one is sealed), large
+/// enough for the shape.
+///
+/// # Safety
+/// As [`zerocam_tensor_new`].
+///
+/// # Errors
+/// `ZEROCAM_ERROR_BAD_FD` for a closed fd, a regular file, a memfd that can
+/// shrink, a file too small; `ZEROCAM_ERROR_INVALID_ARGUMENT` for the shape
+/// or dtype.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_from_fd(
+    fd: c_int,
+    shape: *const usize,
+    ndim: usize,
+    dtype: zerocam_dtype,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_tensor_from_fd", || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: the caller's promise for `shape`.
+        let shape = shape_of(unsafe { slice(shape, ndim, "shape") }?)?;
+        let dtype = dtype_of(dtype)?;
+        let dup = dup_fd_number(fd).map_err(|e| caller_fd(e, fd))?;
+        let tensor = TensorDyn::from_fd(dup, shape, dtype, None).map_err(|e| caller_fd(e, fd))?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(new_handle(tensor)) };
+        Ok(())
+    })
+}
+
+/// Imports a `width`x`height` NV12 or NV16 image from two planes (two fds,
+/// or one fd at two offsets: the buffer is then mapped once), without a
+/// copy; each fd is dup'd and checked as by `zerocam_tensor_from_fd`.
+///
+/// # Safety
+/// `luma` and `chroma` are NULL or valid for a read; `out` as in
+/// [`zerocam_tensor_new`].
+///
+/// # Errors
+/// `ZEROCAM_ERROR_UNSUPPORTED` for another format; `ZEROCAM_ERROR_BAD_FD`
+/// for an fd as in `zerocam_tensor_from_fd` or a plane past its fd's end;
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a stride below the row.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_from_planes(
+    width: usize,
+    height: usize,
+    format: zerocam_pixel_format,
+    luma: *const zerocam_plane,
+    chroma: *const zerocam_plane,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_tensor_from_planes", || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: the caller's promise for `luma` and `chroma`.
+        let (luma, chroma) = unsafe { (read(luma, "luma")?, read(chroma, "chroma")?) };
+        let format = format_of(format)?
+            .ok_or_else(|| CapiError::InvalidArgument("format ZEROCAM_FORMAT_NONE".into()))?;
+        let plane = |p: zerocam_plane| -> Result<PlaneDescriptor, CapiError> {
+            let d =
+                PlaneDescriptor::from_owned(dup_fd_number(p.fd).map_err(|e| caller_fd(e, p.fd))?)
+                    .with_offset(p.offset);
+            Ok(if p.stride == 0 {
+                d
+            } else {
+                d.with_stride(p.stride)
+            })
+        };
+        let tensor =
+            Tensor::<u8>::import_planes(width, height, format, plane(luma)?, plane(chroma)?)?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(new_handle(tensor.into())) };
+        Ok(())
+    })
+}
+
+/// A new fd (close-on-exec) for the tensor's buffer, which the caller
+/// closes: to queue it to V4L2, import it into EGL, pass it to another
+/// process.
+///
+/// # Safety
+/// `out_fd` is NULL or valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_UNSUPPORTED` for heap or GL memory, or an image whose two
+/// planes live in two buffers.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_clone_fd(
+    tensor: *const zerocam_tensor,
+    out_fd: *mut c_int,
+) -> zerocam_status {
+    call("zerocam_tensor_clone_fd", || {
+        let out = Out::new(out_fd, "out_fd")?;
+        let fd = tensor_of(tensor, "tensor")?.clone_fd()?;
+        // SAFETY: the caller's promise for `out_fd`.
+        unsafe { out.write(fd.into_raw_fd()) };
+        Ok(())
+    })
+}
+
+/// Describes `tensor`: dtype, memory, shape, size, and its image fields.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a `zerocam_tensor_info`.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_get_info(
+    tensor: *const zerocam_tensor,
+    out: *mut zerocam_tensor_info,
+) -> zerocam_status {
+    call("zerocam_tensor_get_info", || {
+        let out = Out::new(out, "out")?;
+        let t = tensor_of(tensor, "tensor")?;
+        let mut info = zerocam_tensor_info {
+            dtype: c_dtype(t.dtype()),
+            memory: c_memory(t.memory()),
+            ndim: t.shape().len().min(ZEROCAM_MAX_DIMS),
+            size: t.size(),
+            format: c_format(t.format()),
+            width: t.width().unwrap_or(0),
+            height: t.height().unwrap_or(0),
+            row_stride: t.row_stride().unwrap_or(0),
+            plane_offset: t.plane_offset(),
+            plane_count: t.plane_count(),
+            ..Default::default()
+        };
+        for (d, &n) in info.shape.iter_mut().zip(t.shape()) {
+            *d = n;
+        }
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(info) };
+        Ok(())
+    })
+}
+
+/// A view of the `width`x`height` region at (`x`, `y`) of an image tensor
+/// (rows and columns of a 2-D or 3-D tensor): the same buffer and buffer id,
+/// no copy. A new handle.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_OUT_OF_BOUNDS` for a region past the tensor (never
+/// clamped); `ZEROCAM_ERROR_INVALID_ARGUMENT` for an empty region or one
+/// that splits a chroma sample.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_view(
+    tensor: *const zerocam_tensor,
+    x: usize,
+    y: usize,
+    width: usize,
+    height: usize,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_tensor_view", || {
+        let out = Out::new(out, "out")?;
+        let view = tensor_of(tensor, "tensor")?.view(Region::new(x, y, width, height))?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(new_handle(view)) };
+        Ok(())
+    })
+}
+
+/// Element `n` of the leading (batch) dimension: the same buffer, no copy.
+/// A new handle.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_OUT_OF_BOUNDS` for `n` at or past the batch.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_batch(
+    tensor: *const zerocam_tensor,
+    n: usize,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_tensor_batch", || {
+        let out = Out::new(out, "out")?;
+        let element = tensor_of(tensor, "tensor")?.batch(n)?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(new_handle(element)) };
+        Ok(())
+    })
+}
+
+/// The tensor's buffer id: the same for every handle, view and batch element
+/// of one buffer for its whole life (what GPU caches key on), different for
+/// another buffer.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_buffer_id(
+    tensor: *const zerocam_tensor,
+    out: *mut u64,
+) -> zerocam_status {
+    call("zerocam_tensor_buffer_id", || {
+        let out = Out::new(out, "out")?;
+        let id = tensor_of(tensor, "tensor")?.buffer_identity().id();
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(id) };
+        Ok(())
+    })
+}
+
+/// The kernel identity of the tensor's fd, `(st_dev, st_ino)`, and where the
+/// tensor starts in it: the same for every fd of one dma-buf.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a `zerocam_fd_identity`.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_UNSUPPORTED` for a tensor without an fd (heap, GL).
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_fd_identity(
+    tensor: *const zerocam_tensor,
+    out: *mut zerocam_fd_identity,
+) -> zerocam_status {
+    call("zerocam_tensor_fd_identity", || {
+        let out = Out::new(out, "out")?;
+        let t = tensor_of(tensor, "tensor")?;
+        let file = t
+            .fd_identity()
+            .ok_or_else(|| CapiError::Unsupported(format!("a {} tensor has no fd", t.memory())))?;
+        let identity = zerocam_fd_identity {
+            st_dev: file.dev,
+            st_ino: file.ino,
+            plane_offset: t.plane_offset() as u64,
+        };
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(identity) };
+        Ok(())
+    })
+}
+
+/// Adds a reference to `tensor` (each must be dropped by `zerocam_tensor_unref`).
+///
+/// # Safety
+/// None beyond a handle's: any value is checked against the live-object table.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_ref(tensor: *mut zerocam_tensor) -> zerocam_status {
+    call("zerocam_tensor_ref", || {
+        table::add_ref(id(tensor), Kind::Tensor, "tensor")
+    })
+}
+
+/// Drops a reference to `tensor`; the handle is invalid after its last one.
+/// The buffer lives on while zerocam holds it (a frame, a cache, a map, a
+/// view).
+///
+/// # Safety
+/// None beyond a handle's: a released or unknown one is
+/// `ZEROCAM_ERROR_INVALID_HANDLE`.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_unref(tensor: *mut zerocam_tensor) -> zerocam_status {
+    call("zerocam_tensor_unref", || {
+        drop(table::release(id(tensor), Kind::Tensor, "tensor")?);
+        Ok(())
+    })
+}
