@@ -268,6 +268,11 @@ fn dma_buf_frames_are_imported_once_per_pool_buffer() {
                 "{name}: imports == pool buffers × planes"
             );
             assert_eq!(st.system_memory_frames, 0);
+            assert_eq!(
+                src.__layouts_worked_out(),
+                1,
+                "{name}: one stream, one caps: the layout is worked out once, not per frame"
+            );
             assert!(matches!(
                 src.next_frame(WAIT),
                 Err(CaptureError::Gst(GstError::Eos { .. }))

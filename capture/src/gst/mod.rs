@@ -92,6 +92,8 @@ pub struct GstSource {
     /// The last layout worked out, and what it was worked out from (video
     /// meta, memory count; with `caps`).
     layout: Option<LayoutKey>,
+    /// Layouts worked out by `next_frame` (once per caps or meta change).
+    layouts: u64,
     sequence: u32,
     path: PathBuf,
 }
@@ -174,6 +176,7 @@ impl GstSource {
             caps: gst::Caps::new_empty(),
             first: None,
             layout: None,
+            layouts: 0,
             sequence: 0,
             path,
         };
@@ -204,6 +207,14 @@ impl GstSource {
     /// property, seek, change caps. zerocam's `appsink` is `zerocam_sink`.
     pub fn pipeline(&self) -> &gst::Pipeline {
         &self.pipeline
+    }
+
+    /// How many times `next_frame` worked a frame layout out (from caps and
+    /// video meta): once per stream and per caps or meta change, not per
+    /// frame. For the tests that check it.
+    #[doc(hidden)]
+    pub fn __layouts_worked_out(&self) -> u64 {
+        self.layouts
     }
 
     /// The first error an element posted on the bus, if any.
@@ -355,6 +366,7 @@ impl FrameSource for GstSource {
             (Some((_, l)), true) => Arc::clone(l), // no allocation per frame
             _ => {
                 let l = Arc::new(layout_of(&sample, &caps)?);
+                self.layouts += 1;
                 let key = (
                     meta_of(&sample),
                     sample.buffer().map_or(0, |b| b.n_memory()),

@@ -26,6 +26,7 @@ pub fn dma_buf_pool_of(
     use zerocam_capture::gstreamer as gst;
     use zerocam_capture::gstreamer_allocators::{DmaBufAllocator, DmaBufAllocatorExtManual};
     use zerocam_capture::gstreamer_video as gst_video;
+    gst::init().unwrap(); // the allocator needs GStreamer initialized
     let alloc = DmaBufAllocator::new();
     let (y, uv) = (w * h, w * h / 2);
     let memfd = |len: usize, fill: u8| {
