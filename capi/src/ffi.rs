@@ -146,3 +146,72 @@ pub(crate) fn fd_identity(fd: std::ffi::c_int) -> Result<::zerocam_tensor::FdIde
         ino: u64::from(st.st_ino),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{zerocam_last_error, ZEROCAM_ERROR_INVALID_ARGUMENT, ZEROCAM_ERROR_PANIC};
+
+    fn last_error() -> String {
+        // SAFETY: zerocam_last_error returns this thread's NUL-terminated message.
+        unsafe { CStr::from_ptr(zerocam_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_inside_a_call_is_a_status_code_and_a_message_not_an_unwind() {
+        let status = call("zerocam_test_entry", || panic!("boom {}", 7));
+        assert_eq!(status, ZEROCAM_ERROR_PANIC);
+        let message = last_error();
+        assert!(
+            message.starts_with("zerocam_test_entry: internal error"),
+            "{message}"
+        );
+        assert!(message.contains("boom 7"), "{message}");
+    }
+
+    #[test]
+    fn an_error_sets_the_threads_message_and_a_success_keeps_it() {
+        let status = call("zerocam_test_entry", || {
+            Err(CapiError::InvalidArgument("value 3 is wrong".into()))
+        });
+        assert_eq!(status, ZEROCAM_ERROR_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "zerocam_test_entry: value 3 is wrong");
+        assert_eq!(call("zerocam_other", || Ok(())), ZEROCAM_OK);
+        assert_eq!(last_error(), "zerocam_test_entry: value 3 is wrong");
+        let other = std::thread::spawn(last_error).join().expect("thread");
+        assert_eq!(other, "", "another thread has its own (empty) message");
+    }
+
+    #[test]
+    fn a_message_with_a_nul_still_reaches_c() {
+        call("zerocam_test_entry", || {
+            Err(CapiError::InvalidArgument("a\0b".into()))
+        });
+        assert_eq!(last_error(), "zerocam_test_entry: a b");
+    }
+
+    #[test]
+    fn null_pointers_are_errors_before_anything_is_read() {
+        assert!(matches!(
+            Out::<u32>::new(std::ptr::null_mut(), "out"),
+            Err(CapiError::Null { what: "out" })
+        ));
+        // SAFETY: NULL with a length is refused before any read.
+        let s = unsafe { slice::<usize>(std::ptr::null(), 2, "shape") };
+        assert!(matches!(s, Err(CapiError::Null { what: "shape" })));
+        // SAFETY: a length of 0 reads nothing.
+        let empty = unsafe { slice::<usize>(std::ptr::null(), 0, "shape") };
+        assert_eq!(empty.map(<[usize]>::len).ok(), Some(0));
+        // SAFETY: NULL is refused before any read.
+        assert!(unsafe { string(std::ptr::null(), "spec") }.is_err());
+    }
+
+    #[test]
+    fn fstat_of_a_number_that_is_not_open_is_bad_fd_naming_it() {
+        let e = fd_identity(-1).expect_err("-1 is no fd");
+        assert_eq!(e.status(), crate::status::ZEROCAM_ERROR_BAD_FD);
+        assert!(e.to_string().contains("-1"), "{e}");
+    }
+}

@@ -175,3 +175,62 @@ pub(crate) fn live(kind: Kind) -> usize {
         .filter(|e| e.object.kind() == kind)
         .count()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::zerocam_tensor::{DType, TensorDyn, TensorMemory};
+
+    fn tensor() -> Object {
+        Object::Tensor(
+            TensorDyn::new(&[4], DType::U8, Some(TensorMemory::Mem), None).expect("tensor"),
+        )
+    }
+
+    #[test]
+    fn a_released_handle_is_never_found_again_even_after_new_objects() {
+        let a = insert(tensor());
+        assert!(release(a, Kind::Tensor, "t").expect("live").is_some());
+        let b = insert(tensor());
+        assert_ne!(a, b, "ids are never reused");
+        assert!(matches!(
+            get(a, Kind::Tensor, "t"),
+            Err(CapiError::InvalidHandle { .. })
+        ));
+        assert!(matches!(
+            release(a, Kind::Tensor, "t"),
+            Err(CapiError::InvalidHandle { .. })
+        ));
+        assert!(release(b, Kind::Tensor, "t").expect("live").is_some());
+    }
+
+    #[test]
+    fn references_count_and_the_type_is_checked() {
+        let a = insert(tensor());
+        add_ref(a, Kind::Tensor, "t").expect("live");
+        assert!(
+            release(a, Kind::Tensor, "t").expect("live").is_none(),
+            "one reference left"
+        );
+        let wrong = get(a, Kind::Frame, "frame");
+        assert!(
+            matches!(
+                wrong,
+                Err(CapiError::WrongType {
+                    expected: "zerocam_frame",
+                    found: "zerocam_tensor",
+                    ..
+                })
+            ),
+            "a tensor is not a frame"
+        );
+        assert!(
+            release(a, Kind::Tensor, "t").expect("live").is_some(),
+            "the last one"
+        );
+        assert!(matches!(
+            get(0, Kind::Tensor, "t"),
+            Err(CapiError::Null { .. })
+        ));
+    }
+}

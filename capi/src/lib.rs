@@ -80,3 +80,22 @@ pub fn __live_handles() -> [usize; 6] {
     ]
     .map(handle::live)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sonames_major_is_the_abi_version() {
+        let build = include_str!("../build.rs");
+        let soname = format!("-soname,libzerocam.so.{ZEROCAM_ABI_VERSION}\"");
+        assert!(build.contains(&soname), "build.rs sets {soname}");
+    }
+
+    #[test]
+    fn the_version_is_the_crates() {
+        // SAFETY: zerocam_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(zerocam_version()) };
+        assert_eq!(v.to_str().ok(), Some(env!("CARGO_PKG_VERSION")));
+    }
+}
