@@ -346,6 +346,78 @@ typedef struct zerocam_model_input {
 typedef uint32_t zerocam_device;
 
 /**
+ * A rectangle of pixels.
+ */
+typedef struct zerocam_region {
+  /**
+   * First column.
+   */
+  size_t x;
+  /**
+   * First row.
+   */
+  size_t y;
+  /**
+   * Columns.
+   */
+  size_t width;
+  /**
+   * Rows.
+   */
+  size_t height;
+} zerocam_region;
+
+/**
+ * Where a frame landed in a model input: the frame rectangle that was
+ * sampled and the model pixels it fills. A point `(x, y)` of the model's
+ * output, in model pixels, is at
+ * `source_x + (x - target_x) * source_width / target_width` (and the same
+ * for y) in the frame (`zerocam_placement_to_frame`).
+ */
+typedef struct zerocam_placement {
+  /**
+   * The sampled rectangle's left edge, frame pixels.
+   */
+  double source_x;
+  /**
+   * Its top edge.
+   */
+  double source_y;
+  /**
+   * Its width.
+   */
+  double source_width;
+  /**
+   * Its height.
+   */
+  double source_height;
+  /**
+   * The model pixels it fills: first column.
+   */
+  size_t target_x;
+  /**
+   * First row.
+   */
+  size_t target_y;
+  /**
+   * Columns.
+   */
+  size_t target_width;
+  /**
+   * Rows.
+   */
+  size_t target_height;
+  /**
+   * The model input's width.
+   */
+  size_t model_width;
+  /**
+   * The model input's height.
+   */
+  size_t model_height;
+} zerocam_placement;
+
+/**
  * Where a tensor's bytes live: one of the `ZEROCAM_MEMORY_*` values.
  */
 typedef uint32_t zerocam_memory;
@@ -369,7 +441,7 @@ typedef struct zerocam_plane {
 } zerocam_plane;
 
 /**
- * What a tensor is, from `zerocam_tensor_info`.
+ * What a tensor is, from `zerocam_tensor_get_info`.
  */
 typedef struct zerocam_tensor_info {
   /**
@@ -976,6 +1048,50 @@ zerocam_status zerocam_preprocessor_run(struct zerocam_preprocessor *preprocesso
  * tensor that is not a `uint8` image.
  */
 zerocam_status zerocam_preprocessor_run_tensor(struct zerocam_preprocessor *preprocessor, const struct zerocam_tensor *image, struct zerocam_tensor **out);
+
+/**
+ * As `zerocam_preprocessor_run`, converting only `crop` of the frame (in
+ * its pixels; NULL for all of it), and telling where it landed in the
+ * model input (`placement` may be NULL): what maps a detection back to
+ * frame pixels.
+ *
+ * # Safety
+ * `crop` is NULL or valid for a read; `out` is NULL or valid for a write;
+ * `placement` is NULL or valid for a write.
+ *
+ * # Errors
+ * As `zerocam_preprocessor_run`; `ZEROCAM_ERROR_OUT_OF_BOUNDS` for a crop
+ * past the frame.
+ */
+zerocam_status zerocam_preprocessor_run_crop(struct zerocam_preprocessor *preprocessor, const struct zerocam_frame *frame, const struct zerocam_region *crop, struct zerocam_tensor **out, struct zerocam_placement *placement);
+
+/**
+ * Converts `count` frames (the model input's batch) into the batch
+ * elements of one model input tensor, each read in the first frame's
+ * colour space: a new handle, as `zerocam_preprocessor_run`.
+ *
+ * # Safety
+ * `frames` is NULL or valid for reads of `count` handles; `out` is NULL or
+ * valid for a write.
+ *
+ * # Errors
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` when `count` is not the input's batch;
+ * as `zerocam_preprocessor_run` otherwise.
+ */
+zerocam_status zerocam_preprocessor_run_batch(struct zerocam_preprocessor *preprocessor, const struct zerocam_frame *const *frames, size_t count, struct zerocam_tensor **out);
+
+/**
+ * The frame pixel where model pixel (`x`, `y`) came from, by `placement`
+ * (from `zerocam_preprocessor_run_crop`).
+ *
+ * # Safety
+ * `placement` is NULL or valid for a read; `frame_x` and `frame_y` are NULL
+ * or valid for a write.
+ *
+ * # Errors
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a placement with an empty target.
+ */
+zerocam_status zerocam_placement_to_frame(const struct zerocam_placement *placement, double x, double y, double *frame_x, double *frame_y);
 
 /**
  * Adds a reference to `preprocessor`.
