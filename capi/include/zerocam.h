@@ -1023,6 +1023,23 @@ zerocam_status zerocam_model_input_init(struct zerocam_model_input *input, uint3
 zerocam_status zerocam_preprocessor_new(const struct zerocam_model_input *input, zerocam_device device, struct zerocam_preprocessor **out);
 
 /**
+ * Adds a reference to `preprocessor`.
+ *
+ * # Safety
+ * None beyond a handle's.
+ */
+zerocam_status zerocam_preprocessor_ref(struct zerocam_preprocessor *preprocessor);
+
+/**
+ * Drops a reference to `preprocessor`; after the last one it goes (model
+ * inputs handed out live on).
+ *
+ * # Safety
+ * None beyond a handle's.
+ */
+zerocam_status zerocam_preprocessor_unref(struct zerocam_preprocessor *preprocessor);
+
+/**
  * Converts `frame` (read in its own colour space) into the model's input
  * tensor: a new handle on the next free tensor of the preprocessor's ring,
  * held until unref'd (the ring reuses it after).
@@ -1092,23 +1109,6 @@ zerocam_status zerocam_preprocessor_run_batch(struct zerocam_preprocessor *prepr
  * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a placement with an empty target.
  */
 zerocam_status zerocam_placement_to_frame(const struct zerocam_placement *placement, double x, double y, double *frame_x, double *frame_y);
-
-/**
- * Adds a reference to `preprocessor`.
- *
- * # Safety
- * None beyond a handle's.
- */
-zerocam_status zerocam_preprocessor_ref(struct zerocam_preprocessor *preprocessor);
-
-/**
- * Drops a reference to `preprocessor`; after the last one it goes (model
- * inputs handed out live on).
- *
- * # Safety
- * None beyond a handle's.
- */
-zerocam_status zerocam_preprocessor_unref(struct zerocam_preprocessor *preprocessor);
 
 /**
  * This thread's last failed call's message, naming the values that were

@@ -12,7 +12,8 @@ use zerocam_cache::{DmaBufKey, ImportCache};
 use crate::ffi::{call, fd_identity, handle, id, read, Out};
 use crate::handle::{self as table, Kind, Object};
 use crate::status::{zerocam_status, CapiError};
-use crate::tensor::{caller_fd, format_of, new_handle, zerocam_pixel_format, zerocam_tensor};
+use crate::tensor::{caller_fd, new_handle, zerocam_tensor};
+use crate::values::{format_of, zerocam_pixel_format};
 
 /// An import cache. Opaque; see `zerocam_import_cache_ref` / `_unref`.
 #[allow(non_camel_case_types)]

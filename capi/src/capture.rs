@@ -13,7 +13,8 @@ use zerocam_capture::{BufferMode, CaptureFormat, Frame, FrameSource};
 use crate::ffi::{call, handle, id, read, string, Out};
 use crate::handle::{self as table, Kind, Object};
 use crate::status::{zerocam_status, CapiError};
-use crate::tensor::{c_format, new_handle, zerocam_pixel_format, zerocam_tensor};
+use crate::tensor::{new_handle, zerocam_tensor};
+use crate::values::{c_format, zerocam_pixel_format};
 
 /// A frame source. Opaque; see `zerocam_source_ref` / `_unref`.
 #[allow(non_camel_case_types)]

@@ -30,6 +30,7 @@ mod map;
 mod model;
 mod status;
 mod tensor;
+mod values;
 
 use std::ffi::{c_char, CStr};
 
@@ -39,6 +40,7 @@ pub use map::*;
 pub use model::*;
 pub use status::*;
 pub use tensor::*;
+pub use values::*;
 
 /// The ABI version of this header: bumped when a function, struct or
 /// constant changes incompatibly. A program built with one header checks

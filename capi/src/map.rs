@@ -9,7 +9,8 @@ use ::zerocam_tensor::Access;
 use crate::ffi::{call, handle, id, Out};
 use crate::handle::{self as table, Kind, Object};
 use crate::status::{zerocam_status, CapiError};
-use crate::tensor::{tensor_of, zerocam_tensor, ZEROCAM_MAX_DIMS};
+use crate::tensor::{tensor_of, zerocam_tensor};
+use crate::values::ZEROCAM_MAX_DIMS;
 
 /// A live CPU map of a tensor. Opaque; ended by `zerocam_map_unmap`.
 #[allow(non_camel_case_types)]

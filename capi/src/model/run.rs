@@ -1,0 +1,281 @@
+//! Running a preprocessor: a frame (all of it or a crop, with where it
+//! landed), an image tensor, or a batch of frames into a model input.
+
+use std::sync::PoisonError;
+
+use ::zerocam_tensor::{ColorSpec, Region, Tensor};
+use zerocam_gpu::{FitPlacement, SourceRect};
+
+use super::zerocam_preprocessor;
+use crate::capture::{with_frame, zerocam_frame};
+use crate::ffi::{call, id, read, slice, Out};
+use crate::handle::{self as table, Kind, Object};
+use crate::status::{zerocam_status, CapiError};
+use crate::tensor::{new_handle, tensor_of, zerocam_tensor};
+
+/// A rectangle of pixels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct zerocam_region {
+    /// First column.
+    pub x: usize,
+    /// First row.
+    pub y: usize,
+    /// Columns.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+/// Where a frame landed in a model input: the frame rectangle that was
+/// sampled and the model pixels it fills. A point `(x, y)` of the model's
+/// output, in model pixels, is at
+/// `source_x + (x - target_x) * source_width / target_width` (and the same
+/// for y) in the frame (`zerocam_placement_to_frame`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct zerocam_placement {
+    /// The sampled rectangle's left edge, frame pixels.
+    pub source_x: f64,
+    /// Its top edge.
+    pub source_y: f64,
+    /// Its width.
+    pub source_width: f64,
+    /// Its height.
+    pub source_height: f64,
+    /// The model pixels it fills: first column.
+    pub target_x: usize,
+    /// First row.
+    pub target_y: usize,
+    /// Columns.
+    pub target_width: usize,
+    /// Rows.
+    pub target_height: usize,
+    /// The model input's width.
+    pub model_width: usize,
+    /// The model input's height.
+    pub model_height: usize,
+}
+
+impl From<&FitPlacement> for zerocam_placement {
+    fn from(p: &FitPlacement) -> zerocam_placement {
+        zerocam_placement {
+            source_x: p.source.x,
+            source_y: p.source.y,
+            source_width: p.source.width,
+            source_height: p.source.height,
+            target_x: p.target.x,
+            target_y: p.target.y,
+            target_width: p.target.width,
+            target_height: p.target.height,
+            model_width: p.model.0,
+            model_height: p.model.1,
+        }
+    }
+}
+
+/// Runs the preprocessor behind `p` on `sources` read as `color`, each
+/// cropped by `crop`: the model input and where the first source landed.
+fn run(
+    p: *mut zerocam_preprocessor,
+    sources: &[&Tensor<u8>],
+    crop: Option<Region>,
+    color: ColorSpec,
+) -> Result<(*mut zerocam_tensor, FitPlacement), CapiError> {
+    let object = table::get(id(p), Kind::Preprocessor, "preprocessor")?;
+    let Object::Preprocessor(pre) = &*object else {
+        return Err(CapiError::Panic("the table's kind check failed".into()));
+    };
+    let done = pre
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .run_batch(sources, crop, color, |_, _| {})?;
+    Ok((new_handle(done.tensor), done.placement))
+}
+
+/// The crop region at `crop` (NULL: none).
+///
+/// # Safety
+/// `crop` is NULL or valid for a read.
+unsafe fn crop_of(crop: *const zerocam_region) -> Result<Option<Region>, CapiError> {
+    if crop.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: not NULL; this fn's contract.
+    let r = unsafe { read(crop, "crop") }?;
+    Ok(Some(Region::new(r.x, r.y, r.width, r.height)))
+}
+
+/// Converts `frame` (read in its own colour space) into the model's input
+/// tensor: a new handle on the next free tensor of the preprocessor's ring,
+/// held until unref'd (the ring reuses it after).
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_BUSY` when every ring tensor is still held;
+/// `ZEROCAM_ERROR_UNSUPPORTED` for a frame format neither device takes.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_run(
+    preprocessor: *mut zerocam_preprocessor,
+    frame: *const zerocam_frame,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_preprocessor_run", || {
+        let out = Out::new(out, "out")?;
+        let (image, color) = with_frame(frame, |f| Ok((f.tensor().clone(), f.color_spec())))?;
+        let (result, _) = run(preprocessor, &[&image], None, color)?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(result) };
+        Ok(())
+    })
+}
+
+/// As `zerocam_preprocessor_run`, from a `uint8` image tensor (YUV read as
+/// BT.601 limited range).
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+///
+/// # Errors
+/// As `zerocam_preprocessor_run`; `ZEROCAM_ERROR_INVALID_ARGUMENT` for a
+/// tensor that is not a `uint8` image.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_run_tensor(
+    preprocessor: *mut zerocam_preprocessor,
+    image: *const zerocam_tensor,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_preprocessor_run_tensor", || {
+        let out = Out::new(out, "out")?;
+        let t = tensor_of(image, "image")?;
+        let image: Tensor<u8> = t.try_into()?;
+        let (result, _) = run(preprocessor, &[&image], None, ColorSpec::default())?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(result) };
+        Ok(())
+    })
+}
+
+/// As `zerocam_preprocessor_run`, converting only `crop` of the frame (in
+/// its pixels; NULL for all of it), and telling where it landed in the
+/// model input (`placement` may be NULL): what maps a detection back to
+/// frame pixels.
+///
+/// # Safety
+/// `crop` is NULL or valid for a read; `out` is NULL or valid for a write;
+/// `placement` is NULL or valid for a write.
+///
+/// # Errors
+/// As `zerocam_preprocessor_run`; `ZEROCAM_ERROR_OUT_OF_BOUNDS` for a crop
+/// past the frame.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_run_crop(
+    preprocessor: *mut zerocam_preprocessor,
+    frame: *const zerocam_frame,
+    crop: *const zerocam_region,
+    out: *mut *mut zerocam_tensor,
+    placement: *mut zerocam_placement,
+) -> zerocam_status {
+    call("zerocam_preprocessor_run_crop", || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: the caller's promise for `crop`.
+        let crop = unsafe { crop_of(crop) }?;
+        let (image, color) = with_frame(frame, |f| Ok((f.tensor().clone(), f.color_spec())))?;
+        let (result, placed) = run(preprocessor, &[&image], crop, color)?;
+        if let Ok(placement) = Out::new(placement, "placement") {
+            // SAFETY: not NULL; the caller's promise for `placement`.
+            unsafe { placement.write(zerocam_placement::from(&placed)) };
+        }
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(result) };
+        Ok(())
+    })
+}
+
+/// Converts `count` frames (the model input's batch) into the batch
+/// elements of one model input tensor, each read in the first frame's
+/// colour space: a new handle, as `zerocam_preprocessor_run`.
+///
+/// # Safety
+/// `frames` is NULL or valid for reads of `count` handles; `out` is NULL or
+/// valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` when `count` is not the input's batch;
+/// as `zerocam_preprocessor_run` otherwise.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_run_batch(
+    preprocessor: *mut zerocam_preprocessor,
+    frames: *const *const zerocam_frame,
+    count: usize,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_preprocessor_run_batch", || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: the caller's promise for `frames`.
+        let handles = unsafe { slice(frames, count, "frames") }?;
+        let mut images = Vec::with_capacity(count);
+        let mut color = ColorSpec::default();
+        for (i, &f) in handles.iter().enumerate() {
+            let (image, c) = with_frame(f, |f| Ok((f.tensor().clone(), f.color_spec())))?;
+            if i == 0 {
+                color = c;
+            }
+            images.push(image);
+        }
+        let refs: Vec<&Tensor<u8>> = images.iter().collect();
+        let (result, _) = run(preprocessor, &refs, None, color)?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(result) };
+        Ok(())
+    })
+}
+
+/// The frame pixel where model pixel (`x`, `y`) came from, by `placement`
+/// (from `zerocam_preprocessor_run_crop`).
+///
+/// # Safety
+/// `placement` is NULL or valid for a read; `frame_x` and `frame_y` are NULL
+/// or valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a placement with an empty target.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_placement_to_frame(
+    placement: *const zerocam_placement,
+    x: f64,
+    y: f64,
+    frame_x: *mut f64,
+    frame_y: *mut f64,
+) -> zerocam_status {
+    call("zerocam_placement_to_frame", || {
+        let (out_x, out_y) = (Out::new(frame_x, "frame_x")?, Out::new(frame_y, "frame_y")?);
+        // SAFETY: the caller's promise for `placement`.
+        let p = unsafe { read(placement, "placement") }?;
+        if p.target_width == 0 || p.target_height == 0 {
+            return Err(CapiError::InvalidArgument(format!(
+                "placement target {}x{} is empty",
+                p.target_width, p.target_height
+            )));
+        }
+        let fit = FitPlacement {
+            source: SourceRect {
+                x: p.source_x,
+                y: p.source_y,
+                width: p.source_width,
+                height: p.source_height,
+            },
+            target: Region::new(p.target_x, p.target_y, p.target_width, p.target_height),
+            model: (p.model_width, p.model_height),
+        };
+        let (fx, fy) = fit.to_frame(x, y);
+        // SAFETY: the caller's promise for `frame_x` and `frame_y`.
+        unsafe {
+            out_x.write(fx);
+            out_y.write(fy);
+        }
+        Ok(())
+    })
+}
