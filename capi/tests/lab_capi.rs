@@ -8,6 +8,13 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// vivid's nodes, one test at a time (a second opener gets EBUSY).
+fn vivid() -> MutexGuard<'static, ()> {
+    static VIVID: Mutex<()> = Mutex::new(());
+    VIVID.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// `TARGET/PROFILE/c`: the test binary is `TARGET/PROFILE/deps/lab_capi-*`.
 fn c_dir() -> PathBuf {
@@ -53,11 +60,13 @@ fn lab_c_import_dmabuf_on_a_dma_heap_buffer() {
 
 #[test]
 fn lab_c_import_dmabuf_on_vivids_exported_buffers() {
+    let _vivid = vivid();
     run("import_dmabuf", &["/dev/video0"]);
     run("import_dmabuf", &["/dev/video1"]);
 }
 
 #[test]
 fn lab_c_capture_on_vivid_imports_each_buffer_once() {
+    let _vivid = vivid();
     run("capture", &["/dev/video0", "30"]);
 }
