@@ -142,6 +142,12 @@ fn capture_status(e: &CaptureError) -> zerocam_status {
         E::NoFreeBuffer { .. } | E::FramesHeld { .. } => ZEROCAM_ERROR_BUSY,
         E::NoDevice { .. } | E::NoCamera | E::UnknownCamera { .. } => ZEROCAM_ERROR_NOT_FOUND,
         E::Tensor { source, .. } => tensor_status(source),
+        // No publisher at that path: nothing there to connect to.
+        E::Share(zerocam_capture::share::SubscribeError::Connect { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            ZEROCAM_ERROR_NOT_FOUND
+        }
         #[cfg(feature = "gstreamer")]
         E::Gst(zerocam_capture::GstError::Eos { .. }) => ZEROCAM_ERROR_END_OF_STREAM,
         #[cfg(feature = "gstreamer")]

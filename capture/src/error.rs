@@ -349,6 +349,9 @@ pub enum ArgumentError {
     /// Zero buffers.
     #[error("buffer count {0} is too small: at least 2 are needed")]
     TooFewBuffers(u32),
+    /// More buffers than zerocam keeps ([`MAX_BUFFERS`](crate::MAX_BUFFERS)).
+    #[error("buffer count {0} is too large: at most {max} are kept", max = crate::MAX_BUFFERS)]
+    TooManyBuffers(u32),
     /// A hold count of zero ([`StreamConfig::hold`](crate::StreamConfig::hold)).
     #[error("hold count 0: a frame is held from next_frame until it drops, so at least 1")]
     ZeroHold,

@@ -147,8 +147,8 @@ impl PatternSource {
     /// Allocates the buffers (shared memory) and gets ready to draw.
     ///
     /// # Errors
-    /// [`CaptureError::InvalidArgument`] for fewer than 2 buffers or a bad frame
-    /// rate; [`CaptureError::UnsupportedSize`] for a size the format cannot have
+    /// [`CaptureError::InvalidArgument`] for fewer than 2 buffers or more than
+    /// [`MAX_BUFFERS`](crate::MAX_BUFFERS), or a bad frame rate; [`CaptureError::UnsupportedSize`] for a size the format cannot have
     /// (odd sizes with subsampled chroma, zero).
     pub fn new(config: PatternConfig) -> Result<PatternSource> {
         let PatternConfig {
@@ -160,6 +160,9 @@ impl PatternSource {
         } = config;
         if buffers < 2 {
             return Err(ArgumentError::TooFewBuffers(buffers).into());
+        }
+        if buffers > crate::MAX_BUFFERS {
+            return Err(ArgumentError::TooManyBuffers(buffers).into());
         }
         let interval = match fps {
             Some(f) if f.is_finite() && f > 0.0 => Some(

@@ -211,6 +211,19 @@ fn bad_arguments_are_typed_errors() {
         ),
         "{e}"
     );
+    // A hostile count is refused before a single buffer is allocated.
+    let e = configured("NV12", (64, 32), |c| c.buffers = 100_000).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CaptureError::InvalidArgument(ArgumentError::TooManyBuffers(100_000))
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "buffer count 100000 is too large: at most 64 are kept"
+    );
     let e = configured("NV12", (63, 32), |_| {}).unwrap_err();
     assert_eq!(
         e.to_string(),
