@@ -28,36 +28,47 @@
 #define ZEROCAM_MAX_DIMS 8
 
 /**
- * A captured frame: holds its buffer (the source cannot refill it) and its
- * source (kept open) until the last reference goes. Opaque.
+ * A captured frame. Lifetime: references (`zerocam_frame_ref` / `_unref`);
+ * until the last one goes it holds its buffer (the source cannot refill
+ * it) and keeps its source open. Opaque.
  */
 typedef struct zerocam_frame zerocam_frame;
 
 /**
- * An import cache. Opaque; see `zerocam_import_cache_ref` / `_unref`.
+ * An import cache. Lifetime: references (`zerocam_import_cache_ref` /
+ * `_unref`); its entries go with the last one, tensors handed out live on.
+ * Calls on one cache are serialized. Opaque.
  */
 typedef struct zerocam_import_cache zerocam_import_cache;
 
 /**
- * A live CPU map of a tensor. Opaque; ended by `zerocam_map_unmap`.
+ * A live CPU map of a tensor. Lifetime: from `zerocam_tensor_map` to
+ * `zerocam_map_unmap` (exactly once); it keeps its tensor alive, and its
+ * address is valid until the unmap. Opaque.
  */
 typedef struct zerocam_map zerocam_map;
 
 /**
  * A preprocessor: frames in, model inputs out, from a ring of reused
- * destinations. Opaque; see `zerocam_preprocessor_ref` / `_unref`.
+ * destinations. Lifetime: references (`zerocam_preprocessor_ref` /
+ * `_unref`); model inputs it handed out live on after it. Calls on one
+ * preprocessor are serialized. Opaque.
  */
 typedef struct zerocam_preprocessor zerocam_preprocessor;
 
 /**
- * A frame source. Opaque; see `zerocam_source_ref` / `_unref`.
+ * A frame source. Lifetime: references (`zerocam_source_ref` / `_unref`);
+ * it closes when the last reference **and** the last of its frames are
+ * gone. Calls on one source are serialized. Opaque.
  */
 typedef struct zerocam_source zerocam_source;
 
 /**
  * A tensor: shape, element type and memory (heap, shared memory, dma-buf,
- * GL buffer), shared by every handle to it and by zerocam (a frame, a
- * cache). Opaque; see `zerocam_tensor_ref` / `zerocam_tensor_unref`.
+ * GL buffer). Lifetime: each handle a call gives is one reference
+ * (`zerocam_tensor_ref` adds one, `zerocam_tensor_unref` drops one); the
+ * buffer lives while any tensor, view, batch element, map, frame or cache
+ * entry of it does. Thread-safe. Opaque.
  */
 typedef struct zerocam_tensor zerocam_tensor;
 

@@ -15,7 +15,9 @@ use crate::status::{zerocam_status, CapiError};
 use crate::tensor::{caller_fd, new_handle, zerocam_tensor};
 use crate::values::{format_of, zerocam_pixel_format};
 
-/// An import cache. Opaque; see `zerocam_import_cache_ref` / `_unref`.
+/// An import cache. Lifetime: references (`zerocam_import_cache_ref` /
+/// `_unref`); its entries go with the last one, tensors handed out live on.
+/// Calls on one cache are serialized. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_import_cache {
     _opaque: [u8; 0],

@@ -16,14 +16,17 @@ use crate::status::{zerocam_status, CapiError};
 use crate::tensor::{new_handle, zerocam_tensor};
 use crate::values::{c_format, zerocam_pixel_format};
 
-/// A frame source. Opaque; see `zerocam_source_ref` / `_unref`.
+/// A frame source. Lifetime: references (`zerocam_source_ref` / `_unref`);
+/// it closes when the last reference **and** the last of its frames are
+/// gone. Calls on one source are serialized. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_source {
     _opaque: [u8; 0],
 }
 
-/// A captured frame: holds its buffer (the source cannot refill it) and its
-/// source (kept open) until the last reference goes. Opaque.
+/// A captured frame. Lifetime: references (`zerocam_frame_ref` / `_unref`);
+/// until the last one goes it holds its buffer (the source cannot refill
+/// it) and keeps its source open. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_frame {
     _opaque: [u8; 0],

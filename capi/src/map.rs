@@ -12,7 +12,9 @@ use crate::status::{zerocam_status, CapiError};
 use crate::tensor::{tensor_of, zerocam_tensor};
 use crate::values::ZEROCAM_MAX_DIMS;
 
-/// A live CPU map of a tensor. Opaque; ended by `zerocam_map_unmap`.
+/// A live CPU map of a tensor. Lifetime: from `zerocam_tensor_map` to
+/// `zerocam_map_unmap` (exactly once); it keeps its tensor alive, and its
+/// address is valid until the unmap. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_map {
     _opaque: [u8; 0],

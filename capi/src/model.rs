@@ -16,7 +16,9 @@ use crate::status::{zerocam_status, CapiError};
 use crate::values::{dtype_of, zerocam_dtype, ZEROCAM_DTYPE_F32};
 
 /// A preprocessor: frames in, model inputs out, from a ring of reused
-/// destinations. Opaque; see `zerocam_preprocessor_ref` / `_unref`.
+/// destinations. Lifetime: references (`zerocam_preprocessor_ref` /
+/// `_unref`); model inputs it handed out live on after it. Calls on one
+/// preprocessor are serialized. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_preprocessor {
     _opaque: [u8; 0],

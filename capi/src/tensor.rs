@@ -17,8 +17,10 @@ use crate::values::{
 };
 
 /// A tensor: shape, element type and memory (heap, shared memory, dma-buf,
-/// GL buffer), shared by every handle to it and by zerocam (a frame, a
-/// cache). Opaque; see `zerocam_tensor_ref` / `zerocam_tensor_unref`.
+/// GL buffer). Lifetime: each handle a call gives is one reference
+/// (`zerocam_tensor_ref` adds one, `zerocam_tensor_unref` drops one); the
+/// buffer lives while any tensor, view, batch element, map, frame or cache
+/// entry of it does. Thread-safe. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_tensor {
     _opaque: [u8; 0],
