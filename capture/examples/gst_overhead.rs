@@ -208,7 +208,7 @@ fn zerocam(
     w: usize,
     h: usize,
     frames: usize,
-) -> Result<(PerFrame, (u64, u64, u64)), Box<dyn std::error::Error>> {
+) -> Result<(PerFrame, zerocam_capture::StreamStats), Box<dyn std::error::Error>> {
     let count = frames + WARM_UP;
     let setup_input = input.clone();
     let mut src = GstSource::with_setup(&input.description(w, h, count), move |pipeline| {
@@ -225,10 +225,7 @@ fn zerocam(
     let mut measured = PerFrame::of(cpu() - cpu0, t0.elapsed(), frames);
     let st = src.stats();
     measured.copied = st.system_memory_frames;
-    Ok((
-        measured,
-        (st.cache.misses, st.cache.hits, st.system_memory_frames),
-    ))
+    Ok((measured, st))
 }
 
 /// Whether `buffer`'s first memory is a dma-buf.
@@ -284,7 +281,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut cpu = vec![Vec::new(); MODES.len()];
         let mut wall = vec![Vec::new(); MODES.len()];
         let mut copied = vec![0u64; MODES.len()];
-        let mut counts = (0, 0, 0);
+        let mut stats = None;
         for round in 0..rounds {
             // Each round starts with the next one, so none always runs first
             // (after the device was idle) or last.
@@ -296,7 +293,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     2 => bare_appsink(&input, w, h, frames)?,
                     _ => {
                         let (m, c) = zerocam(&input, w, h, frames)?;
-                        counts = c;
+                        stats = Some(c);
                         m
                     }
                 };
@@ -319,10 +316,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 runs.join(" ")
             );
         }
-        println!(
-            "{w}x{h} GstSource imports {}, cache hits {}, system-memory frames {}",
-            counts.0, counts.1, counts.2
-        );
+        if let Some(st) = stats {
+            println!(
+                "{w}x{h} GstSource imports {}, cache hits {}, system-memory frames {}",
+                st.cache.misses, st.cache.hits, st.system_memory_frames
+            );
+        }
     }
     Ok(())
 }
