@@ -181,7 +181,8 @@ typedef struct zerocam_source_stats {
    */
   uint64_t imports;
   /**
-   * Frames whose buffers were already imported.
+   * Plane lookups that found their buffer already imported (a frame of
+   * two memory planes counts two).
    */
   uint64_t cache_hits;
   /**
@@ -834,7 +835,7 @@ zerocam_status zerocam_import_cache_new(size_t capacity, struct zerocam_import_c
  * `ZEROCAM_ERROR_BAD_FD` for a closed fd, a file that is not a dma-buf or
  * an unshrinkable memfd, or one shorter than `offset + length`;
  * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a `length` of 0 or a layout that
- * does not fit the bytes.
+ * needs more than `length` bytes (nothing is imported or cached then).
  */
 zerocam_status zerocam_import_cache_get_or_import(struct zerocam_import_cache *cache, int fd, size_t offset, size_t length, const struct zerocam_image_layout *layout, struct zerocam_tensor **out);
 
@@ -992,8 +993,10 @@ zerocam_status zerocam_source_unref(struct zerocam_source *source);
  *
  * # Errors
  * `ZEROCAM_ERROR_BUSY` when a conflicting map (or a device's use) is live;
- * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad access; `ZEROCAM_ERROR_IO` when
- * the dma-buf sync fails.
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad access;
+ * `ZEROCAM_ERROR_UNSUPPORTED` for an image whose two planes live in two
+ * buffers (an NV12M frame: map each `zerocam_frame_plane`);
+ * `ZEROCAM_ERROR_IO` when the dma-buf sync fails.
  */
 zerocam_status zerocam_tensor_map(const struct zerocam_tensor *tensor, zerocam_access access, struct zerocam_map **out_map, struct zerocam_mapping *out);
 
@@ -1122,10 +1125,13 @@ zerocam_status zerocam_preprocessor_run_batch(struct zerocam_preprocessor *prepr
 zerocam_status zerocam_placement_to_frame(const struct zerocam_placement *placement, double x, double y, double *frame_x, double *frame_y);
 
 /**
- * This thread's last failed call's message, naming the values that were
- * wrong (`"zerocam_tensor_view: region 40x40 at (30, 0) is past the 64x48
- * tensor"`), or `""` when no call on this thread has failed. The string is
- * zerocam's: valid until the next failed call on this thread; never free it.
+ * This thread's last failed call's message, naming the call and the values
+ * that were wrong (`"zerocam_tensor_view: region x=6 y=0 4x4 is out of
+ * bounds: …"`), or `""` when no call on this thread has failed. The string
+ * is zerocam's: valid until the next failed call on this thread; never free
+ * it. Read it after the failed call returned, not in the same argument list
+ * (`printf("%d %s", zerocam_x(…), zerocam_last_error())`: C leaves the
+ * order of evaluation open).
  */
 const char *zerocam_last_error(void);
 

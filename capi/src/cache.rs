@@ -115,7 +115,7 @@ pub unsafe extern "C" fn zerocam_import_cache_new(
 /// `ZEROCAM_ERROR_BAD_FD` for a closed fd, a file that is not a dma-buf or
 /// an unshrinkable memfd, or one shorter than `offset + length`;
 /// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a `length` of 0 or a layout that
-/// does not fit the bytes.
+/// needs more than `length` bytes (nothing is imported or cached then).
 #[no_mangle]
 pub unsafe extern "C" fn zerocam_import_cache_get_or_import(
     cache: *mut zerocam_import_cache,
@@ -142,7 +142,19 @@ pub unsafe extern "C" fn zerocam_import_cache_get_or_import(
             CapiError::InvalidArgument(format!("offset {offset} + length {length} overflows"))
         })?;
         let image = match layout {
-            Some(l) => image_layout(l)?.with_start_offset(offset),
+            Some(l) => {
+                let image = image_layout(l)?;
+                let need = image.size_bytes(1)?;
+                if need > length {
+                    return Err(CapiError::InvalidArgument(format!(
+                        "layout {}x{} {} needs {need} bytes, more than length {length}",
+                        l.width,
+                        l.height,
+                        image.format.name()
+                    )));
+                }
+                image.with_start_offset(offset)
+            }
             // Plain bytes: one row of `length` grey samples.
             None => ImageLayout::new(length, 1, ::zerocam_tensor::PixelFormat::Grey)
                 .with_start_offset(offset),

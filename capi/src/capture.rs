@@ -79,7 +79,8 @@ pub struct zerocam_source_stats {
     pub dropped: u64,
     /// Buffer planes imported (each once: buffers × planes over any number of frames).
     pub imports: u64,
-    /// Frames whose buffers were already imported.
+    /// Plane lookups that found their buffer already imported (a frame of
+    /// two memory planes counts two).
     pub cache_hits: u64,
     /// Frames that came in system memory, not as dma-bufs (GStreamer).
     pub system_memory_frames: u64,

@@ -69,8 +69,10 @@ fn access_of(access: zerocam_access) -> Result<Access, CapiError> {
 ///
 /// # Errors
 /// `ZEROCAM_ERROR_BUSY` when a conflicting map (or a device's use) is live;
-/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad access; `ZEROCAM_ERROR_IO` when
-/// the dma-buf sync fails.
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad access;
+/// `ZEROCAM_ERROR_UNSUPPORTED` for an image whose two planes live in two
+/// buffers (an NV12M frame: map each `zerocam_frame_plane`);
+/// `ZEROCAM_ERROR_IO` when the dma-buf sync fails.
 #[no_mangle]
 pub unsafe extern "C" fn zerocam_tensor_map(
     tensor: *const zerocam_tensor,

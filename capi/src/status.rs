@@ -109,6 +109,11 @@ impl CapiError {
 fn tensor_status(e: &TensorError) -> zerocam_status {
     use TensorError as E;
     match e {
+        // dup(2) of a number that is not open: the caller's fd is bad.
+        E::DupFailed {
+            errno: nix::errno::Errno::EBADF,
+            ..
+        } => ZEROCAM_ERROR_BAD_FD,
         E::BadFd { .. }
         | E::NotMappable { .. }
         | E::ShrinkableFile { .. }
@@ -194,10 +199,13 @@ pub(crate) fn set_last_error(message: String) {
     LAST_ERROR.with(|last| *last.borrow_mut() = message);
 }
 
-/// This thread's last failed call's message, naming the values that were
-/// wrong (`"zerocam_tensor_view: region 40x40 at (30, 0) is past the 64x48
-/// tensor"`), or `""` when no call on this thread has failed. The string is
-/// zerocam's: valid until the next failed call on this thread; never free it.
+/// This thread's last failed call's message, naming the call and the values
+/// that were wrong (`"zerocam_tensor_view: region x=6 y=0 4x4 is out of
+/// bounds: …"`), or `""` when no call on this thread has failed. The string
+/// is zerocam's: valid until the next failed call on this thread; never free
+/// it. Read it after the failed call returned, not in the same argument list
+/// (`printf("%d %s", zerocam_x(…), zerocam_last_error())`: C leaves the
+/// order of evaluation open).
 #[no_mangle]
 pub extern "C" fn zerocam_last_error() -> *const c_char {
     LAST_ERROR.with(|last| last.borrow().as_ptr())
