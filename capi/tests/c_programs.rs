@@ -86,6 +86,26 @@ fn capture_example_reports_a_missing_device_by_its_status_name_and_exits_1() {
     assert!(stderr.contains("/dev/zerocam-no-such-video"), "{stderr}");
 }
 
+/// With the `gstreamer` feature (tests/run: `cargo test -p zerocam-capi
+/// --features gstreamer --test c_programs gst`): a `gst:` spec from C, its
+/// system-memory frames counted as such, and its end a status code.
+#[cfg(feature = "gstreamer")]
+#[test]
+fn gst_capture_example_reads_a_pipeline_from_c_and_its_end_is_end_of_stream() {
+    let dir = workdir("capture_gst");
+    let exe = compile(&dir, "examples/c/capture.c", "capture", &shared(&dir));
+    let spec = "gst:videotestsrc num-buffers=5 ! video/x-raw,format=NV12,width=64,height=48";
+    let out = success(&mut program(&dir, &exe, &[spec, "5"]));
+    assert!(out.contains("frame 4 64x48 "), "{out}");
+    assert!(out.contains("\nframes 5 dropped 0\n"), "{out}");
+    // videotestsrc draws into system memory: nothing to import.
+    assert!(out.contains("\nimports 0 cache hits 0 "), "{out}");
+    let end = output(&mut program(&dir, &exe, &[spec, "6"]));
+    let stderr = String::from_utf8_lossy(&end.stderr);
+    assert_eq!(end.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ZEROCAM_ERROR_END_OF_STREAM"), "{stderr}");
+}
+
 #[test]
 fn capture_example_links_statically_against_libzerocam_a() {
     let dir = workdir("capture_static");
