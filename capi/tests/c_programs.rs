@@ -107,6 +107,16 @@ fn gst_capture_example_reads_a_pipeline_from_c_and_its_end_is_end_of_stream() {
 }
 
 #[test]
+fn import_bench_example_times_cache_hits_and_imports_each_pool_buffer_once() {
+    let dir = workdir("import_bench");
+    let exe = compile(&dir, "examples/c/import_bench.c", "import_bench", &shared(&dir));
+    let out = success(&mut program(&dir, &exe, &["1000"]));
+    assert!(out.contains("get_or_import hit + unref"), "{out}");
+    // 4 imports, then 1,000 hits in the loop and 1 for the maps.
+    assert!(out.contains("cache: misses 4 hits 1001 live 4"), "{out}");
+}
+
+#[test]
 fn capture_example_links_statically_against_libzerocam_a() {
     let dir = workdir("capture_static");
     let archive = library_dir().join("libzerocam.a");
