@@ -23,6 +23,12 @@
 #define ZEROCAM_ABI_VERSION 1
 
 /**
+ * The ring depth `zerocam_preprocessor_new` gives: how many of its model
+ * inputs may be held at once.
+ */
+#define ZEROCAM_DEFAULT_RING_DEPTH 3
+
+/**
  * The most dimensions a tensor has here (`shape`, `strides` arrays).
  */
 #define ZEROCAM_MAX_DIMS 8
@@ -30,7 +36,8 @@
 /**
  * A captured frame. Lifetime: references (`zerocam_frame_ref` / `_unref`);
  * until the last one goes it holds its buffer (the source cannot refill
- * it) and keeps its source open. Opaque.
+ * it) and keeps its source open. Thread-safe: any thread may read it or
+ * release it. Opaque.
  */
 typedef struct zerocam_frame zerocam_frame;
 
@@ -44,7 +51,8 @@ typedef struct zerocam_import_cache zerocam_import_cache;
 /**
  * A live CPU map of a tensor. Lifetime: from `zerocam_tensor_map` to
  * `zerocam_map_unmap` (exactly once); it keeps its tensor alive, and its
- * address is valid until the unmap. Opaque.
+ * address is valid until the unmap. Any thread may unmap it; reading and
+ * writing the bytes from several threads is the caller's to order. Opaque.
  */
 typedef struct zerocam_map zerocam_map;
 
@@ -73,8 +81,8 @@ typedef struct zerocam_source zerocam_source;
 typedef struct zerocam_tensor zerocam_tensor;
 
 /**
- * What a call returns: [`ZEROCAM_OK`] or one of the `ZEROCAM_ERROR_*`
- * codes; [`zerocam_last_error`] then says what was wrong.
+ * What a call returns: `ZEROCAM_OK` or one of the `ZEROCAM_ERROR_*`
+ * codes; `zerocam_last_error()` then says what was wrong.
  */
 typedef int32_t zerocam_status;
 
@@ -303,7 +311,9 @@ typedef struct zerocam_model_input {
    */
   uint32_t height;
   /**
-   * Images per tensor (the leading dimension); 1 here (one frame per run).
+   * Images per tensor (the leading dimension): 1 for
+   * `zerocam_preprocessor_run`, N for `zerocam_preprocessor_run_batch`
+   * of N frames.
    */
   uint32_t batch;
   /**
@@ -660,7 +670,9 @@ typedef struct zerocam_fd_identity {
 #define ZEROCAM_ERROR_DEVICE 13
 
 /**
- * A bug inside zerocam, caught at the boundary (no panic crosses it).
+ * A bug inside zerocam, caught at the boundary (no panic crosses it; the
+ * panic's message is also printed on stderr by Rust's panic hook). An
+ * object a call panicked inside is refused after, with this status.
  */
 #define ZEROCAM_ERROR_PANIC 14
 
@@ -814,7 +826,7 @@ uint32_t zerocam_abi_version(void);
  * `out` is NULL or valid for a write.
  *
  * # Errors
- * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a capacity of 0.
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a capacity of 0 or above 4096.
  */
 zerocam_status zerocam_import_cache_new(size_t capacity, struct zerocam_import_cache **out);
 
@@ -897,7 +909,9 @@ zerocam_status zerocam_source_open(const char *spec, const struct zerocam_source
 /**
  * The next frame, waiting at most `timeout_ms` milliseconds. A new handle:
  * release it (`zerocam_frame_unref`) when done, or the source runs out of
- * buffers.
+ * buffers. The source is held for the wait: another thread's call on the
+ * same source (`zerocam_source_get_stats`) waits until this one returns,
+ * so keep timeouts short where another thread needs the source.
  *
  * # Safety
  * `out` is NULL or valid for a write.
@@ -995,7 +1009,8 @@ zerocam_status zerocam_source_unref(struct zerocam_source *source);
  * `ZEROCAM_ERROR_BUSY` when a conflicting map (or a device's use) is live;
  * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad access;
  * `ZEROCAM_ERROR_UNSUPPORTED` for an image whose two planes live in two
- * buffers (an NV12M frame: map each `zerocam_frame_plane`);
+ * buffers (an NV12M frame) or a view of NV12/NV16 (no uniform strides):
+ * map each `zerocam_tensor_plane`;
  * `ZEROCAM_ERROR_IO` when the dma-buf sync fails.
  */
 zerocam_status zerocam_tensor_map(const struct zerocam_tensor *tensor, zerocam_access access, struct zerocam_map **out_map, struct zerocam_mapping *out);
@@ -1024,7 +1039,9 @@ zerocam_status zerocam_model_input_init(struct zerocam_model_input *input, uint3
 
 /**
  * Makes a preprocessor of `input` on `device` (`ZEROCAM_DEVICE_AUTO`: the
- * GPU where it is a real one, else the CPU).
+ * GPU where it is a real one, else the CPU), with a ring of
+ * `ZEROCAM_DEFAULT_RING_DEPTH` (3) model inputs: a fourth run while three
+ * are held is `ZEROCAM_ERROR_BUSY`.
  *
  * # Safety
  * `input` is NULL or valid for a read; `out` is NULL or valid for a write.
@@ -1033,8 +1050,23 @@ zerocam_status zerocam_model_input_init(struct zerocam_model_input *input, uint3
  * `ZEROCAM_ERROR_INVALID_ARGUMENT` for the input's options (a 0 size, a
  * quantization on a float dtype, a std of 0, …) or a bad device;
  * `ZEROCAM_ERROR_UNSUPPORTED` for `ZEROCAM_DEVICE_GPU` without a GPU.
+ * Sizes are checked when a run allocates its tensor (`ZEROCAM_ERROR_IO`
+ * when the memory cannot be had).
  */
 zerocam_status zerocam_preprocessor_new(const struct zerocam_model_input *input, zerocam_device device, struct zerocam_preprocessor **out);
+
+/**
+ * As `zerocam_preprocessor_new`, with a ring of `ring_depth` model inputs
+ * (allocated as they are first needed).
+ *
+ * # Safety
+ * As `zerocam_preprocessor_new`.
+ *
+ * # Errors
+ * As `zerocam_preprocessor_new`; `ZEROCAM_ERROR_INVALID_ARGUMENT` for a
+ * depth of 0.
+ */
+zerocam_status zerocam_preprocessor_new_with_ring_depth(const struct zerocam_model_input *input, zerocam_device device, size_t ring_depth, struct zerocam_preprocessor **out);
 
 /**
  * Adds a reference to `preprocessor`.
@@ -1109,7 +1141,7 @@ zerocam_status zerocam_preprocessor_run_crop(struct zerocam_preprocessor *prepro
  * `ZEROCAM_ERROR_INVALID_ARGUMENT` when `count` is not the input's batch;
  * as `zerocam_preprocessor_run` otherwise.
  */
-zerocam_status zerocam_preprocessor_run_batch(struct zerocam_preprocessor *preprocessor, const struct zerocam_frame *const *frames, size_t count, struct zerocam_tensor **out);
+zerocam_status zerocam_preprocessor_run_batch(struct zerocam_preprocessor *preprocessor, struct zerocam_frame *const *frames, size_t count, struct zerocam_tensor **out);
 
 /**
  * The frame pixel where model pixel (`x`, `y`) came from, by `placement`
@@ -1128,10 +1160,12 @@ zerocam_status zerocam_placement_to_frame(const struct zerocam_placement *placem
  * This thread's last failed call's message, naming the call and the values
  * that were wrong (`"zerocam_tensor_view: region x=6 y=0 4x4 is out of
  * bounds: …"`), or `""` when no call on this thread has failed. The string
- * is zerocam's: valid until the next failed call on this thread; never free
- * it. Read it after the failed call returned, not in the same argument list
- * (`printf("%d %s", zerocam_x(…), zerocam_last_error())`: C leaves the
- * order of evaluation open).
+ * is zerocam's: valid until the next failed call on this thread or the
+ * thread's end; never free it. Read it after the failed call returned, not
+ * in the same argument list (`printf("%d %s", zerocam_x(…),
+ * zerocam_last_error())`: C leaves the order of evaluation open). Calls made
+ * while the thread exits (`atexit` handlers, TSD destructors) still return
+ * their status; their message is a fixed one.
  */
 const char *zerocam_last_error(void);
 
@@ -1158,8 +1192,10 @@ zerocam_status zerocam_tensor_new(const size_t *shape, size_t ndim, zerocam_dtyp
 /**
  * Imports `fd` as a tensor of `shape` and `dtype`, without a copy. The fd is
  * dup'd (the caller keeps and closes its own) and checked as in Rust: a
- * dma-buf, or a memfd that cannot shrink (a sealable one is sealed), large
- * enough for the shape.
+ * dma-buf, or a memfd that cannot shrink, large enough for the shape. A
+ * sealable memfd is sealed against shrinking first (so its size cannot
+ * change between the check and the map), and stays sealed even when the
+ * import then fails.
  *
  * # Safety
  * As [`zerocam_tensor_new`].
@@ -1235,6 +1271,20 @@ zerocam_status zerocam_tensor_view(const struct zerocam_tensor *tensor, size_t x
  * `ZEROCAM_ERROR_OUT_OF_BOUNDS` for `n` at or past the batch.
  */
 zerocam_status zerocam_tensor_batch(const struct zerocam_tensor *tensor, size_t n, struct zerocam_tensor **out);
+
+/**
+ * Plane `index` of an image tensor (NV12's Y is 0, its UV 1; a packed
+ * format's only plane is 0; a plain tensor is its own plane 0): the same
+ * buffer, no copy, a 2-D or 3-D tensor with uniform strides that
+ * `zerocam_tensor_map` can describe. A new handle.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write.
+ *
+ * # Errors
+ * `ZEROCAM_ERROR_OUT_OF_BOUNDS` for an index at or past the plane count.
+ */
+zerocam_status zerocam_tensor_plane(const struct zerocam_tensor *tensor, size_t index, struct zerocam_tensor **out);
 
 /**
  * The tensor's buffer id: the same for every handle, view and batch element

@@ -4,16 +4,20 @@
 //! cache) keeps hitting. What a GStreamer element or a decoder loop needs.
 
 use std::ffi::c_int;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use ::zerocam_tensor::{dup_fd_number, ImageLayout, Tensor, TensorDyn};
 use zerocam_cache::{DmaBufKey, ImportCache};
 
-use crate::ffi::{call, fd_identity, handle, id, read, Out};
+use crate::ffi::{call, fd_stat, handle, id, read, Out};
 use crate::handle::{self as table, Kind, Object};
 use crate::status::{zerocam_status, CapiError};
 use crate::tensor::{caller_fd, new_handle, zerocam_tensor};
 use crate::values::{format_of, zerocam_pixel_format};
+
+/// The most buffers a cache keeps (its table is made at this size up front:
+/// a hostile capacity must not reserve the address space).
+const MAX_CAPACITY: usize = 4096;
 
 /// An import cache. Lifetime: references (`zerocam_import_cache_ref` /
 /// `_unref`); its entries go with the last one, tensors handed out live on.
@@ -66,8 +70,7 @@ fn with_cache<R>(
     let Object::Cache(cache) = &*object else {
         return Err(CapiError::Panic("the table's kind check failed".into()));
     };
-    let mut guard: MutexGuard<'_, ImportCache> =
-        cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut guard: MutexGuard<'_, ImportCache> = table::lock(cache, "cache")?;
     f(&mut guard)
 }
 
@@ -79,7 +82,7 @@ fn with_cache<R>(
 /// `out` is NULL or valid for a write.
 ///
 /// # Errors
-/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a capacity of 0.
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a capacity of 0 or above 4096.
 #[no_mangle]
 pub unsafe extern "C" fn zerocam_import_cache_new(
     capacity: usize,
@@ -87,14 +90,15 @@ pub unsafe extern "C" fn zerocam_import_cache_new(
 ) -> zerocam_status {
     call("zerocam_import_cache_new", || {
         let out = Out::new(out, "out")?;
-        if capacity == 0 {
-            return Err(CapiError::InvalidArgument(
-                "capacity 0: a cache holds at least one buffer".into(),
-            ));
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(CapiError::InvalidArgument(format!(
+                "capacity {capacity} is not 1..={MAX_CAPACITY} buffers"
+            )));
         }
         let cache = Object::Cache(Mutex::new(ImportCache::new(capacity)));
+        let h = handle(table::insert(cache)?);
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(handle(table::insert(cache))) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
@@ -159,14 +163,23 @@ pub unsafe extern "C" fn zerocam_import_cache_get_or_import(
             None => ImageLayout::new(length, 1, ::zerocam_tensor::PixelFormat::Grey)
                 .with_start_offset(offset),
         };
-        let key = DmaBufKey::new(fd_identity(fd)?, offset);
+        let (file, size) = fd_stat(fd)?;
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        if size != 0 && end > size {
+            return Err(CapiError::FdTooSmall { fd, size, end });
+        }
+        let key = DmaBufKey::new(file, offset);
+        // A miss imports the whole file (what `st_size` says; `end` where a
+        // dma-buf reports none), so a later lookup of this buffer with
+        // another length or layout finds all of it.
         let import = || -> Result<Tensor<u8>, CapiError> {
             let dup = dup_fd_number(fd).map_err(|e| caller_fd(e, fd))?;
-            Tensor::from_fd(dup, &[end], None).map_err(|e| caller_fd(e, fd))
+            Tensor::from_fd(dup, &[size.max(end)], None).map_err(|e| caller_fd(e, fd))
         };
         let tensor = with_cache(cache, |c| c.get_image(key, image, import))?;
+        let h = new_handle(TensorDyn::from(tensor))?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(TensorDyn::from(tensor))) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }

@@ -3,7 +3,7 @@
 //! timeout, each frame's image and planes as tensors.
 
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ::zerocam_tensor::TensorDyn;
@@ -26,7 +26,8 @@ pub struct zerocam_source {
 
 /// A captured frame. Lifetime: references (`zerocam_frame_ref` / `_unref`);
 /// until the last one goes it holds its buffer (the source cannot refill
-/// it) and keeps its source open. Opaque.
+/// it) and keeps its source open. Thread-safe: any thread may read it or
+/// release it. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_frame {
     _opaque: [u8; 0],
@@ -183,15 +184,18 @@ pub unsafe extern "C" fn zerocam_source_open(
         }
         let opened = open(&source_spec)?;
         let source = Object::Source(Mutex::new(opened.source));
+        let h = handle(table::insert(source)?);
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(handle(table::insert(source))) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
 
 /// The next frame, waiting at most `timeout_ms` milliseconds. A new handle:
 /// release it (`zerocam_frame_unref`) when done, or the source runs out of
-/// buffers.
+/// buffers. The source is held for the wait: another thread's call on the
+/// same source (`zerocam_source_get_stats`) waits until this one returns,
+/// so keep timeouts short where another thread needs the source.
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
@@ -212,16 +216,15 @@ pub unsafe extern "C" fn zerocam_source_next_frame(
         let Object::Source(s) = &*object else {
             return Err(CapiError::Panic("the table's kind check failed".into()));
         };
-        let frame = s
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .next_frame(Duration::from_millis(u64::from(timeout_ms)))?;
+        let frame =
+            table::lock(s, "source")?.next_frame(Duration::from_millis(u64::from(timeout_ms)))?;
         let frame = Object::Frame(FrameObject {
             frame,
             _source: Arc::clone(&object),
         });
+        let h = handle(table::insert(frame)?);
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(handle(table::insert(frame))) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
@@ -241,7 +244,7 @@ pub unsafe extern "C" fn zerocam_source_get_stats(
         let Object::Source(s) = &*object else {
             return Err(CapiError::Panic("the table's kind check failed".into()));
         };
-        let st = s.lock().unwrap_or_else(PoisonError::into_inner).stats();
+        let st = table::lock(s, "source")?.stats();
         let stats = zerocam_source_stats {
             frames: st.frames,
             dropped: st.dropped,
@@ -301,8 +304,9 @@ pub unsafe extern "C" fn zerocam_frame_tensor(
     call("zerocam_frame_tensor", || {
         let out = Out::new(out, "out")?;
         let tensor = with_frame(frame, |f| Ok(TensorDyn::from(f.tensor().clone())))?;
+        let h = new_handle(tensor)?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(tensor)) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
@@ -324,8 +328,9 @@ pub unsafe extern "C" fn zerocam_frame_plane(
     call("zerocam_frame_plane", || {
         let out = Out::new(out, "out")?;
         let plane = with_frame(frame, |f| Ok(TensorDyn::from(f.tensor().plane(index)?)))?;
+        let h = new_handle(plane)?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(plane)) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }

@@ -119,12 +119,15 @@ pub(crate) fn handle<T>(id: usize) -> *mut T {
     std::ptr::without_provenance_mut(id)
 }
 
-/// The kernel identity `(st_dev, st_ino)` of the caller's fd `fd`, by one
-/// `fstat` (a cache lookup's only syscall).
+/// The kernel identity `(st_dev, st_ino)` of the caller's fd `fd` and its
+/// size (`st_size`: 0 for a dma-buf on kernels before 5.x), by one `fstat`
+/// (a cache lookup's only syscall).
 ///
 /// # Errors
 /// `BadFd` with `fstat`'s errno (`EBADF` for a number that is not open).
-pub(crate) fn fd_identity(fd: std::ffi::c_int) -> Result<::zerocam_tensor::FdIdentity, CapiError> {
+pub(crate) fn fd_stat(
+    fd: std::ffi::c_int,
+) -> Result<(::zerocam_tensor::FdIdentity, u64), CapiError> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one `struct stat` into `st` and reads nothing from
     // the process; a number that is not an open fd is EBADF, not undefined.
@@ -141,10 +144,11 @@ pub(crate) fn fd_identity(fd: std::ffi::c_int) -> Result<::zerocam_tensor::FdIde
     // `st_dev` and `st_ino` are 64-bit on the 64-bit targets; `from` keeps
     // 32-bit ones (where they may be narrower) building.
     #[allow(clippy::useless_conversion)]
-    Ok(::zerocam_tensor::FdIdentity {
+    let identity = ::zerocam_tensor::FdIdentity {
         dev: u64::from(st.st_dev),
         ino: u64::from(st.st_ino),
-    })
+    };
+    Ok((identity, u64::try_from(st.st_size).unwrap_or(0)))
 }
 
 #[cfg(test)]
@@ -210,7 +214,7 @@ mod tests {
 
     #[test]
     fn fstat_of_a_number_that_is_not_open_is_bad_fd_naming_it() {
-        let e = fd_identity(-1).expect_err("-1 is no fd");
+        let e = fd_stat(-1).expect_err("-1 is no fd");
         assert_eq!(e.status(), crate::status::ZEROCAM_ERROR_BAD_FD);
         assert!(e.to_string().contains("-1"), "{e}");
     }

@@ -92,11 +92,29 @@ fn table() -> MutexGuard<'static, Table> {
     TABLE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Adds `object` with one C reference; its handle.
-pub(crate) fn insert(object: Object) -> usize {
+/// Locks object `what`'s mutex. One poisoned by a panic inside an earlier
+/// call is refused: the object may be half updated (a ring slot, the LRU).
+pub(crate) fn lock<'a, T>(
+    mutex: &'a Mutex<T>,
+    what: &'static str,
+) -> Result<MutexGuard<'a, T>, CapiError> {
+    mutex.lock().map_err(|_| CapiError::Poisoned { what })
+}
+
+/// Adds `object` with one C reference; its handle. Ids are never reused:
+/// when they run out (2^63 handles on a 64-bit target, 2^31 on a 32-bit one)
+/// this is an error, and `object` is dropped outside the table's lock.
+pub(crate) fn insert(object: Object) -> Result<usize, CapiError> {
     let mut t = table();
     let id = t.next;
-    t.next += 2; // odd ids only
+    let Some(next) = id.checked_add(2) else {
+        drop(t);
+        drop(object);
+        return Err(CapiError::Unsupported(
+            "every handle id has been used: this process has made too many handles".into(),
+        ));
+    };
+    t.next = next; // odd ids only
     t.entries.insert(
         id,
         Entry {
@@ -104,7 +122,7 @@ pub(crate) fn insert(object: Object) -> usize {
             object: Arc::new(object),
         },
     );
-    id
+    Ok(id)
 }
 
 /// The entry of `handle`, which must be a `kind`; `what` names the
@@ -146,7 +164,11 @@ pub(crate) fn get(handle: usize, kind: Kind, what: &'static str) -> Result<Arc<O
 pub(crate) fn add_ref(handle: usize, kind: Kind, what: &'static str) -> Result<(), CapiError> {
     let mut t = table();
     let entry = lookup(&mut t, handle, kind, what)?;
-    entry.refs += 1;
+    entry.refs = entry.refs.checked_add(1).ok_or_else(|| {
+        CapiError::InvalidArgument(format!(
+            "{what} {handle:#x} has the most references it can count"
+        ))
+    })?;
     Ok(())
 }
 
@@ -189,9 +211,9 @@ mod tests {
 
     #[test]
     fn a_released_handle_is_never_found_again_even_after_new_objects() {
-        let a = insert(tensor());
+        let a = insert(tensor()).expect("an id");
         assert!(release(a, Kind::Tensor, "t").expect("live").is_some());
-        let b = insert(tensor());
+        let b = insert(tensor()).expect("an id");
         assert_ne!(a, b, "ids are never reused");
         assert!(matches!(
             get(a, Kind::Tensor, "t"),
@@ -206,7 +228,7 @@ mod tests {
 
     #[test]
     fn references_count_and_the_type_is_checked() {
-        let a = insert(tensor());
+        let a = insert(tensor()).expect("an id");
         add_ref(a, Kind::Tensor, "t").expect("live");
         assert!(
             release(a, Kind::Tensor, "t").expect("live").is_none(),

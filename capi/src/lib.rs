@@ -21,9 +21,11 @@
 // The C names (`zerocam_tensor`, `zerocam_status`) are the API.
 #![allow(non_camel_case_types)]
 
+// This whole crate is the FFI edge: every entry point is an `unsafe extern
+// "C" fn` whose `unsafe` blocks write its `out` parameters (each with its
+// `// SAFETY:` line); reading C memory and the one syscall live in `ffi.rs`.
 mod cache;
 mod capture;
-#[allow(unsafe_code)] // the boundary: C's pointers read and written, fstat
 mod ffi;
 mod handle;
 mod map;

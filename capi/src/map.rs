@@ -2,7 +2,7 @@
 //! until `zerocam_map_unmap`; a dma-buf's sync bracket opens at the map and
 //! closes at the unmap.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use ::zerocam_tensor::Access;
 
@@ -14,7 +14,8 @@ use crate::values::ZEROCAM_MAX_DIMS;
 
 /// A live CPU map of a tensor. Lifetime: from `zerocam_tensor_map` to
 /// `zerocam_map_unmap` (exactly once); it keeps its tensor alive, and its
-/// address is valid until the unmap. Opaque.
+/// address is valid until the unmap. Any thread may unmap it; reading and
+/// writing the bytes from several threads is the caller's to order. Opaque.
 #[allow(non_camel_case_types)]
 pub struct zerocam_map {
     _opaque: [u8; 0],
@@ -71,7 +72,8 @@ fn access_of(access: zerocam_access) -> Result<Access, CapiError> {
 /// `ZEROCAM_ERROR_BUSY` when a conflicting map (or a device's use) is live;
 /// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad access;
 /// `ZEROCAM_ERROR_UNSUPPORTED` for an image whose two planes live in two
-/// buffers (an NV12M frame: map each `zerocam_frame_plane`);
+/// buffers (an NV12M frame) or a view of NV12/NV16 (no uniform strides):
+/// map each `zerocam_tensor_plane`;
 /// `ZEROCAM_ERROR_IO` when the dma-buf sync fails.
 #[no_mangle]
 pub unsafe extern "C" fn zerocam_tensor_map(
@@ -84,7 +86,18 @@ pub unsafe extern "C" fn zerocam_tensor_map(
         let out_map = Out::new(out_map, "out_map")?;
         let out = Out::new(out, "out")?;
         let access = access_of(access)?;
-        let mut map = tensor_of(tensor, "tensor")?.map_access(access)?;
+        let tensor = tensor_of(tensor, "tensor")?;
+        if tensor.strides().is_none() {
+            // An NV12/NV16 view: its chroma rows are not at one stride from
+            // its luma rows, so shape and strides cannot say where they are.
+            return Err(CapiError::Unsupported(format!(
+                "a {}x{} {} view has no uniform strides: map each zerocam_tensor_plane",
+                tensor.width().unwrap_or(0),
+                tensor.height().unwrap_or(0),
+                tensor.format().map_or("array", |f| f.name()),
+            )));
+        }
+        let mut map = tensor.map_access(access)?;
         let data = match map.as_mut_ptr() {
             Some(p) => p.as_ptr(),
             None => map.ptr().as_ptr(),
@@ -106,7 +119,7 @@ pub unsafe extern "C" fn zerocam_tensor_map(
         {
             *d = s;
         }
-        let handle = handle(table::insert(Object::Map(Mutex::new(Some(map)))));
+        let handle = handle(table::insert(Object::Map(Mutex::new(Some(map))))?);
         // SAFETY: the caller's promise for `out` and `out_map`.
         unsafe {
             out.write(mapping);
@@ -132,7 +145,7 @@ pub unsafe extern "C" fn zerocam_map_unmap(map: *mut zerocam_map) -> zerocam_sta
         let Some(Object::Map(slot)) = object.as_deref() else {
             return Ok(()); // another reference still holds it (none are handed out)
         };
-        let live = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let live = table::lock(slot, "map")?.take();
         match live {
             Some(m) => Ok(m.finish()?),
             None => Ok(()),

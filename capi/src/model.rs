@@ -73,7 +73,9 @@ pub struct zerocam_model_input {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// Images per tensor (the leading dimension); 1 here (one frame per run).
+    /// Images per tensor (the leading dimension): 1 for
+    /// `zerocam_preprocessor_run`, N for `zerocam_preprocessor_run_batch`
+    /// of N frames.
     pub batch: u32,
     /// `ZEROCAM_DTYPE_U8`, `_I8`, `_F16` or `_F32`.
     pub dtype: zerocam_dtype,
@@ -172,8 +174,14 @@ fn model_input(m: &zerocam_model_input) -> Result<ModelInput, CapiError> {
     Ok(input.fit(fit))
 }
 
+/// The ring depth `zerocam_preprocessor_new` gives: how many of its model
+/// inputs may be held at once.
+pub const ZEROCAM_DEFAULT_RING_DEPTH: usize = 3;
+
 /// Makes a preprocessor of `input` on `device` (`ZEROCAM_DEVICE_AUTO`: the
-/// GPU where it is a real one, else the CPU).
+/// GPU where it is a real one, else the CPU), with a ring of
+/// `ZEROCAM_DEFAULT_RING_DEPTH` (3) model inputs: a fourth run while three
+/// are held is `ZEROCAM_ERROR_BUSY`.
 ///
 /// # Safety
 /// `input` is NULL or valid for a read; `out` is NULL or valid for a write.
@@ -182,6 +190,8 @@ fn model_input(m: &zerocam_model_input) -> Result<ModelInput, CapiError> {
 /// `ZEROCAM_ERROR_INVALID_ARGUMENT` for the input's options (a 0 size, a
 /// quantization on a float dtype, a std of 0, …) or a bad device;
 /// `ZEROCAM_ERROR_UNSUPPORTED` for `ZEROCAM_DEVICE_GPU` without a GPU.
+/// Sizes are checked when a run allocates its tensor (`ZEROCAM_ERROR_IO`
+/// when the memory cannot be had).
 #[no_mangle]
 pub unsafe extern "C" fn zerocam_preprocessor_new(
     input: *const zerocam_model_input,
@@ -189,25 +199,62 @@ pub unsafe extern "C" fn zerocam_preprocessor_new(
     out: *mut *mut zerocam_preprocessor,
 ) -> zerocam_status {
     call("zerocam_preprocessor_new", || {
-        let out = Out::new(out, "out")?;
-        // SAFETY: the caller's promise for `input`.
-        let input = model_input(&unsafe { read(input, "input") }?)?;
-        let device = match device {
-            ZEROCAM_DEVICE_AUTO => Device::Auto,
-            ZEROCAM_DEVICE_CPU => Device::Cpu,
-            ZEROCAM_DEVICE_GPU => Device::Gpu,
-            v => {
-                return Err(CapiError::InvalidArgument(format!(
-                    "device {v} is not a ZEROCAM_DEVICE_* value (0..=2)"
-                )))
-            }
-        };
-        let pre = Preprocessor::new(input, device)?;
-        let object = Object::Preprocessor(Box::new(Mutex::new(pre)));
-        // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(handle(table::insert(object))) };
-        Ok(())
+        // SAFETY: the caller's promises, passed on.
+        unsafe { new(input, device, ZEROCAM_DEFAULT_RING_DEPTH, out) }
     })
+}
+
+/// As `zerocam_preprocessor_new`, with a ring of `ring_depth` model inputs
+/// (allocated as they are first needed).
+///
+/// # Safety
+/// As `zerocam_preprocessor_new`.
+///
+/// # Errors
+/// As `zerocam_preprocessor_new`; `ZEROCAM_ERROR_INVALID_ARGUMENT` for a
+/// depth of 0.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_new_with_ring_depth(
+    input: *const zerocam_model_input,
+    device: zerocam_device,
+    ring_depth: usize,
+    out: *mut *mut zerocam_preprocessor,
+) -> zerocam_status {
+    call("zerocam_preprocessor_new_with_ring_depth", || {
+        // SAFETY: the caller's promises, passed on.
+        unsafe { new(input, device, ring_depth, out) }
+    })
+}
+
+/// The body of both constructors.
+///
+/// # Safety
+/// `input` is NULL or valid for a read; `out` is NULL or valid for a write.
+unsafe fn new(
+    input: *const zerocam_model_input,
+    device: zerocam_device,
+    ring_depth: usize,
+    out: *mut *mut zerocam_preprocessor,
+) -> Result<(), CapiError> {
+    let out = Out::new(out, "out")?;
+    // SAFETY: the caller's promise for `input`.
+    let input = model_input(&unsafe { read(input, "input") }?)?;
+    let device = match device {
+        ZEROCAM_DEVICE_AUTO => Device::Auto,
+        ZEROCAM_DEVICE_CPU => Device::Cpu,
+        ZEROCAM_DEVICE_GPU => Device::Gpu,
+        v => {
+            return Err(CapiError::InvalidArgument(format!(
+                "device {v} is not a ZEROCAM_DEVICE_* value (0..=2)"
+            )))
+        }
+    };
+    let pre = Preprocessor::new(input, device)?.with_ring_depth(ring_depth)?;
+    let object = Object::Preprocessor(Box::new(Mutex::new(pre)));
+    let h = handle(table::insert(object)?);
+    // SAFETY: the caller's promise for `out`.
+    unsafe { out.write(h) };
+    Ok(())
 }
 
 /// Adds a reference to `preprocessor`.
@@ -240,4 +287,15 @@ pub unsafe extern "C" fn zerocam_preprocessor_unref(
         )?);
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_headers_default_ring_depth_is_the_preprocessors() {
+        assert_eq!(
+            super::ZEROCAM_DEFAULT_RING_DEPTH,
+            zerocam_gpu::DEFAULT_RING_DEPTH
+        );
+    }
 }

@@ -8,8 +8,8 @@ use ::zerocam_tensor::Error as TensorError;
 use zerocam_capture::CaptureError;
 use zerocam_gpu::{ModelInputError, PreprocessError};
 
-/// What a call returns: [`ZEROCAM_OK`] or one of the `ZEROCAM_ERROR_*`
-/// codes; [`zerocam_last_error`] then says what was wrong.
+/// What a call returns: `ZEROCAM_OK` or one of the `ZEROCAM_ERROR_*`
+/// codes; `zerocam_last_error()` then says what was wrong.
 #[allow(non_camel_case_types)]
 pub type zerocam_status = i32;
 
@@ -45,7 +45,9 @@ pub const ZEROCAM_ERROR_END_OF_STREAM: zerocam_status = 11;
 pub const ZEROCAM_ERROR_IO: zerocam_status = 12;
 /// A driver, GPU or pipeline failed, or a device went away.
 pub const ZEROCAM_ERROR_DEVICE: zerocam_status = 13;
-/// A bug inside zerocam, caught at the boundary (no panic crosses it).
+/// A bug inside zerocam, caught at the boundary (no panic crosses it; the
+/// panic's message is also printed on stderr by Rust's panic hook). An
+/// object a call panicked inside is refused after, with this status.
 pub const ZEROCAM_ERROR_PANIC: zerocam_status = 14;
 
 /// Why a call failed, and its status code ([`CapiError::status`]).
@@ -65,6 +67,12 @@ pub(crate) enum CapiError {
         expected: &'static str,
         found: &'static str,
     },
+    /// An fd shorter than the bytes asked of it.
+    #[error("fd {fd} is {size} bytes: offset + length = {end} runs past its end")]
+    FdTooSmall { fd: i32, size: usize, end: usize },
+    /// A region or index past what it indexes, named in the message.
+    #[error("{0}")]
+    OutOfBounds(String),
     /// A value out of range, named in the message.
     #[error("{0}")]
     InvalidArgument(String),
@@ -86,6 +94,9 @@ pub(crate) enum CapiError {
     /// A panic inside zerocam.
     #[error("internal error (a bug in zerocam, please report it): {0}")]
     Panic(String),
+    /// An object a earlier call panicked inside of.
+    #[error("this {what} is unusable: an earlier call panicked inside it (a bug in zerocam, please report it)")]
+    Poisoned { what: &'static str },
 }
 
 impl CapiError {
@@ -96,11 +107,13 @@ impl CapiError {
             CapiError::InvalidHandle { .. } => ZEROCAM_ERROR_INVALID_HANDLE,
             CapiError::WrongType { .. } => ZEROCAM_ERROR_WRONG_HANDLE_TYPE,
             CapiError::InvalidArgument(_) | CapiError::Model(_) => ZEROCAM_ERROR_INVALID_ARGUMENT,
+            CapiError::FdTooSmall { .. } => ZEROCAM_ERROR_BAD_FD,
+            CapiError::OutOfBounds(_) => ZEROCAM_ERROR_OUT_OF_BOUNDS,
             CapiError::Unsupported(_) => ZEROCAM_ERROR_UNSUPPORTED,
             CapiError::Tensor(e) => tensor_status(e),
             CapiError::Capture(e) => capture_status(e),
             CapiError::Preprocess(e) => preprocess_status(e),
-            CapiError::Panic(_) => ZEROCAM_ERROR_PANIC,
+            CapiError::Panic(_) | CapiError::Poisoned { .. } => ZEROCAM_ERROR_PANIC,
         }
     }
 }
@@ -182,8 +195,19 @@ fn preprocess_status(e: &PreprocessError) -> zerocam_status {
         E::Model(_) | E::BatchSize { .. } | E::ZeroRingDepth { .. } => {
             ZEROCAM_ERROR_INVALID_ARGUMENT
         }
-        E::Cpu(_) => ZEROCAM_ERROR_UNSUPPORTED,
+        E::Cpu(c) => cpu_status(c),
         _ => ZEROCAM_ERROR_DEVICE,
+    }
+}
+
+/// The status of a CPU conversion's error.
+fn cpu_status(e: &zerocam_gpu::CpuConvertError) -> zerocam_status {
+    use zerocam_gpu::CpuConvertError as E;
+    match e {
+        E::CropOutOfBounds { .. } | E::BatchIndex { .. } => ZEROCAM_ERROR_OUT_OF_BOUNDS,
+        E::Tensor(t) => tensor_status(t),
+        E::UnsupportedSource { .. } | E::SourceTooWide { .. } => ZEROCAM_ERROR_UNSUPPORTED,
+        _ => ZEROCAM_ERROR_INVALID_ARGUMENT,
     }
 }
 
@@ -194,21 +218,31 @@ thread_local! {
 
 /// Records `message` as this thread's last error (an interior NUL, which C
 /// cannot print, becomes a space).
+/// When the thread is exiting (its thread-locals already destroyed: a call
+/// from an `atexit` handler or a TSD destructor) the message is dropped; the
+/// status code still says what happened.
 pub(crate) fn set_last_error(message: String) {
     let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = message);
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
 }
+
+/// What `zerocam_last_error` gives once this thread's thread-locals are gone.
+const EXITING: &std::ffi::CStr = c"(no message: the thread is exiting)";
 
 /// This thread's last failed call's message, naming the call and the values
 /// that were wrong (`"zerocam_tensor_view: region x=6 y=0 4x4 is out of
 /// bounds: …"`), or `""` when no call on this thread has failed. The string
-/// is zerocam's: valid until the next failed call on this thread; never free
-/// it. Read it after the failed call returned, not in the same argument list
-/// (`printf("%d %s", zerocam_x(…), zerocam_last_error())`: C leaves the
-/// order of evaluation open).
+/// is zerocam's: valid until the next failed call on this thread or the
+/// thread's end; never free it. Read it after the failed call returned, not
+/// in the same argument list (`printf("%d %s", zerocam_x(…),
+/// zerocam_last_error())`: C leaves the order of evaluation open). Calls made
+/// while the thread exits (`atexit` handlers, TSD destructors) still return
+/// their status; their message is a fixed one.
 #[no_mangle]
 pub extern "C" fn zerocam_last_error() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|last| last.borrow().as_ptr())
+        .unwrap_or(EXITING.as_ptr())
 }
 
 /// The name of status `status` (`"ZEROCAM_ERROR_BAD_FD"`), or

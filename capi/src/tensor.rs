@@ -78,15 +78,20 @@ pub struct zerocam_fd_identity {
     pub plane_offset: u64,
 }
 
-/// `shape` checked: 1 to [`ZEROCAM_MAX_DIMS`] dimensions.
-fn shape_of(shape: &[usize]) -> Result<&[usize], CapiError> {
-    if shape.is_empty() || shape.len() > ZEROCAM_MAX_DIMS {
+/// The `ndim` extents at `shape`, `ndim` checked (1 to
+/// [`ZEROCAM_MAX_DIMS`]) before anything is read.
+///
+/// # Safety
+/// For `ndim` in that range, `shape` is NULL or valid for reads of `ndim`
+/// values.
+unsafe fn shape_arg<'a>(shape: *const usize, ndim: usize) -> Result<&'a [usize], CapiError> {
+    if !(1..=ZEROCAM_MAX_DIMS).contains(&ndim) {
         return Err(CapiError::InvalidArgument(format!(
-            "ndim {} is not 1..={ZEROCAM_MAX_DIMS}",
-            shape.len()
+            "ndim {ndim} is not 1..={ZEROCAM_MAX_DIMS}"
         )));
     }
-    Ok(shape)
+    // SAFETY: the caller's promise, for this `ndim`.
+    unsafe { slice(shape, ndim, "shape") }
 }
 
 /// The tensor behind handle `t` (`what` in errors).
@@ -101,8 +106,8 @@ pub(crate) fn tensor_of(
 }
 
 /// A new handle for `tensor`.
-pub(crate) fn new_handle(tensor: TensorDyn) -> *mut zerocam_tensor {
-    handle(table::insert(Object::Tensor(tensor)))
+pub(crate) fn new_handle(tensor: TensorDyn) -> Result<*mut zerocam_tensor, CapiError> {
+    Ok(handle(table::insert(Object::Tensor(tensor))?))
 }
 
 /// `e`, naming the caller's fd number `fd` where it names the duplicate's.
@@ -138,18 +143,21 @@ pub unsafe extern "C" fn zerocam_tensor_new(
     call("zerocam_tensor_new", || {
         let out = Out::new(out, "out")?;
         // SAFETY: the caller's promise for `shape`.
-        let shape = shape_of(unsafe { slice(shape, ndim, "shape") }?)?;
+        let shape = unsafe { shape_arg(shape, ndim) }?;
         let tensor = TensorDyn::new(shape, dtype_of(dtype)?, memory_of(memory)?, None)?;
+        let h = new_handle(tensor)?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(tensor)) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
 
 /// Imports `fd` as a tensor of `shape` and `dtype`, without a copy. The fd is
 /// dup'd (the caller keeps and closes its own) and checked as in Rust: a
-/// dma-buf, or a memfd that cannot shrink (a sealable one is sealed), large
-/// enough for the shape.
+/// dma-buf, or a memfd that cannot shrink, large enough for the shape. A
+/// sealable memfd is sealed against shrinking first (so its size cannot
+/// change between the check and the map), and stays sealed even when the
+/// import then fails.
 ///
 /// # Safety
 /// As [`zerocam_tensor_new`].
@@ -169,12 +177,13 @@ pub unsafe extern "C" fn zerocam_tensor_from_fd(
     call("zerocam_tensor_from_fd", || {
         let out = Out::new(out, "out")?;
         // SAFETY: the caller's promise for `shape`.
-        let shape = shape_of(unsafe { slice(shape, ndim, "shape") }?)?;
+        let shape = unsafe { shape_arg(shape, ndim) }?;
         let dtype = dtype_of(dtype)?;
         let dup = dup_fd_number(fd).map_err(|e| caller_fd(e, fd))?;
         let tensor = TensorDyn::from_fd(dup, shape, dtype, None).map_err(|e| caller_fd(e, fd))?;
+        let h = new_handle(tensor)?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(tensor)) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
@@ -218,8 +227,9 @@ pub unsafe extern "C" fn zerocam_tensor_from_planes(
         };
         let tensor =
             Tensor::<u8>::import_planes(width, height, format, plane(luma)?, plane(chroma)?)?;
+        let h = new_handle(tensor.into())?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(tensor.into())) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
@@ -305,8 +315,9 @@ pub unsafe extern "C" fn zerocam_tensor_view(
     call("zerocam_tensor_view", || {
         let out = Out::new(out, "out")?;
         let view = tensor_of(tensor, "tensor")?.view(Region::new(x, y, width, height))?;
+        let h = new_handle(view)?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(view)) };
+        unsafe { out.write(h) };
         Ok(())
     })
 }
@@ -328,8 +339,35 @@ pub unsafe extern "C" fn zerocam_tensor_batch(
     call("zerocam_tensor_batch", || {
         let out = Out::new(out, "out")?;
         let element = tensor_of(tensor, "tensor")?.batch(n)?;
+        let h = new_handle(element)?;
         // SAFETY: the caller's promise for `out`.
-        unsafe { out.write(new_handle(element)) };
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+/// Plane `index` of an image tensor (NV12's Y is 0, its UV 1; a packed
+/// format's only plane is 0; a plain tensor is its own plane 0): the same
+/// buffer, no copy, a 2-D or 3-D tensor with uniform strides that
+/// `zerocam_tensor_map` can describe. A new handle.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_OUT_OF_BOUNDS` for an index at or past the plane count.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_tensor_plane(
+    tensor: *const zerocam_tensor,
+    index: usize,
+    out: *mut *mut zerocam_tensor,
+) -> zerocam_status {
+    call("zerocam_tensor_plane", || {
+        let out = Out::new(out, "out")?;
+        let plane = tensor_of(tensor, "tensor")?.plane(index)?;
+        let h = new_handle(plane)?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(h) };
         Ok(())
     })
 }

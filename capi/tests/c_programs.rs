@@ -109,7 +109,12 @@ fn gst_capture_example_reads_a_pipeline_from_c_and_its_end_is_end_of_stream() {
 #[test]
 fn import_bench_example_times_cache_hits_and_imports_each_pool_buffer_once() {
     let dir = workdir("import_bench");
-    let exe = compile(&dir, "examples/c/import_bench.c", "import_bench", &shared(&dir));
+    let exe = compile(
+        &dir,
+        "examples/c/import_bench.c",
+        "import_bench",
+        &shared(&dir),
+    );
     let out = success(&mut program(&dir, &exe, &["1000"]));
     assert!(out.contains("get_or_import hit + unref"), "{out}");
     // 4 imports, then 1,000 hits in the loop and 1 for the maps.
@@ -208,6 +213,25 @@ fn c_capture_and_model_input_errors_return_their_codes() {
     let out = run_c_tests("errors_capture");
     assert!(
         out.contains("c-test next_frame_with_every_buffer_held_is_busy ... ok"),
+        "{out}"
+    );
+}
+
+#[test]
+fn c_hostile_counts_views_cache_lengths_crops_and_calls_at_exit_get_status_codes() {
+    let out = run_c_tests("hostile");
+    for test in [
+        "failed_calls_while_a_thread_exits_return_their_status",
+        "counts_and_capacities_are_checked_before_anything_is_read_or_reserved",
+        "an_nv12_view_maps_per_plane_not_whole_with_zero_strides",
+        "a_cache_hit_serves_any_length_the_file_holds",
+        "crops_plain_tensors_and_ring_depths_get_their_codes",
+    ] {
+        assert!(out.contains(&format!("c-test {test} ... ok")), "{out}");
+    }
+    // The atexit handler ran after main, its failed call a status, not an abort.
+    assert!(
+        out.contains("atexit: ZEROCAM_ERROR_INVALID_HANDLE (a message)"),
         "{out}"
     );
 }

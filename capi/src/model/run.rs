@@ -1,8 +1,6 @@
 //! Running a preprocessor: a frame (all of it or a crop, with where it
 //! landed), an image tensor, or a batch of frames into a model input.
 
-use std::sync::PoisonError;
-
 use ::zerocam_tensor::{ColorSpec, Region, Tensor};
 use zerocam_gpu::{FitPlacement, SourceRect};
 
@@ -86,11 +84,33 @@ fn run(
     let Object::Preprocessor(pre) = &*object else {
         return Err(CapiError::Panic("the table's kind check failed".into()));
     };
-    let done = pre
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .run_batch(sources, crop, color, |_, _| {})?;
-    Ok((new_handle(done.tensor), done.placement))
+    let done = table::lock(pre, "preprocessor")?.run_batch(sources, crop, color, |_, _| {})?;
+    Ok((new_handle(done.tensor)?, done.placement))
+}
+
+/// The batch of the preprocessor behind `p`.
+fn batch_of(p: *mut zerocam_preprocessor) -> Result<usize, CapiError> {
+    let object = table::get(id(p), Kind::Preprocessor, "preprocessor")?;
+    let Object::Preprocessor(pre) = &*object else {
+        return Err(CapiError::Panic("the table's kind check failed".into()));
+    };
+    let batch = table::lock(pre, "preprocessor")?.input().batch_size();
+    Ok(batch)
+}
+
+/// `crop` checked against a `width`x`height` frame.
+fn crop_in(crop: Option<Region>, width: usize, height: usize) -> Result<Option<Region>, CapiError> {
+    match crop {
+        Some(r) if !r.fits(width, height) => Err(CapiError::OutOfBounds(format!(
+            "crop {}x{} at ({}, {}) is past the {width}x{height} frame",
+            r.width, r.height, r.x, r.y
+        ))),
+        Some(r) if r.width == 0 || r.height == 0 => Err(CapiError::InvalidArgument(format!(
+            "crop {}x{} at ({}, {}) is empty",
+            r.width, r.height, r.x, r.y
+        ))),
+        other => Ok(other),
+    }
 }
 
 /// The crop region at `crop` (NULL: none).
@@ -150,6 +170,13 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_tensor(
     call("zerocam_preprocessor_run_tensor", || {
         let out = Out::new(out, "out")?;
         let t = tensor_of(image, "image")?;
+        if t.format().is_none() {
+            return Err(CapiError::InvalidArgument(format!(
+                "image: a {} tensor of shape {:?} is not an image (no pixel format)",
+                t.dtype().name(),
+                t.shape()
+            )));
+        }
         let image: Tensor<u8> = t.try_into()?;
         let (result, _) = run(preprocessor, &[&image], None, ColorSpec::default())?;
         // SAFETY: the caller's promise for `out`.
@@ -183,6 +210,8 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_crop(
         // SAFETY: the caller's promise for `crop`.
         let crop = unsafe { crop_of(crop) }?;
         let (image, color) = with_frame(frame, |f| Ok((f.tensor().clone(), f.color_spec())))?;
+        let size = (image.width().unwrap_or(0), image.height().unwrap_or(0));
+        let crop = crop_in(crop, size.0, size.1)?;
         let (result, placed) = run(preprocessor, &[&image], crop, color)?;
         if let Ok(placement) = Out::new(placement, "placement") {
             // SAFETY: not NULL; the caller's promise for `placement`.
@@ -208,13 +237,20 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_crop(
 #[no_mangle]
 pub unsafe extern "C" fn zerocam_preprocessor_run_batch(
     preprocessor: *mut zerocam_preprocessor,
-    frames: *const *const zerocam_frame,
+    frames: *const *mut zerocam_frame,
     count: usize,
     out: *mut *mut zerocam_tensor,
 ) -> zerocam_status {
     call("zerocam_preprocessor_run_batch", || {
         let out = Out::new(out, "out")?;
-        // SAFETY: the caller's promise for `frames`.
+        // The count is checked against the batch before `frames` is read.
+        let batch = batch_of(preprocessor)?;
+        if count != batch {
+            return Err(CapiError::InvalidArgument(format!(
+                "count {count}: the model input's batch is {batch}"
+            )));
+        }
+        // SAFETY: the caller's promise for `frames`, for this count.
         let handles = unsafe { slice(frames, count, "frames") }?;
         let mut images = Vec::with_capacity(count);
         let mut color = ColorSpec::default();
