@@ -70,6 +70,12 @@ pub(crate) enum CapiError {
     /// An fd shorter than the bytes asked of it.
     #[error("fd {fd} is {size} bytes: offset + length = {end} runs past its end")]
     FdTooSmall { fd: i32, size: usize, end: usize },
+    /// Something held, in C's words (the ring's results).
+    #[error("{0}")]
+    Busy(String),
+    /// An fd zerocam cannot import, in C's words.
+    #[error("{0}")]
+    BadFd(String),
     /// A region or index past what it indexes, named in the message.
     #[error("{0}")]
     OutOfBounds(String),
@@ -109,6 +115,8 @@ impl CapiError {
             CapiError::InvalidArgument(_) | CapiError::Model(_) => ZEROCAM_ERROR_INVALID_ARGUMENT,
             CapiError::FdTooSmall { .. } => ZEROCAM_ERROR_BAD_FD,
             CapiError::OutOfBounds(_) => ZEROCAM_ERROR_OUT_OF_BOUNDS,
+            CapiError::Busy(_) => ZEROCAM_ERROR_BUSY,
+            CapiError::BadFd(_) => ZEROCAM_ERROR_BAD_FD,
             CapiError::Unsupported(_) => ZEROCAM_ERROR_UNSUPPORTED,
             CapiError::Tensor(e) => tensor_status(e),
             CapiError::Capture(e) => capture_status(e),

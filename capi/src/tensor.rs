@@ -110,8 +110,17 @@ pub(crate) fn new_handle(tensor: TensorDyn) -> Result<*mut zerocam_tensor, CapiE
     Ok(handle(table::insert(Object::Tensor(tensor))?))
 }
 
-/// `e`, naming the caller's fd number `fd` where it names the duplicate's.
+/// `e`, naming the caller's fd number `fd` where it names the duplicate's
+/// (and, for a file that can shrink, what a C caller can do about it).
 pub(crate) fn caller_fd(mut e: TensorError, fd: c_int) -> CapiError {
+    if let TensorError::ShrinkableFile { kind, .. } = e {
+        return CapiError::BadFd(format!(
+            "fd {fd} is {kind}: its size can shrink while it is mapped, and a read past a \
+             truncated end would kill the process with SIGBUS, so it is not imported; pass a \
+             dma-buf, or a memfd made with MFD_ALLOW_SEALING (sealed against shrinking on \
+             import) or sealed with F_SEAL_SHRINK"
+        ));
+    }
     if let TensorError::BadFd { fd: number, .. }
     | TensorError::NotMappable { fd: number, .. }
     | TensorError::CannotSeal { fd: number, .. }

@@ -2,7 +2,7 @@
 //! landed), an image tensor, or a batch of frames into a model input.
 
 use ::zerocam_tensor::{ColorSpec, Region, Tensor};
-use zerocam_gpu::{FitPlacement, SourceRect};
+use zerocam_gpu::{FitPlacement, PreprocessError, SourceRect};
 
 use super::zerocam_preprocessor;
 use crate::capture::{with_frame, zerocam_frame};
@@ -84,7 +84,15 @@ fn run(
     let Object::Preprocessor(pre) = &*object else {
         return Err(CapiError::Panic("the table's kind check failed".into()));
     };
-    let done = table::lock(pre, "preprocessor")?.run_batch(sources, crop, color, |_, _| {})?;
+    let done = table::lock(pre, "preprocessor")?
+        .run_batch(sources, crop, color, |_, _| {})
+        .map_err(|e| match e {
+            PreprocessError::RingFull { depth } => CapiError::Busy(format!(
+                "all {depth} model inputs of the preprocessor's ring are held: unref one \
+                 (or make the preprocessor with zerocam_preprocessor_new_with_ring_depth)"
+            )),
+            e => e.into(),
+        })?;
     Ok((new_handle(done.tensor)?, done.placement))
 }
 

@@ -197,6 +197,8 @@ static void crops_plain_tensors_and_ring_depths_get_their_codes(void)
     /* A ring of one: the second run while the first result is held is BUSY. */
     EXPECT_OK(zerocam_preprocessor_run(p, f, &held));
     EXPECT_STATUS(ZEROCAM_ERROR_BUSY, zerocam_preprocessor_run(p, f, &out));
+    /* In C's words: what a C caller can do about it. */
+    EXPECT_ERROR_MENTIONS("zerocam_preprocessor_new_with_ring_depth");
     EXPECT_OK(zerocam_tensor_unref(held));
     EXPECT_OK(zerocam_preprocessor_run(p, f, &out));
     EXPECT_OK(zerocam_tensor_unref(out));
@@ -206,6 +208,20 @@ static void crops_plain_tensors_and_ring_depths_get_their_codes(void)
     EXPECT_OK(zerocam_source_unref(src));
 }
 
+/* ---- messages in C's words ------------------------------------------ */
+
+static void a_shrinkable_memfd_is_refused_with_what_c_can_do_about_it(void)
+{
+    int fd = test_memfd(4096, 0); /* not sealable: it can always shrink */
+    size_t shape[1] = {4096};
+    zerocam_tensor *t = NULL;
+    EXPECT_STATUS(ZEROCAM_ERROR_BAD_FD, zerocam_tensor_from_fd(fd, shape, 1, ZEROCAM_DTYPE_U8, &t));
+    EXPECT_ERROR_MENTIONS("MFD_ALLOW_SEALING");
+    EXPECT(strstr(zerocam_last_error(), "from_fd_unchecked") == NULL); /* Rust only */
+    EXPECT(t == NULL);
+    close(fd);
+}
+
 int main(void)
 {
     RUN(failed_calls_while_a_thread_exits_return_their_status);
@@ -213,5 +229,6 @@ int main(void)
     RUN(an_nv12_view_maps_per_plane_not_whole_with_zero_strides);
     RUN(a_cache_hit_serves_any_length_the_file_holds);
     RUN(crops_plain_tensors_and_ring_depths_get_their_codes);
+    RUN(a_shrinkable_memfd_is_refused_with_what_c_can_do_about_it);
     return test_exit_status("hostile");
 }
