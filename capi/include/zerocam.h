@@ -909,9 +909,10 @@ zerocam_status zerocam_source_open(const char *spec, const struct zerocam_source
 /**
  * The next frame, waiting at most `timeout_ms` milliseconds. A new handle:
  * release it (`zerocam_frame_unref`) when done, or the source runs out of
- * buffers. The source is held for the wait: another thread's call on the
- * same source (`zerocam_source_get_stats`) waits until this one returns,
- * so keep timeouts short where another thread needs the source.
+ * buffers. The source is held for the wait: another thread's
+ * `zerocam_source_next_frame` on it waits until this one returns
+ * (`zerocam_source_get_stats` does not: it gives the counters as of the
+ * last frame).
  *
  * # Safety
  * `out` is NULL or valid for a write.
@@ -924,7 +925,9 @@ zerocam_status zerocam_source_open(const char *spec, const struct zerocam_source
 zerocam_status zerocam_source_next_frame(struct zerocam_source *source, uint32_t timeout_ms, struct zerocam_frame **out);
 
 /**
- * The source's counters.
+ * The source's counters. While another thread waits in
+ * `zerocam_source_next_frame` on this source, the counters as of the
+ * source's last frame, without waiting.
  *
  * # Safety
  * `out` is NULL or valid for a write of a `zerocam_source_stats`.

@@ -3,12 +3,12 @@
 //! timeout, each frame's image and planes as tensors.
 
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use ::zerocam_tensor::TensorDyn;
 use zerocam_capture::open::{open, SourceSpec};
-use zerocam_capture::{BufferMode, CaptureFormat, Frame, FrameSource};
+use zerocam_capture::{BufferMode, CaptureFormat, Frame, FrameSource, StreamStats};
 
 use crate::ffi::{call, handle, id, read, string, Out};
 use crate::handle::{self as table, Kind, Object};
@@ -89,6 +89,13 @@ pub struct zerocam_source_stats {
     pub buffers: usize,
     /// Memory planes per buffer.
     pub planes: usize,
+}
+
+/// A source, and its counters as of its last frame or stats call (read
+/// without waiting on a `next_frame` that holds the source).
+pub(crate) struct SourceObject {
+    source: Mutex<Box<dyn FrameSource>>,
+    stats: Mutex<StreamStats>,
 }
 
 /// A frame and the source it came from.
@@ -183,7 +190,11 @@ pub unsafe extern "C" fn zerocam_source_open(
             }
         }
         let opened = open(&source_spec)?;
-        let source = Object::Source(Mutex::new(opened.source));
+        let stats = opened.source.stats();
+        let source = Object::Source(SourceObject {
+            source: Mutex::new(opened.source),
+            stats: Mutex::new(stats),
+        });
         let h = handle(table::insert(source)?);
         // SAFETY: the caller's promise for `out`.
         unsafe { out.write(h) };
@@ -193,9 +204,10 @@ pub unsafe extern "C" fn zerocam_source_open(
 
 /// The next frame, waiting at most `timeout_ms` milliseconds. A new handle:
 /// release it (`zerocam_frame_unref`) when done, or the source runs out of
-/// buffers. The source is held for the wait: another thread's call on the
-/// same source (`zerocam_source_get_stats`) waits until this one returns,
-/// so keep timeouts short where another thread needs the source.
+/// buffers. The source is held for the wait: another thread's
+/// `zerocam_source_next_frame` on it waits until this one returns
+/// (`zerocam_source_get_stats` does not: it gives the counters as of the
+/// last frame).
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
@@ -216,8 +228,11 @@ pub unsafe extern "C" fn zerocam_source_next_frame(
         let Object::Source(s) = &*object else {
             return Err(CapiError::Panic("the table's kind check failed".into()));
         };
-        let frame =
-            table::lock(s, "source")?.next_frame(Duration::from_millis(u64::from(timeout_ms)))?;
+        let mut source = table::lock(&s.source, "source")?;
+        let frame = source.next_frame(Duration::from_millis(u64::from(timeout_ms)));
+        *table::lock(&s.stats, "source")? = source.stats();
+        drop(source);
+        let frame = frame?;
         let frame = Object::Frame(FrameObject {
             frame,
             _source: Arc::clone(&object),
@@ -229,7 +244,9 @@ pub unsafe extern "C" fn zerocam_source_next_frame(
     })
 }
 
-/// The source's counters.
+/// The source's counters. While another thread waits in
+/// `zerocam_source_next_frame` on this source, the counters as of the
+/// source's last frame, without waiting.
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a `zerocam_source_stats`.
@@ -244,7 +261,17 @@ pub unsafe extern "C" fn zerocam_source_get_stats(
         let Object::Source(s) = &*object else {
             return Err(CapiError::Panic("the table's kind check failed".into()));
         };
-        let st = table::lock(s, "source")?.stats();
+        // A `next_frame` waiting on another thread holds the source: then
+        // the counters as of its last frame, without waiting for it.
+        let st = match s.source.try_lock() {
+            Ok(source) => {
+                let fresh = source.stats();
+                *table::lock(&s.stats, "source")? = fresh;
+                fresh
+            }
+            Err(TryLockError::WouldBlock) => *table::lock(&s.stats, "source")?,
+            Err(TryLockError::Poisoned(_)) => return Err(CapiError::Poisoned { what: "source" }),
+        };
         let stats = zerocam_source_stats {
             frames: st.frames,
             dropped: st.dropped,

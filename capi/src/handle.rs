@@ -19,7 +19,7 @@ pub(crate) enum Object {
     /// An import cache.
     Cache(Mutex<zerocam_cache::ImportCache>),
     /// A frame source.
-    Source(Mutex<Box<dyn zerocam_capture::FrameSource>>),
+    Source(crate::capture::SourceObject),
     /// A frame, and the source it came from (kept open while it lives).
     Frame(crate::capture::FrameObject),
     /// A model-input preprocessor (boxed: it is large, the others small).

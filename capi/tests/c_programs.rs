@@ -227,6 +227,7 @@ fn c_hostile_counts_views_cache_lengths_crops_and_calls_at_exit_get_status_codes
         "a_cache_hit_serves_any_length_the_file_holds",
         "crops_plain_tensors_and_ring_depths_get_their_codes",
         "a_shrinkable_memfd_is_refused_with_what_c_can_do_about_it",
+        "stats_come_while_another_thread_waits_for_a_frame",
     ] {
         assert!(out.contains(&format!("c-test {test} ... ok")), "{out}");
     }

@@ -208,6 +208,44 @@ static void crops_plain_tensors_and_ring_depths_get_their_codes(void)
     EXPECT_OK(zerocam_source_unref(src));
 }
 
+/* ---- a waiting next_frame does not hold up stats --------------------- */
+
+static zerocam_source *slow;
+static volatile int waiter_done;
+
+static void *wait_for_a_frame(void *unused)
+{
+    (void)unused;
+    zerocam_frame *f;
+    /* The pattern at 0.25 fps: the second frame is about 4 s away. */
+    if (zerocam_source_next_frame(slow, 10000, &f) == ZEROCAM_OK)
+        zerocam_frame_unref(f);
+    waiter_done = 1;
+    return NULL;
+}
+
+static void stats_come_while_another_thread_waits_for_a_frame(void)
+{
+    zerocam_source_options o = {.format = "NV12", .width = 64, .height = 48, .fps = 0.25};
+    EXPECT_OK(zerocam_source_open("pattern", &o, &slow));
+    zerocam_frame *first;
+    EXPECT_OK(zerocam_source_next_frame(slow, 5000, &first));
+    EXPECT_OK(zerocam_frame_unref(first));
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, wait_for_a_frame, NULL) == 0);
+    usleep(200 * 1000); /* the waiter is inside next_frame, holding the source */
+    zerocam_source_stats st;
+    EXPECT_OK(zerocam_source_get_stats(slow, &st));
+    /* Returned while the waiter still waits: the counters as of frame 1. */
+    int waited = waiter_done;
+    EXPECT(pthread_join(t, NULL) == 0);
+    EXPECT(!waited);
+    EXPECT(st.frames == 1);
+    EXPECT_OK(zerocam_source_get_stats(slow, &st));
+    EXPECT(st.frames == 2);
+    EXPECT_OK(zerocam_source_unref(slow));
+}
+
 /* ---- messages in C's words ------------------------------------------ */
 
 static void a_shrinkable_memfd_is_refused_with_what_c_can_do_about_it(void)
@@ -230,5 +268,6 @@ int main(void)
     RUN(a_cache_hit_serves_any_length_the_file_holds);
     RUN(crops_plain_tensors_and_ring_depths_get_their_codes);
     RUN(a_shrinkable_memfd_is_refused_with_what_c_can_do_about_it);
+    RUN(stats_come_while_another_thread_waits_for_a_frame);
     return test_exit_status("hostile");
 }
