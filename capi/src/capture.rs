@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ::zerocam_tensor::TensorDyn;
 use zerocam_capture::open::{open, SourceSpec};
-use zerocam_capture::{BufferMode, CaptureFormat, Frame, FrameSource, StreamStats};
+use zerocam_capture::{CaptureFormat, Frame, FrameSource, StreamStats};
 
 use crate::ffi::{call, handle, id, read, string, Out};
 use crate::handle::{self as table, Kind, Object};
@@ -155,15 +155,7 @@ pub unsafe extern "C" fn zerocam_source_open(
             // SAFETY: not NULL; the caller's promise for `options`.
             Some(unsafe { read(options, "options") }?)
         };
-        let mut source_spec = SourceSpec {
-            device,
-            format: None,
-            size: None,
-            fps: None,
-            buffers: 4,
-            mode: BufferMode::Mmap,
-            read_only: false,
-        };
+        let mut source_spec = SourceSpec::new(device);
         if let Some(o) = options {
             if !o.format.is_null() {
                 // SAFETY: not NULL; the caller's promise for `options.format`.

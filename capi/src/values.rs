@@ -172,3 +172,22 @@ pub(crate) fn c_memory(memory: TensorMemory) -> zerocam_memory {
         TensorMemory::Pbo => ZEROCAM_MEMORY_PBO,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pixel_format_has_a_c_value_and_back() {
+        // The C list is spelled out (its order is the ABI); a format added
+        // to zerocam-tensor must get a C value too.
+        for f in PixelFormat::ALL {
+            let c = c_format(Some(f));
+            assert_ne!(
+                c, ZEROCAM_FORMAT_NONE,
+                "{f:?} has no ZEROCAM_FORMAT_* value"
+            );
+            assert_eq!(format_of(c).ok().flatten(), Some(f));
+        }
+    }
+}

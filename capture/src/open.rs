@@ -33,6 +33,22 @@ pub struct SourceSpec {
     pub read_only: bool,
 }
 
+impl SourceSpec {
+    /// `device` with every default: NV12 or the device's current format and
+    /// size, the device's rate, 4 MMAP buffers, read-write.
+    pub fn new(device: Option<String>) -> SourceSpec {
+        SourceSpec {
+            device,
+            format: None,
+            size: None,
+            fps: None,
+            buffers: 4,
+            mode: BufferMode::Mmap,
+            read_only: false,
+        }
+    }
+}
+
 /// The opened source and a line saying what it is.
 pub struct Opened {
     /// The source.
@@ -268,15 +284,7 @@ mod tests {
     fn a_unix_spec_subscribes_and_names_the_socket_when_nobody_listens() {
         let socket =
             std::env::temp_dir().join(format!("zerocam-nobody-{}.sock", std::process::id()));
-        let spec = SourceSpec {
-            device: Some(format!("unix:{}", socket.display())),
-            format: None,
-            size: None,
-            fps: None,
-            buffers: 4,
-            mode: BufferMode::Mmap,
-            read_only: false,
-        };
+        let spec = SourceSpec::new(Some(format!("unix:{}", socket.display())));
         let Err(e) = open(&spec) else {
             panic!("nothing listens at {}", socket.display());
         };

@@ -16,6 +16,12 @@ pub(crate) enum PlaneSource {
     Exported(OwnedFd),
     /// A tensor zerocam allocated (DMA heap pool, pattern memfds).
     Owned(Box<Tensor<u8>>),
+    /// An fd number another owner keeps open while the plane is used (a
+    /// `GstMemory`'s, for one frame): dup'd only when it is imported, so a
+    /// cache hit costs no `dup`/`close`. Whoever lends it keeps its owner
+    /// alive until the plane is dropped (`GstSource` holds the buffer); a
+    /// number closed meanwhile would make the import fail with `EBADF`.
+    Lent(std::os::fd::RawFd),
 }
 
 /// One memory plane of one buffer.
@@ -42,6 +48,7 @@ impl PlaneMemory {
         match &self.source {
             PlaneSource::Exported(fd) => Some(fd.as_fd()),
             PlaneSource::Owned(t) => t.fd(),
+            PlaneSource::Lent(_) => None,
         }
     }
 
@@ -78,6 +85,9 @@ impl PlaneMemory {
                 Tensor::from_fd(zerocam_tensor::dup_fd(fd.as_fd())?, &[self.length], None)
             }
             PlaneSource::Owned(t) => Ok(Tensor::clone(t)),
+            PlaneSource::Lent(raw) => {
+                Tensor::from_fd(zerocam_tensor::dup_fd_number(*raw)?, &[self.length], None)
+            }
         }
     }
 }

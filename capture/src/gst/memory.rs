@@ -2,7 +2,7 @@
 //! imported through the source's [`ImportCache`] (once per pool buffer), a
 //! system-memory buffer is wrapped read-only ([`Tensor::from_external`]).
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::Path;
 
 use gstreamer as gst;
@@ -131,7 +131,6 @@ pub(crate) fn import_two_dma_bufs(
             element: "dma-buf memory".into(),
             message: format!("fstat of its fd failed: {errno}"),
         })?;
-        let fd = dup_fd(fd).map_err(|source| tensor_error(path, source))?;
         let in_memory = offsets
             .get(i)
             .copied()
@@ -149,7 +148,9 @@ pub(crate) fn import_two_dma_bufs(
         starts.push(offset.checked_add(in_memory).ok_or_else(too_big)?);
         buffer_at = buffer_at.saturating_add(memory.size());
         planes.push(PlaneMemory {
-            source: PlaneSource::Exported(fd),
+            // The buffer holds the memory (and its fd) for this call: the fd
+            // is dup'd only on a cache miss.
+            source: PlaneSource::Lent(fd.as_raw_fd()),
             file,
             length: offset.checked_add(maxsize).ok_or_else(too_big)?,
         });

@@ -18,7 +18,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use zerocam_capture::BufferMode;
 use zerocam_examples::face::{describe, describe_keypoints, locate_model, FaceDetector, Timings};
 use zerocam_examples::source::{open, SourceSpec};
 use zerocam_examples::still::read_png;
@@ -101,15 +100,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             still = Some(image);
         }
         None => {
-            let opened = open(&SourceSpec {
-                device: args.device.clone(),
-                format: None,
-                size: None,
-                fps: None,
-                buffers: 4,
-                mode: BufferMode::Mmap,
-                read_only: false,
-            })?;
+            let opened = open(&SourceSpec::new(args.device.clone()))?;
             println!("{}", opened.description);
             camera = Some(opened);
         }

@@ -39,7 +39,7 @@ impl Buffers {
             .flat_map(|slot| slot.planes)
             .filter_map(|p| match p.source {
                 PlaneSource::Owned(t) => Some(*t),
-                PlaneSource::Exported(_) => None,
+                PlaneSource::Exported(_) | PlaneSource::Lent(_) => None,
             })
             .collect();
         self.slots.resize_with(count, || None);
