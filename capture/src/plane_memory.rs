@@ -21,6 +21,7 @@ pub(crate) enum PlaneSource {
     /// cache hit costs no `dup`/`close`. Whoever lends it keeps its owner
     /// alive until the plane is dropped (`GstSource` holds the buffer); a
     /// number closed meanwhile would make the import fail with `EBADF`.
+    #[cfg_attr(not(feature = "gstreamer"), allow(dead_code))] // made by `GstSource` only
     Lent(std::os::fd::RawFd),
 }
 
