@@ -67,11 +67,6 @@ pub fn serve(
         read_only: true,
         ..spec.clone()
     })?;
-    print(&format!(
-        "{}\nserving at {} (mode 0660)",
-        opened.description,
-        options.socket.display()
-    ));
     let config = PublisherConfig {
         allow_uids: options.allow_uids.clone(),
         allow_gids: options.allow_gids.clone(),
@@ -79,7 +74,14 @@ pub fn serve(
         max_leases: options.max_leases,
         ..PublisherConfig::new(&options.socket)
     };
+    let description = opened.description;
     let mut publisher = Publisher::new(opened.source, config)?;
+    // Only once the socket is bound and listening: a client that reads this
+    // line and connects at once must find it.
+    print(&format!(
+        "{description}\nserving at {} (mode 0660)",
+        options.socket.display()
+    ));
     let cpu0 = cpu_time();
     let mut last = Instant::now();
     loop {
