@@ -38,6 +38,43 @@ lab_is_prepared() {
         -x $LAB_DIR/rootfs/usr/bin/bash ]]
 }
 
+# Unmount whatever is mounted at or below $1 (deepest first).
+unmount_below() {
+    local dir m
+    dir=$(realpath -m "$1")
+    awk -v d="$dir" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts |
+        sort -r | while read -r m; do umount -l "$m" || true; done
+}
+
+# Remove a file or folder of the cache, never crossing into a mounted file system.
+remove_tree() {
+    [[ -e $1 || -L $1 ]] || return 0
+    unmount_below "$1"
+    rm -rf --one-file-system "$1"
+}
+
+# The Debian mirror the host already uses: the first `deb` source whose suites
+# name the host's own codename (deb822 .sources files, then sources.list).
+host_mirror() {
+    local codename f
+    # shellcheck disable=SC1091
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    [[ -n $codename ]] || return 1
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [[ -f $f ]] || continue
+        awk -v cn="$codename" '
+            function flush() { if (deb && ok && uri != "") { print uri; exit } deb = ok = 0; uri = "" }
+            /^[ \t]*$/ { flush(); next }
+            /^[ \t]*#/ { next }
+            tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+            tolower($1) == "uris:" { uri = $2 }
+            tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i == cn) ok = 1 }
+            END { flush() }' "$f"
+    done | head -n1 | grep . && return 0
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+        awk -v cn="$codename" '$1 == "deb" { sub(/\[[^]]*\][ \t]*/, ""); if ($3 == cn) { print $2; exit } }' | grep .
+}
+
 # The Debian packages installed in the guest's trixie root.
 lab_guest_packages() {
     cat <<'PKGS'
