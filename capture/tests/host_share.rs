@@ -222,6 +222,19 @@ fn hostile_clients_are_cut_off_and_the_others_go_on() {
     assert_eq!(stats.violations, cases.len() as u64, "{stats:?}");
 }
 
+/// A copy of this test binary that uid 65534 can run, in a folder of its own
+/// (removed by the caller): the build's own copy may lie under a home folder
+/// of mode 0700 (a checkout in Debian's `/root`, or in a user's home).
+fn exe_for_other_users() -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("zerocam-share-exe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.join("host_share");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, exe)
+}
+
 /// A peer whose uid and gid are not allowed gets `Goodbye(NotAllowed)` and
 /// not a single fd; the socket file has mode 0660. (Runs as root, which CI
 /// does: the refused peer is a child switched to uid/gid 65534.)
@@ -234,7 +247,8 @@ fn a_peer_not_allowed_gets_no_fd() {
     assert_eq!(mode & 0o777, 0o660, "the socket's mode");
     // The socket's folder and file must let uid 65534 connect at all.
     std::fs::set_permissions(&serving.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let child = Command::new(std::env::current_exe().unwrap())
+    let (exe_dir, exe) = exe_for_other_users();
+    let child = Command::new(&exe)
         .args(["--child", "refused"])
         .arg(&serving.socket)
         .arg("0")
@@ -244,6 +258,7 @@ fn a_peer_not_allowed_gets_no_fd() {
         .spawn()
         .expect("a child as uid 65534 (the test runs as root)");
     let r = finish_child(child);
+    let _ = std::fs::remove_dir_all(&exe_dir);
     assert_eq!(r.values["refused"], "NotAllowed", "{r:?}");
     assert_eq!(r.number("fds_received"), 0, "{r:?}");
     let (stats, _) = serving.stop();
