@@ -1,24 +1,24 @@
 //! The buffer protocol on `MapView` (feature `buffer-protocol`, CPython ≥
 //! 3.11 limited API): `memoryview(view)` and any buffer consumer get the map's
-//! address, shape, byte strides and format; each exported buffer holds an
-//! [`ExportToken`] of the map until the consumer releases it, like a numpy
-//! array made through `__array__` (so a released view's map ends with the
-//! last buffer).
+//! address, shape, byte strides and format. Each exported buffer is owned
+//! (`Py_buffer.obj`) by an [`Export`] of the map, which it keeps until the
+//! consumer releases it, like a numpy array made through `__array__`: the
+//! memory stays valid past the view's `with` block (and, for memory mapped
+//! only while a map is open, the map), and the view itself is not kept.
 
 use std::ffi::c_int;
 
 use crate::convert;
-use crate::lease::{ExportToken, Layout};
+use crate::export::Export;
+use crate::lease::Layout;
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-/// The shape and strides a `Py_buffer` points to, and the export that keeps
-/// its memory mapped, owned through `internal`.
+/// The shape and strides a `Py_buffer` points to, owned through `internal`.
 struct Meta {
     shape: Vec<ffi::Py_ssize_t>,
     strides: Vec<ffi::Py_ssize_t>,
-    _token: ExportToken,
 }
 
 fn c_contiguous(l: &Layout) -> bool {
@@ -36,19 +36,19 @@ fn ssize(v: usize) -> PyResult<ffi::Py_ssize_t> {
     ffi::Py_ssize_t::try_from(v).map_err(|_| PyBufferError::new_err(format!("{v} is too large")))
 }
 
-/// Fills `view` for `token`'s map; `owner` becomes `view.obj` (a new
-/// reference). The buffer keeps `token` until [`release`]; on an error it is
-/// dropped here (no buffer was exported).
+/// Fills `view` for `owner`'s map; `owner` becomes `view.obj` (a new
+/// reference), so the buffer keeps the export until it is released (and
+/// CPython calls the owner's `bf_releasebuffer`, [`release`]). On an error
+/// nothing is kept.
 ///
 /// # Safety
 /// `view` must be the `Py_buffer` CPython passed to `bf_getbuffer`.
 pub unsafe fn fill(
     view: *mut ffi::Py_buffer,
     flags: c_int,
-    token: ExportToken,
-    owner: Bound<'_, PyAny>,
+    owner: Bound<'_, Export>,
 ) -> PyResult<()> {
-    let layout = token.layout();
+    let layout = owner.get().token().layout();
     if flags & ffi::PyBUF_WRITABLE != 0 && layout.readonly {
         return Err(PyBufferError::new_err(
             "a writable buffer was asked of a read-only map (made with \"read\")",
@@ -78,7 +78,6 @@ pub unsafe fn fill(
             .iter()
             .map(|&s| ssize(s))
             .collect::<PyResult<_>>()?,
-        _token: token,
     });
     let meta = Box::into_raw(meta);
     // SAFETY: `view` is CPython's buffer to fill (the caller's contract);
@@ -111,8 +110,7 @@ pub unsafe fn fill(
     Ok(())
 }
 
-/// Frees what [`fill`] allocated and drops its export (ending the map if it
-/// was the last export of a released view).
+/// Frees what [`fill`] allocated (CPython then drops the owning export).
 ///
 /// # Safety
 /// `view` must be a buffer filled by [`fill`], released once.

@@ -1,31 +1,21 @@
-//! `zerocam.Camera` and `zerocam.Frame`: V4L2 capture, the pattern source,
-//! and a publisher's frames (`unix:PATH`).
-//!
-//! A frame keeps its buffer out of the driver's queue until `release()` (or
-//! the end of its `with` block, or its garbage collection). Its `planes` are
-//! numpy arrays over the mapped buffer (read-only maps): each array keeps its
-//! map alive, so a buffer whose plane arrays outlive `release()` stays out of
-//! the queue until the last of them dies (the capture layer does not queue a
-//! mapped buffer) — the arrays never see the driver overwrite them, and never
-//! dangle. After `release()`, `frame.planes` and `frame.tensor` raise
-//! `Released`.
+//! `zerocam.Camera`: V4L2 capture, the pattern source, a publisher's frames
+//! (`unix:PATH`) and GStreamer pipelines (`gst:`), as an iterator of
+//! [`Frame`]s (`frame.rs`); `list_devices()`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use zerocam_capture::share::Subscriber;
 use zerocam_capture::{
-    BufferMode, CaptureFormat, Device, Frame as RFrame, FrameSource, PatternConfig, PatternSource,
-    Stream, StreamConfig,
+    BufferMode, CaptureFormat, Device, FrameSource, PatternConfig, PatternSource, Stream,
+    StreamConfig,
 };
-use zerocam_tensor::{Access, ColorSpec, PixelFormat, TensorDyn};
 
-use crate::errors::{capture_err, invalid, released, tensor_err};
-use crate::lease::MapLease;
-use crate::tensor::PyTensor;
+use crate::errors::{capture_err, invalid, released};
+use crate::frame::Frame;
 
 enum Source {
     Stream(Stream),
@@ -437,229 +427,6 @@ impl Camera {
             Source::Subscriber(_) => format!("unix:{name}"),
             _ => name.to_string(),
         })
-    }
-}
-
-struct Held {
-    frame: RFrame,
-    planes: Option<Py<PyList>>,
-}
-
-/// A captured frame; gives its buffer back on `release()` or at the end of
-/// its `with` block.
-#[pyclass(module = "zerocam._zerocam", frozen)]
-pub struct Frame {
-    held: Mutex<Option<Held>>,
-    sequence: u32,
-    timestamp: f64,
-    format: &'static str,
-    width: usize,
-    height: usize,
-    index: usize,
-    color: ColorSpec,
-}
-
-impl Frame {
-    fn new(frame: RFrame) -> Frame {
-        let t = frame.tensor();
-        let format = t.format().map_or("?", PixelFormat::name);
-        Frame {
-            sequence: frame.sequence(),
-            timestamp: frame.timestamp().as_secs_f64(),
-            width: t.width().unwrap_or(0),
-            height: t.height().unwrap_or(0),
-            index: frame.buffer_index(),
-            format,
-            color: frame.color_spec(),
-            held: Mutex::new(Some(Held {
-                frame,
-                planes: None,
-            })),
-        }
-    }
-
-    /// How the frame's YCbCr is to be read (the Rust frame's
-    /// `color_spec()`, kept after `release()`): for the Rust side of the
-    /// bindings (a preprocessor called on a `Frame`).
-    pub(crate) fn color_spec(&self) -> ColorSpec {
-        self.color
-    }
-}
-
-impl Frame {
-    /// A handle on the frame's tensor (the buffer itself), for a call that
-    /// reads it: `Released` after `release()`. Maps of it fail once the
-    /// driver owns the buffer again.
-    pub(crate) fn tensor_handle(&self) -> PyResult<zerocam_tensor::Tensor<u8>> {
-        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        let h = held.as_ref().ok_or_else(|| released("the frame"))?;
-        Ok(h.frame.tensor().clone())
-    }
-}
-
-/// The numpy arrays of a frame: the packed image as `[H, W, C]`, or each
-/// plane of a planar format as `[rows, samples]`. A frame in one buffer with
-/// uniform strides (NV12, NV16) is mapped once and split into its planes (one
-/// dma-buf sync bracket instead of one per plane); planes in two buffers
-/// (NV12M) are mapped one by one.
-fn plane_arrays<'py>(py: Python<'py>, frame: &RFrame) -> PyResult<Bound<'py, PyList>> {
-    let t = frame.tensor();
-    let list = PyList::empty(py);
-    if t.plane_count() == 1 || t.strides().is_some() {
-        let lease = MapLease::new(&TensorDyn::U8(t.clone()), Access::Read)?;
-        let whole = lease.to_numpy(py)?;
-        if t.plane_count() == 1 {
-            list.append(whole)?;
-            return Ok(list);
-        }
-        // One array over all the planes' rows (`[rows, samples]`): split it
-        // at each plane's row count.
-        let (Some(format), Some(height)) = (t.format(), t.height()) else {
-            return Err(invalid("a multi-plane frame without an image layout"));
-        };
-        let mut start = 0isize;
-        for i in 0..t.plane_count() {
-            let end = start + format.plane_rows(i, height) as isize;
-            list.append(whole.get_item(PySlice::new(py, start, end, 1))?)?;
-            start = end;
-        }
-        return Ok(list);
-    }
-    for i in 0..t.plane_count() {
-        let p = t.plane(i).map_err(tensor_err)?;
-        let lease: Arc<MapLease> = MapLease::new(&TensorDyn::U8(p), Access::Read)?;
-        list.append(lease.to_numpy(py)?)?;
-    }
-    Ok(list)
-}
-
-#[pymethods]
-impl Frame {
-    /// The driver's sequence number.
-    #[getter]
-    fn sequence(&self) -> u32 {
-        self.sequence
-    }
-
-    /// Capture time in seconds on `CLOCK_MONOTONIC`.
-    #[getter]
-    fn timestamp(&self) -> f64 {
-        self.timestamp
-    }
-
-    /// The pixel layout name (`"NV12"` also for NV12M frames).
-    #[getter]
-    fn format(&self) -> &'static str {
-        self.format
-    }
-
-    /// Width in pixels.
-    #[getter]
-    fn width(&self) -> usize {
-        self.width
-    }
-
-    /// Height in pixels.
-    #[getter]
-    fn height(&self) -> usize {
-        self.height
-    }
-
-    /// The buffer index.
-    #[getter]
-    fn buffer_index(&self) -> usize {
-        self.index
-    }
-
-    /// How the frame's YCbCr is to be read, as `(matrix, range)`: matrix
-    /// `"bt601"` or `"bt709"`, range `"limited"` or `"full"`. It comes from
-    /// the camera (V4L2: the driver's colorspace fields; the pattern source:
-    /// `("bt601", "limited")`, what it draws with) and stays readable after
-    /// `release()`.
-    #[getter(color_spec)]
-    fn color_spec_names(&self) -> (&'static str, &'static str) {
-        let c = self.color_spec();
-        (c.matrix.name(), c.range.name())
-    }
-
-    /// Read-only numpy arrays over the frame's memory, without a copy
-    /// (`[H, W, C]` for packed formats, one `[rows, samples]` per plane for
-    /// NV12/NV16). Arrays outliving `release()` keep the buffer out of the
-    /// driver's queue until they die.
-    #[getter]
-    fn planes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        let h = held.as_mut().ok_or_else(|| released("the frame"))?;
-        if let Some(p) = &h.planes {
-            return Ok(p.bind(py).clone());
-        }
-        let list = plane_arrays(py, &h.frame)?;
-        h.planes = Some(list.clone().unbind());
-        Ok(list)
-    }
-
-    /// The frame as a `Tensor` (the buffer itself). Maps of it fail while
-    /// the driver owns the buffer (after `release()`).
-    #[getter]
-    fn tensor(&self) -> PyResult<PyTensor> {
-        Ok(PyTensor::wrap(TensorDyn::U8(self.tensor_handle()?)))
-    }
-
-    /// The frame's buffer as CUDA device memory, for the device to read
-    /// (a `CudaArray`; each capture buffer is registered once, whatever the
-    /// number of frames). While the array lives the buffer stays out of the
-    /// driver's queue: `release()` succeeds and the buffer goes back once the
-    /// array is released, as with plane arrays. Raises `Released` after
-    /// `release()`, `CudaUnavailable` without a driver.
-    #[cfg(feature = "cuda")]
-    fn cuda(slf: &Bound<'_, Self>) -> PyResult<crate::cuda::CudaArray> {
-        let tensor = slf.get().tensor_handle()?;
-        crate::cuda::map_frame(slf.py(), tensor, slf.clone().into_any().unbind())
-    }
-
-    /// Whether the frame was released.
-    #[getter]
-    fn released(&self) -> bool {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
-    }
-
-    /// Gives the buffer back to the camera. Idempotent.
-    fn release(&self, py: Python<'_>) {
-        let h = self
-            .held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(h) = h {
-            // Our reference to the plane list goes; arrays the caller holds stay.
-            drop(h.planes);
-            py.detach(move || drop(h.frame));
-        }
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
-        self.release(py);
-        false
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Frame(sequence={}, format={}, size={}x{}, buffer={}{})",
-            self.sequence,
-            self.format,
-            self.width,
-            self.height,
-            self.index,
-            if self.released() { ", released" } else { "" }
-        )
     }
 }
 

@@ -3,14 +3,15 @@
 //! `torch.from_dlpack(t)` take the memory without a copy.
 //!
 //! The capsule's `DLManagedTensor` owns an [`ExportToken`] of a CPU map, so
-//! the memory stays mapped — and, for a dma-buf, inside its sync bracket —
-//! until the consumer calls the deleter (an unconsumed capsule calls it
-//! itself). A tensor's capsule takes a fresh map of its own (read-write;
-//! read-only for read-only memory, versioned capsules only) that ends with
-//! it; a view's capsule is one more export of the view's map, which then
-//! outlives the view's `with` block as a numpy array does. The deleter may
-//! run on any thread, with or without the GIL: it only counts the export
-//! off (and, for the last one, ends the map; see `lease.rs`).
+//! the memory stays valid until the consumer calls the deleter (an
+//! unconsumed capsule calls it itself). A tensor's capsule takes a fresh map
+//! of its own (read-write; read-only for read-only memory, versioned capsules
+//! only) whose bracket — for a dma-buf, the sync bracket — ends with it; a
+//! view's capsule is one more export of the view's map, which keeps the
+//! memory past the view's `with` block as a numpy array does (the bracket
+//! ends with the block). The deleter may run on any thread, with or without
+//! the GIL: it only counts the export off (and, for a map that ends with its
+//! last export, ends it; see `lease.rs`).
 
 use std::any::Any;
 use std::ffi::{c_void, CStr};
@@ -21,7 +22,7 @@ use zerocam_tensor::{Access, DType, TensorDyn};
 
 use crate::convert;
 use crate::errors::MapConflict;
-use crate::lease::{ExportToken, MapLease};
+use crate::lease::{BracketEnd, ExportToken, Keep, MapLease};
 
 /// `kDLCPU`.
 pub const DL_CPU: i32 = 1;
@@ -181,17 +182,20 @@ pub fn request(
 }
 
 /// `Tensor.__dlpack__`: a capsule over a fresh map of `tensor`, ended when
-/// the capsule's consumer deletes it.
+/// the capsule's consumer deletes it (there is no view, so no block to end
+/// it earlier); the consumer keeps what `keep` holds as long.
 pub fn export<'py>(
     py: Python<'py>,
     tensor: &TensorDyn,
     versioned: bool,
+    keep: Keep,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let lease = match MapLease::new(tensor, Access::ReadWrite) {
+    let end = BracketEnd::WithLastExport;
+    let lease = match MapLease::new(tensor, Access::ReadWrite, end, keep.clone_ref(py)) {
         Ok(l) => l,
         Err(e) if e.is_instance_of::<MapConflict>(py) && versioned => {
             // Read-only memory (or a live read map): a read-only export.
-            MapLease::new(tensor, Access::Read).map_err(|_| e)?
+            MapLease::new(tensor, Access::Read, end, keep).map_err(|_| e)?
         }
         Err(e) => return Err(e),
     };

@@ -1,39 +1,87 @@
-//! [`MapLease`]: a live CPU map of a tensor with its dtype and layout erased,
+//! [`MapLease`]: a CPU map of a tensor with its dtype and layout erased,
 //! shared by the Python map view and everything exported from it — numpy
-//! arrays (their base is an [`Export`]), buffer-protocol views and DLPack
+//! arrays and buffer-protocol views (through an [`Export`]) and DLPack
 //! capsules, each holding an [`ExportToken`].
 //!
-//! The release rule (the one a `Frame` follows): the map — the CPU access,
-//! the dma-buf sync END, the tensor's access record — ends when the view is
-//! released *and* the last export is gone, whichever comes last.
-//! [`close`](MapLease::close) (the end of a `with` block) never fails because
-//! of live exports: it releases the view at once and leaves the map to the
-//! last export. [`close_unexported`](MapLease::close_unexported) (an explicit
-//! `MapView.release()`) refuses while exports live, as
-//! `memoryview.release()` does. The export count is exact: a token counts
-//! from its creation to its drop.
+//! Two things with two lifetimes:
 //!
-//! A sync END that fails when the last export dies cannot be raised (that
-//! happens in a destructor: numpy's array dealloc, a DLPack deleter): it is
-//! issued as a `RuntimeWarning` naming the failure, or handed to
-//! `sys.unraisablehook` where warnings are errors (see [`report_deferred`]).
+//! - the *bracket*: the CPU access the tensor crate records (so a conflicting
+//!   map or device borrow is refused) and, on a dma-buf, the
+//!   `DMA_BUF_IOCTL_SYNC` START/END pair in the map's direction;
+//! - the *memory*: the tensor's storage and its persistent mapping, which is
+//!   what an array's address points into.
+//!
+//! With [`BracketEnd::WithView`] (every `Tensor.map()` of memory mapped for
+//! its buffer's life: heap, shared memory, dma-bufs) the bracket ends when
+//! the view is released — the end of its `with` block, `release()`, or its
+//! garbage collection — whatever exports are alive; the exports keep the
+//! memory (a handle on the tensor, so its mapping stays), plus a captured
+//! frame (so the driver gets the buffer back only when the last export is
+//! gone) and the tensor's owner (a `Preprocessor`). So no array ever points
+//! at unmapped memory, and a later map of the tensor is judged by the
+//! brackets open then, not by arrays of ended ones.
+//!
+//! With [`BracketEnd::WithLastExport`] the bracket ends when the view is
+//! released *and* the last export is gone: for memory whose CPU mapping is
+//! the bracket itself (a GL PBO is mapped for the access and unmapped at its
+//! end, so an array outliving the bracket would dangle), for a tensor's own
+//! DLPack capsule (no view: the consumer's deleter ends it), and for a
+//! frame's `planes` (their read map keeps the buffer out of the driver's
+//! queue until the last array dies). There `close_unexported` (an explicit
+//! `MapView.release()`) refuses while exports live, as
+//! `memoryview.release()` does.
+//!
+//! A sync END that fails where it cannot be raised (a destructor: numpy's
+//! array dealloc, a DLPack deleter, a view's garbage collection) is issued as
+//! a `RuntimeWarning` naming the failure, or handed to `sys.unraisablehook`
+//! where warnings are errors (see [`report_deferred`]).
 
+use std::any::Any;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::exceptions::PyRuntimeWarning;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple};
-use zerocam_tensor::{Access, DType, DynMap, Error as TensorError, TensorDyn};
+use zerocam_tensor::{Access, DType, DynMap, Error as TensorError, TensorDyn, TensorMemory};
 
-use crate::convert;
 use crate::errors::{invalid, released, tensor_err, MapConflict};
+use crate::export::{self, Export};
 
-/// What a refused map adds to the tensor error: maps outlive their `with`
-/// block while their exports live.
-const LIVE_EXPORTS_HINT: &str = "a map stays open while numpy arrays, memoryviews or \
-     DLPack consumers made from it are alive, also after its `with` block: delete them first";
+/// What a refused map adds to the tensor error: which brackets are open.
+const OPEN_BRACKETS_HINT: &str = "another map of these bytes is open: a view until its `with` \
+     block ends or `release()`, a tensor's DLPack consumer or a frame's `planes` arrays until \
+     they are gone, or a device's borrow";
+
+/// When a lease's bracket (the recorded CPU access and the dma-buf sync
+/// END) ends; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BracketEnd {
+    /// When the view is released; exports keep only the memory.
+    WithView,
+    /// When the view is released and the last export is gone.
+    WithLastExport,
+}
+
+/// What the exports of a map keep alive besides the tensor's memory.
+#[derive(Default)]
+pub struct Keep {
+    /// A captured frame (the capture crate's guard): its buffer goes back to
+    /// the driver only when the last export is gone.
+    pub frame: Option<Arc<dyn Any + Send + Sync>>,
+    /// What the memory needs besides the tensor (a `Preprocessor`, whose GL
+    /// context owns the PBOs of its results).
+    pub owner: Option<Py<PyAny>>,
+}
+
+impl Keep {
+    /// Another keep of the same things.
+    pub fn clone_ref(&self, py: Python<'_>) -> Keep {
+        Keep {
+            frame: self.frame.clone(),
+            owner: self.owner.as_ref().map(|o| o.clone_ref(py)),
+        }
+    }
+}
 
 /// The layout numpy sees: shape, byte strides, dtype, base address. Built
 /// once when the map opens and shared (an `Arc`) by everything exported.
@@ -53,42 +101,51 @@ pub struct Layout {
     pub readonly: bool,
 }
 
-/// The map, its exports and the view's state, under one lock: an export is
-/// counted in the same critical section that finds the view unreleased, and
-/// the map is taken to be ended in the one that sees the last export go.
-struct State {
-    /// The map (finishing or dropping it ends it) and its layout; `None` once ended.
-    open: Option<(DynMap, Arc<Layout>)>,
-    /// Exports alive now: numpy arrays' bases, buffer-protocol views, DLPack capsules.
-    exports: usize,
-    /// The view was released: no new exports; the map ends with the last one.
-    released: bool,
+/// What every export holds, the bracket open or not: a handle on the
+/// tensor (its storage and the persistent mapping `Layout::ptr` points
+/// into) and the [`Keep`].
+struct Holds {
+    _memory: TensorDyn,
+    _keep: Keep,
 }
 
-impl State {
-    /// Takes the map out if nothing keeps it open any more.
-    fn take_if_done(&mut self) -> Option<DynMap> {
-        if self.released && self.exports == 0 {
-            self.open.take().map(|(map, _)| map)
-        } else {
-            None
-        }
-    }
+/// The bracket, the exports and the view's state, under one lock: an export
+/// is counted in the same critical section that finds the view unreleased,
+/// and the bracket is taken to be ended in the one that decides it ends.
+struct State {
+    /// The open bracket; `None` once ended.
+    bracket: Option<DynMap>,
+    /// Exports alive now: numpy arrays' bases, buffer-protocol views, DLPack capsules.
+    exports: usize,
+    /// The view was released: no new exports.
+    released: bool,
+    /// Handed to each export; dropped with the view's release, so a
+    /// released view object keeps nothing (a frame goes back to its camera
+    /// with the last export, whatever the view's name still refers to).
+    holds: Option<Arc<Holds>>,
 }
 
 /// A CPU map shared by a map view, its numpy exports and DLPack capsules.
 pub struct MapLease {
     state: Mutex<State>,
+    layout: Arc<Layout>,
+    end: BracketEnd,
 }
 
 impl MapLease {
-    /// Maps `tensor` with `access`. A conflicting map or device borrow is
-    /// `MapConflict`, with a hint at exports keeping an earlier map open.
-    pub fn new(tensor: &TensorDyn, access: Access) -> PyResult<Arc<MapLease>> {
+    /// Maps `tensor` with `access`; the bracket ends as `end` says, except
+    /// that memory mapped only for the access (a GL PBO) always ends it with
+    /// the last export. A conflicting map or device borrow is `MapConflict`.
+    pub fn new(
+        tensor: &TensorDyn,
+        access: Access,
+        end: BracketEnd,
+        keep: Keep,
+    ) -> PyResult<Arc<MapLease>> {
         let mut map = match tensor.map_access(access) {
             Ok(map) => map,
             Err(e @ TensorError::MapConflict { .. }) => {
-                return Err(MapConflict::new_err(format!("{e} ({LIVE_EXPORTS_HINT})")))
+                return Err(MapConflict::new_err(format!("{e} ({OPEN_BRACKETS_HINT})")))
             }
             Err(e) => return Err(tensor_err(e)),
         };
@@ -111,12 +168,23 @@ impl MapLease {
             dtype: map.dtype(),
             readonly: !map.writable(),
         };
+        let end = if tensor.memory() == TensorMemory::Pbo {
+            BracketEnd::WithLastExport
+        } else {
+            end
+        };
         Ok(Arc::new(MapLease {
             state: Mutex::new(State {
-                open: Some((map, Arc::new(layout))),
+                bracket: Some(map),
                 exports: 0,
                 released: false,
+                holds: Some(Arc::new(Holds {
+                    _memory: tensor.clone(),
+                    _keep: keep,
+                })),
             }),
+            layout: Arc::new(layout),
+            end,
         }))
     }
 
@@ -126,11 +194,10 @@ impl MapLease {
 
     /// The layout, or `Released` once the view was released.
     pub fn layout(&self) -> PyResult<Arc<Layout>> {
-        let state = self.state();
-        match (&state.open, state.released) {
-            (Some((_, l)), false) => Ok(l.clone()),
-            _ => Err(released("the map")),
+        if self.state().released {
+            return Err(released("the map"));
         }
+        Ok(self.layout.clone())
     }
 
     /// Whether the view was released (by `close` or `close_unexported`).
@@ -138,10 +205,9 @@ impl MapLease {
         self.state().released
     }
 
-    /// Whether the map itself is still open: until the view is released, and
-    /// after that while exports keep it.
+    /// Whether the bracket is still open.
     pub fn is_mapped(&self) -> bool {
-        self.state().open.is_some()
+        self.state().bracket.is_some()
     }
 
     /// Exports alive now.
@@ -153,25 +219,39 @@ impl MapLease {
     /// view, a DLPack capsule); `Released` once the view was released.
     pub fn export(self: &Arc<Self>) -> PyResult<ExportToken> {
         let mut state = self.state();
-        let layout = match (&state.open, state.released) {
-            (Some((_, l)), false) => l.clone(),
+        let holds = match (&state.holds, state.released) {
+            (Some(h), false) => h.clone(),
             _ => return Err(released("the map")),
         };
         state.exports += 1;
         Ok(ExportToken {
             lease: self.clone(),
-            layout,
+            layout: self.layout.clone(),
+            _holds: holds,
         })
     }
 
-    /// Counts one export less; ends the map if it was the last one and the
-    /// view is released. Called from destructors: a failed sync END is
-    /// reported by [`report_deferred`].
+    /// Takes the bracket out if it ends now.
+    fn take_if_done(&self, state: &mut State) -> Option<DynMap> {
+        let done = match self.end {
+            BracketEnd::WithView => state.released,
+            BracketEnd::WithLastExport => state.released && state.exports == 0,
+        };
+        if done {
+            state.bracket.take()
+        } else {
+            None
+        }
+    }
+
+    /// Counts one export less; with `WithLastExport`, ends the bracket if it
+    /// was the last one of a released view. Called from destructors: a
+    /// failed sync END is reported by [`report_deferred`].
     fn remove_export(&self) {
         let done = {
             let mut state = self.state();
             state.exports = state.exports.saturating_sub(1);
-            state.take_if_done()
+            self.take_if_done(&mut state)
         };
         if let Some(map) = done {
             if let Err(e) = map.finish() {
@@ -180,33 +260,51 @@ impl MapLease {
         }
     }
 
-    /// Releases the view (the end of its `with` block): no more exports;
-    /// the map ends now if none is alive — reporting a failed sync END
-    /// (`DeviceError`) — else when the last one dies. Idempotent.
-    pub fn close(&self) -> PyResult<()> {
-        let done = {
+    /// Releases the view: no more exports; the bracket ends now — with
+    /// `WithLastExport`, only if no export is alive. Idempotent.
+    fn release_view(&self) -> Result<(), TensorError> {
+        let (done, holds) = {
             let mut state = self.state();
             state.released = true;
-            state.take_if_done()
+            (self.take_if_done(&mut state), state.holds.take())
         };
-        match done {
-            Some(map) => map.finish().map_err(tensor_err),
-            None => Ok(()),
+        // The bracket ends before what it holds goes (a frame, its last
+        // handle here, goes back to its camera only after the sync END).
+        let ended = done.map_or(Ok(()), DynMap::finish);
+        drop(holds);
+        ended
+    }
+
+    /// Releases the view (the end of its `with` block; see `release_view`),
+    /// raising a failed sync END (`DeviceError`).
+    pub fn close(&self) -> PyResult<()> {
+        self.release_view().map_err(tensor_err)
+    }
+
+    /// Releases the view where nothing can be raised (its garbage
+    /// collection): a failed sync END is reported by [`report_deferred`].
+    pub fn close_quietly(&self) {
+        if let Err(e) = self.release_view() {
+            report_deferred(&e);
         }
     }
 
-    /// Releases the view and ends the map now (`MapView.release()`), or
-    /// raises `MapConflict` (a `BufferError`) and changes nothing while
-    /// exports are alive. A no-op on a released view.
+    /// Releases the view and ends the bracket now (`MapView.release()`).
+    /// With `WithLastExport` and live exports it raises `MapConflict` (a
+    /// `BufferError`) and changes nothing, as `memoryview.release()` does.
+    /// A no-op on a released view.
     pub fn close_unexported(&self) -> PyResult<()> {
         {
             let state = self.state();
             let n = state.exports;
-            if n > 0 && !state.released {
+            if self.end == BracketEnd::WithLastExport && n > 0 && !state.released {
                 return Err(MapConflict::new_err(format!(
                     "cannot release the map now: {n} export(s) (numpy arrays, memoryviews, \
-                     DLPack capsules) still use its memory; delete them first, or leave the \
-                     `with` block, which ends the map when the last of them dies"
+                     DLPack capsules) still use its memory, and this map must stay open for \
+                     them (a GL buffer is mapped only while a map is open; a frame's buffer \
+                     released before the map was made is kept from the driver only by it); \
+                     delete them first, or leave the `with` block, which ends the map when \
+                     the last of them dies"
                 )));
             }
         }
@@ -216,22 +314,16 @@ impl MapLease {
     /// A numpy array over the map (its base is an [`Export`]).
     pub fn to_numpy<'py>(self: &Arc<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // From here the token's `Drop` balances the count, whatever fails.
-        let export = Bound::new(
-            py,
-            Export {
-                token: self.export()?,
-            },
-        )?;
-        numpy_asarray(py)?.call1((export,))
+        export::to_numpy(Export::new(py, self.export()?)?)
     }
 }
 
 impl Drop for MapLease {
-    /// A lease dropped with its map open (a view garbage-collected without a
-    /// release, the last plane array of a frame) ends the map here.
+    /// A lease dropped with its bracket open (a frame's last plane array, a
+    /// capsule never released) ends the bracket here.
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if let Some((map, _)) = state.open.take() {
+        if let Some(map) = state.bracket.take() {
             if let Err(e) = map.finish() {
                 report_deferred(&e);
             }
@@ -239,10 +331,14 @@ impl Drop for MapLease {
     }
 }
 
-/// One live export of a map: counts from its creation until it drops.
+/// One live export of a map: counts from its creation until it drops, and
+/// keeps the map's memory valid meanwhile.
 pub struct ExportToken {
     lease: Arc<MapLease>,
     layout: Arc<Layout>,
+    /// Dropped after `Drop::drop` counted the export off (and perhaps ended
+    /// the bracket): fields drop after the body.
+    _holds: Arc<Holds>,
 }
 
 impl ExportToken {
@@ -265,8 +361,9 @@ impl Drop for ExportToken {
 /// and put back. Nothing is reported while the interpreter shuts down.
 pub fn report_deferred(e: &TensorError) {
     let msg = format!(
-        "zerocam: ending a map when its last export (numpy array, memoryview, DLPack \
-         consumer) died failed: {e}; devices may not see the CPU's writes"
+        "zerocam: ending a map where no error can be raised (its last export — numpy \
+         array, memoryview, DLPack consumer — died, or its view was garbage-collected) \
+         failed: {e}; devices may not see the CPU's writes"
     );
     let msg = CString::new(msg).unwrap_or_default();
     Python::try_attach(|py| {
@@ -280,37 +377,4 @@ pub fn report_deferred(e: &TensorError) {
             pending.restore(py);
         }
     });
-}
-
-/// `numpy.asarray`, looked up once.
-fn numpy_asarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    ASARRAY
-        .get_or_try_init(py, || {
-            py.import("numpy")?.getattr("asarray").map(Bound::unbind)
-        })
-        .map(|f| f.bind(py))
-}
-
-/// What a numpy array made from a map keeps as its base: it keeps the map
-/// open and counts as one export until numpy drops it.
-#[pyclass(module = "zerocam._zerocam", name = "_MapExport", frozen)]
-pub struct Export {
-    token: ExportToken,
-}
-
-#[pymethods]
-impl Export {
-    /// numpy's array interface (version 3): address, shape, byte strides.
-    #[getter]
-    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let l = self.token.layout();
-        let d = PyDict::new(py);
-        d.set_item("version", 3)?;
-        d.set_item("shape", PyTuple::new(py, &l.shape)?)?;
-        d.set_item("strides", PyTuple::new(py, &l.strides)?)?;
-        d.set_item("typestr", convert::typestr(l.dtype))?;
-        d.set_item("data", (l.ptr, l.readonly))?;
-        Ok(d)
-    }
 }

@@ -5,9 +5,9 @@
 //! | module | Python |
 //! | --- | --- |
 //! | `tensor.rs` | `Tensor` (+ DLPack and the capsule protocol, `dlpack.rs`, `capsule.rs`; `from_fd(unchecked=True)`, `unchecked.rs`) |
-//! | `mapview.rs`, `lease.rs`, `buffer.rs` | `Tensor.map()`, the numpy exports, the buffer protocol (feature `buffer-protocol`) |
+//! | `mapview.rs`, `lease.rs`, `export.rs`, `buffer.rs` | `Tensor.map()`, the numpy exports, the buffer protocol (feature `buffer-protocol`) |
 //! | `hostpin.rs` | `Tensor.pin_host()`, `HostPin.cpu_access()` |
-//! | `camera.rs` | `Camera`, `Frame`, `list_devices()` |
+//! | `camera.rs`, `frame.rs` | `Camera`, `Frame`, `list_devices()` |
 //! | `format.rs` | `PixelFormat`, `Region` |
 //! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
 //! | `cuda.rs`, `cuda/methods.rs` | `Tensor.cuda()`, `Frame.cuda()` → `CudaArray`, `cuda_available()`, `cuda_info()` (feature `cuda`) |
@@ -30,7 +30,10 @@ mod cuda;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
 mod dlpack;
 mod errors;
+#[allow(unsafe_code)] // the FFI edge: the buffer slots (feature buffer-protocol)
+mod export;
 mod format;
+mod frame;
 mod hostpin;
 mod lease;
 #[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
@@ -48,13 +51,13 @@ use pyo3::prelude::*;
 fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<mapview::MapView>()?;
-    m.add_class::<lease::Export>()?;
+    m.add_class::<export::Export>()?;
     m.add_class::<hostpin::HostPin>()?;
     m.add_class::<hostpin::CpuAccess>()?;
     m.add_class::<format::PixelFormat>()?;
     m.add_class::<format::Region>()?;
     m.add_class::<camera::Camera>()?;
-    m.add_class::<camera::Frame>()?;
+    m.add_class::<frame::Frame>()?;
     m.add_class::<model::PyModelInput>()?;
     m.add_class::<model::Placement>()?;
     m.add_class::<preprocess::PyPreprocessor>()?;

@@ -3,32 +3,36 @@
 //! ```python
 //! with tensor.map() as view:
 //!     frame = np.asarray(view)   # no copy: shape, dtype and byte strides published
-//!     frame[:] = 128
-//! print(frame.mean())            # still valid: the array keeps the map open
+//!     frame[:] = 128             # inside the bracket: a dma-buf's sync END flushes it
+//! with tensor.map("read") as view:
+//!     frame = np.asarray(view)   # the first `frame` is still alive here: no conflict
 //! ```
 //!
 //! `np.asarray(view)` goes through `__array__`, which hands numpy an
-//! [`Export`](crate::lease::Export) with the array interface: the numpy array
-//! keeps the export, the export keeps the map open. `__dlpack__` hands a
-//! DLPack consumer (`np.from_dlpack(view)`, `jax.numpy.from_dlpack(view)`) a
-//! capsule that is an export too, until the consumer's deleter runs.
+//! [`Export`](crate::export::Export) with the array interface: the numpy array
+//! keeps the export, the export keeps the tensor's memory. `__dlpack__` hands
+//! a DLPack consumer (`np.from_dlpack(view)`, `jax.numpy.from_dlpack(view)`)
+//! a capsule that is an export too, until the consumer's deleter runs.
 //!
-//! The release rule (the one a `Frame`'s buffer follows): the end of the
-//! `with` block releases the view — every later use of it raises `Released`,
-//! `view.released` is true — and never raises because of live exports; the
-//! map itself (the CPU access, the dma-buf sync END, the tensor's access
-//! record, so a device borrow or a conflicting writable map is refused
-//! meanwhile) ends when the last export dies (`view.mapped` says whether it
-//! is still open). An explicit `view.release()` ends the map now, so with
-//! live exports it raises `MapConflict` (a `BufferError`) and changes
-//! nothing, as `memoryview.release()` does: a caller asking to end the map
-//! now (say, before handing the buffer to a device) learns at once that it
-//! cannot. A sync END that fails when the last export dies cannot be raised
-//! there: it becomes a `RuntimeWarning` (see [`report_deferred`](crate::lease::report_deferred)).
+//! The `with` block is the access bracket: its end — or `view.release()`, or
+//! the view's garbage collection — ends the map (the recorded CPU access and
+//! a dma-buf's sync END in the map's direction), whatever arrays are alive,
+//! and releases the view (every later use raises `Released`,
+//! `view.released` is true). The arrays stay valid: they keep the tensor's
+//! storage and its persistent mapping (and a captured frame's buffer out of
+//! the driver's queue), so they read and write the same memory, outside the
+//! coherency bracket. `view.mapped` says whether the bracket is open,
+//! `view.exports` counts the live exports.
+//!
+//! Memory mapped only for the access (a GL PBO: the `Preprocessor`'s GPU
+//! results) has no persistent mapping: there the map stays open until the
+//! view is released and its last export is gone, and `release()` with live
+//! exports raises `MapConflict` (see [`BracketEnd`](crate::lease::BracketEnd)).
 //!
 //! Built with the `buffer-protocol` feature (a `cp311-abi3` wheel), the view
 //! also implements the buffer protocol (`memoryview(view)`; numpy then uses
-//! it), with the same rule: each exported buffer counts until released. The
+//! it), with the same rule: each exported buffer is owned by an export of
+//! its own (never by the view) and counts until released. The
 //! `cp39-abi3` wheel cannot (CPython's limited API has the buffer slots from
 //! 3.11), so there numpy takes the view through `__array__` only.
 
@@ -62,16 +66,17 @@ impl MapView {
         slf
     }
 
-    /// Releases the view; the map ends now, or when its last export dies.
-    /// Raises only for a failed dma-buf sync END of a map ended now.
+    /// Releases the view and ends the map (for PBO memory: when its last
+    /// export dies). Raises only for a failed dma-buf sync END.
     #[pyo3(signature = (*_args))]
     fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         self.lease.close()?;
         Ok(false)
     }
 
-    /// Releases the view and ends the map now; `MapConflict` (a
-    /// `BufferError`) while exports are alive, as `memoryview.release()`.
+    /// Releases the view and ends the map now, as leaving the `with` block
+    /// does; arrays made from it stay valid. For PBO memory, `MapConflict`
+    /// (a `BufferError`) while exports are alive, as `memoryview.release()`.
     fn release(&self) -> PyResult<()> {
         self.lease.close_unexported()
     }
@@ -96,25 +101,20 @@ impl MapView {
         Ok(a)
     }
 
-    /// The buffer protocol (feature `buffer-protocol`).
+    /// The buffer protocol (feature `buffer-protocol`): the buffer is owned
+    /// by a new export of the map (not by the view, which arrays and
+    /// memoryviews then do not keep alive).
     #[cfg(feature = "buffer-protocol")]
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,
         view: *mut pyo3::ffi::Py_buffer,
         flags: std::ffi::c_int,
     ) -> PyResult<()> {
-        let token = slf.get().lease.export()?;
-        // SAFETY: CPython's buffer to fill; on failure the token is dropped
-        // (no buffer exported, no `__releasebuffer__` call to come).
-        unsafe { crate::buffer::fill(view, flags, token, slf.clone().into_any()) }
-    }
-
-    /// Ends one buffer-protocol export (the map, if it was the last one of a
-    /// released view).
-    #[cfg(feature = "buffer-protocol")]
-    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
-        // SAFETY: a buffer `__getbuffer__` filled, released once by CPython.
-        unsafe { crate::buffer::release(view) };
+        let export = crate::export::Export::new(slf.py(), slf.get().lease.export()?)?;
+        // SAFETY: CPython's buffer to fill; on failure the export is dropped
+        // (no buffer exported, nothing to release). CPython releases the
+        // buffer through the export's `bf_releasebuffer`: it is `view.obj`.
+        unsafe { crate::buffer::fill(view, flags, export) }
     }
 
     /// DLPack export of the map: the capsule (and then its consumer) holds
@@ -191,8 +191,8 @@ impl MapView {
         self.lease.is_released()
     }
 
-    /// Whether the map itself is open: until the view is released, and
-    /// after that while exports keep it.
+    /// Whether the map (the access bracket) is open: until the view is
+    /// released (for PBO memory: and its last export is gone).
     #[getter]
     fn mapped(&self) -> bool {
         self.lease.is_mapped()
@@ -218,7 +218,18 @@ impl MapView {
                 "MapView(released; {} export(s) keep the map open)",
                 self.lease.exports()
             ),
-            Err(_) => "MapView(released)".to_owned(),
+            Err(_) => format!(
+                "MapView(released; {} export(s) keep its memory)",
+                self.lease.exports()
+            ),
         }
+    }
+}
+
+impl Drop for MapView {
+    /// A view garbage-collected without a release ends its bracket here
+    /// (a failed sync END becomes a `RuntimeWarning`).
+    fn drop(&mut self) {
+        self.lease.close_quietly();
     }
 }

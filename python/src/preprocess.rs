@@ -20,9 +20,9 @@ use zerocam_gpu::{
 };
 use zerocam_tensor::Tensor;
 
-use crate::camera::Frame;
 use crate::errors::{gpu_err, invalid, preprocess_err};
 use crate::format::Region;
+use crate::frame::Frame;
 use crate::model::{Placement, PyModelInput};
 use crate::tensor::PyTensor;
 

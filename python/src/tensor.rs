@@ -1,7 +1,9 @@
 //! `zerocam.Tensor`: a handle on zero-copy memory (heap, shared memory,
 //! DMA-BUF), its views, maps, pins and exports.
 
+use std::any::Any;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Weak;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -11,7 +13,7 @@ use crate::convert;
 use crate::errors::{import_err, invalid, io_error, tensor_err};
 use crate::format::{PixelFormat, Region};
 use crate::hostpin::HostPin;
-use crate::lease::MapLease;
+use crate::lease::{BracketEnd, Keep, MapLease};
 use crate::mapview::MapView;
 use crate::{capsule, dlpack};
 
@@ -23,6 +25,9 @@ pub struct PyTensor {
     /// What the memory needs alive besides the tensor (a `Preprocessor`,
     /// whose GL context owns the PBOs of its results); shared by views.
     owner: Option<Py<PyAny>>,
+    /// The captured frame the tensor is the buffer of (`Frame.tensor`), not
+    /// kept alive by the tensor: arrays of its maps keep it while it is held.
+    frame: Option<Weak<dyn Any + Send + Sync>>,
 }
 
 impl PyTensor {
@@ -32,7 +37,35 @@ impl PyTensor {
             inner,
             default_access: Access::ReadWrite,
             owner: None,
+            frame: None,
         }
+    }
+
+    /// Wraps the tensor of a captured frame (`Frame.tensor`): the arrays of
+    /// its maps keep `frame` — so the buffer stays out of the driver's queue
+    /// — until the last of them is gone, if it is still held when mapped.
+    pub fn of_frame(inner: TensorDyn, frame: Weak<dyn Any + Send + Sync>) -> PyTensor {
+        PyTensor {
+            frame: Some(frame),
+            ..PyTensor::wrap(inner)
+        }
+    }
+
+    /// How a map of the tensor ends and what its exports keep besides the
+    /// memory. A frame's tensor whose frame is no longer held (released, its
+    /// buffer not yet lent to the driver again) has nothing to keep the buffer
+    /// out of the driver's queue but the map's own borrow: that map ends with
+    /// its last export, as the frame's `planes` do.
+    fn lease_terms(&self, py: Python<'_>) -> (BracketEnd, Keep) {
+        let owner = self.owner.as_ref().map(|o| o.clone_ref(py));
+        let (end, frame) = match &self.frame {
+            None => (BracketEnd::WithView, None),
+            Some(weak) => match weak.upgrade() {
+                Some(frame) => (BracketEnd::WithView, Some(frame)),
+                None => (BracketEnd::WithLastExport, None),
+            },
+        };
+        (end, Keep { frame, owner })
     }
 
     /// Wraps a Rust tensor that keeps `owner` alive (and its views too).
@@ -116,9 +149,8 @@ impl PyTensor {
         }
         let t = b.build().map_err(tensor_err)?;
         Ok(PyTensor {
-            inner: TensorDyn::U8(t),
             default_access,
-            owner: None,
+            ..PyTensor::wrap(TensorDyn::U8(t))
         })
     }
 
@@ -263,20 +295,31 @@ impl PyTensor {
 
     /// Maps the tensor for the CPU; use as a context manager. `access` is
     /// `"read"` (read-only numpy arrays, no write-back flush), `"write"` or
-    /// `"readwrite"` (default: the tensor's, normally `"readwrite"`).
+    /// `"readwrite"` (default: the tensor's, normally `"readwrite"`). The
+    /// `with` block is the access bracket (a dma-buf's sync START/END);
+    /// arrays made from the view outlive it, keeping the memory.
     #[pyo3(signature = (access=None))]
-    fn map(&self, access: Option<&str>) -> PyResult<MapView> {
+    fn map(&self, py: Python<'_>, access: Option<&str>) -> PyResult<MapView> {
         let access = match access {
             Some(a) => convert::access(a)?,
             None => self.default_access,
         };
-        Ok(MapView::new(MapLease::new(&self.inner, access)?, access))
+        let (end, keep) = self.lease_terms(py);
+        Ok(MapView::new(
+            MapLease::new(&self.inner, access, end, keep)?,
+            access,
+        ))
     }
 
     /// Copies the tensor into a new numpy array (a convenience; `map()` is the
     /// zero-copy way).
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let lease = MapLease::new(&self.inner, Access::Read)?;
+        let lease = MapLease::new(
+            &self.inner,
+            Access::Read,
+            BracketEnd::WithView,
+            Keep::default(),
+        )?;
         let a = lease.to_numpy(py)?;
         let copy = a.call_method0("copy")?;
         drop(a);
@@ -304,7 +347,8 @@ impl PyTensor {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let versioned = dlpack::request(stream, max_version, dl_device, copy)?;
-        dlpack::export(py, &self.inner, versioned)
+        let (_, keep) = self.lease_terms(py);
+        dlpack::export(py, &self.inner, versioned, keep)
     }
 
     /// `(kDLCPU, 0)`.
@@ -358,6 +402,7 @@ impl PyTensor {
             inner,
             default_access: self.default_access,
             owner: self.owner.as_ref().map(|o| o.clone_ref(py)),
+            frame: self.frame.clone(),
         }
     }
 }

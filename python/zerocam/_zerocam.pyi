@@ -46,21 +46,23 @@ class MapView:
     """A live CPU map; `numpy.asarray(view)` wraps it without a copy (and, in
     the cp311-abi3 wheel, `memoryview(view)`: the buffer protocol).
 
-    Release rule: every numpy array, memoryview and DLPack capsule made from
-    the view is an export that keeps the map open. Leaving the `with` block
-    releases the view (later uses raise `Released`) and never raises because
-    of live exports; the map (CPU access, dma-buf sync END, access record)
-    ends when the last export dies. `release()` ends it now, and raises
-    `MapConflict` (a `BufferError`) while exports live, as
-    `memoryview.release()` does. A sync END failing when the last export dies
-    is a `RuntimeWarning`."""
+    Release rule: the `with` block is the access bracket. Leaving it (or
+    `release()`, or the view's garbage collection) ends the map — CPU
+    access, dma-buf sync END, access record — whatever arrays are alive, and
+    releases the view (later uses raise `Released`). Every numpy array,
+    memoryview and DLPack capsule made from the view is an export that keeps
+    the tensor's memory (and a held frame) alive, not the map. A `"pbo"`
+    map (memory mapped only while a map is open) ends with its last export
+    instead, and its `release()` raises `MapConflict` while exports live.
+    A sync END failing where it cannot be raised is a `RuntimeWarning`."""
     def __buffer__(self, flags: int) -> memoryview: ...
     def __release_buffer__(self, view: memoryview) -> None: ...
     def __enter__(self) -> MapView: ...
     def __exit__(self, *args: object) -> bool:
-        """Releases the view; the map ends now, or with its last export."""
+        """Releases the view and ends the map (a `"pbo"` map: with its last export)."""
     def release(self) -> None:
-        """Ends the map now; `MapConflict` (a `BufferError`) while exports live."""
+        """Ends the map now, as leaving the block; for a `"pbo"` map,
+        `MapConflict` (a `BufferError`) while exports live."""
     def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[bool] = None) -> np.ndarray: ...
     def numpy(self) -> np.ndarray: ...
     def __dlpack__(
@@ -71,7 +73,7 @@ class MapView:
         dl_device: Optional[Tuple[int, int]] = None,
         copy: Optional[bool] = None,
     ) -> Any:
-        """A capsule that is one more export of this map; a read map needs
+        """A capsule that is one more export of this view; a read map needs
         `max_version >= (1, 0)` (the read-only flag)."""
     def __dlpack_device__(self) -> Tuple[int, int]: ...
     @property
@@ -93,10 +95,11 @@ class MapView:
         """Whether the view was released (end of its `with` block, `release()`)."""
     @property
     def mapped(self) -> bool:
-        """Whether the map is open: until the release, then while exports keep it."""
+        """Whether the map (the access bracket) is open: until the release
+        (a `"pbo"` map: and its last export)."""
     @property
     def exports(self) -> int:
-        """numpy arrays, memoryviews and DLPack capsules of the map alive now."""
+        """numpy arrays, memoryviews and DLPack capsules of the view alive now."""
 
 class CpuAccess:
     def __enter__(self) -> CpuAccess: ...

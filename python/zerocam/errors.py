@@ -15,10 +15,11 @@ class                     raised for
                           (``Camera("unix:PATH")``) ended: it stopped, its
                           camera is gone, or it died (a ``DeviceError``)
 ``Timeout``               no frame within the timeout (``TimeoutError``)
-``MapConflict``           a map, pin bracket or export conflicts with a live one
-                          (also a map kept open past its ``with`` block by numpy
-                          arrays or DLPack consumers), or ``MapView.release()``
-                          is called while they still use it (``BufferError``)
+``MapConflict``           a map, pin bracket or export conflicts with one open
+                          now (a ``with`` block not yet left, a tensor's DLPack
+                          consumer, a frame's plane arrays, a device), or
+                          ``MapView.release()`` of a ``"pbo"`` map is called
+                          while its arrays still use it (``BufferError``)
 ``Released``              a map, pin or frame used after it was released
                           (``ValueError``)
 ``NoFreeBuffer``          the caller holds every buffer of the camera, or every

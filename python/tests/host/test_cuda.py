@@ -312,6 +312,26 @@ def test_a_cuda_map_is_a_device_borrow(double):
     )
 
 
+def test_arrays_of_an_ended_map_allow_a_device_destination_and_see_its_writes(double):
+    scenario(
+        """
+        t = Tensor((4, 16), "uint8", mem="shm")
+        with t.map() as v:
+            a = np.asarray(v)
+            a[:] = 1
+            with pytest.raises(zerocam.MapConflict):
+                t.cuda()  # beside the open bracket: refused
+        with t.cuda() as c:  # `a` keeps the memory, not the map: allowed
+            # The double's device pointers are the host addresses: the device writes.
+            ctypes.memset(c.device_ptr, 9, c.nbytes)
+            c.synchronize()
+            assert a[3, 15] == 9  # the array sees the device's writes
+        assert (a == 9).all()
+        """,
+        double,
+    )
+
+
 def test_dlpack_device_and_capsules_read_through_ctypes(double):
     scenario(
         """

@@ -92,11 +92,14 @@ def test_numpy_consumes_the_versioned_capsule():
 def test_versioned_capsule_falls_back_to_read_only_beside_a_read_map():
     t = Tensor(16, "uint8", mem="shm")
     with t.map("read") as v:
-        keep = np.asarray(v)  # keeps a read map open past the block
-    x = np.from_dlpack(Versioned(t))  # a read-write map conflicts: a read-only export
-    assert not x.flags.writeable and x.ctypes.data == keep.ctypes.data
+        keep = np.asarray(v)
+        x = np.from_dlpack(Versioned(t))  # a read-write map conflicts: a read-only export
+        assert not x.flags.writeable and x.ctypes.data == keep.ctypes.data
+        with pytest.raises(BufferError):
+            t.__dlpack__()  # the legacy capsule cannot be read-only: the conflict is raised
+    # `keep` outlives the block but not its read map; x's read map is open.
     with pytest.raises(BufferError):
-        t.__dlpack__()  # the legacy capsule cannot be read-only: the conflict is raised
-    del keep, x
-    y = np.from_dlpack(Versioned(t))
-    assert y.flags.writeable
+        t.__dlpack__()
+    del x
+    y = np.from_dlpack(Versioned(t))  # beside `keep`: read-write again
+    assert y.flags.writeable and y.ctypes.data == keep.ctypes.data

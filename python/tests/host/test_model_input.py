@@ -253,7 +253,7 @@ def test_a_full_ring_raises_naming_its_depth(holder):
         if holder == "tensor":
             return result
         if holder == "array":
-            return np.asarray(result.map())  # the array keeps the map, the map the slot
+            return np.asarray(result.map())  # the array keeps a handle on the slot's tensor
         if holder == "map":
             return result.map()
         return np.from_dlpack(result)

@@ -1,8 +1,10 @@
-"""The release rule of maps: leaving `with t.map() as v:` releases the view at
-once and never raises because of live exports; the map itself (CPU access,
-sync END, access record) ends when the last export dies — the rule a Frame's
-buffer follows. `v.release()` with live exports raises BufferError, as
-`memoryview.release()` does."""
+"""The release rule of maps: the `with t.map() as v:` block is the access
+bracket. Its end — or `v.release()`, or the view's garbage collection — ends
+the map (the recorded CPU access, a dma-buf's sync END) whatever arrays are
+alive; numpy arrays, memoryviews and DLPack consumers made from the view keep
+the tensor's memory (and a captured frame) alive, not the map. Memory mapped
+only for the access (a GL PBO) keeps the old rule: its map ends with the last
+export. The reference's quick start itself: test_quick_start.py."""
 
 import gc
 import pathlib
@@ -14,36 +16,7 @@ import numpy as np
 import pytest
 
 import zerocam
-from zerocam import PixelFormat, Tensor
-
-# The quick start of edgefirst-tensor's README, as written there but for the
-# import (`from edgefirst.tensor import ...`): `frame` outlives the block.
-QUICK_START = """\
-import numpy as np
-from zerocam import Tensor, PixelFormat
-
-# Allocate once; a real pipeline reuses the tensor every frame.
-# mem=None selects the best backend available on the platform.
-tensor = Tensor.image(1920, 1080, PixelFormat.Rgb, None, "readwrite")
-
-with tensor.map() as view:
-    frame = np.asarray(view)  # shape, dtype and strides all carried
-    frame[:] = 128
-
-print(tensor.shape, tensor.format, tensor.dtype)
-"""
-
-# Its "read" variant (the next snippet of that README) in the same script.
-READ_VARIANT = QUICK_START.replace(
-    """with tensor.map() as view:
-    frame = np.asarray(view)  # shape, dtype and strides all carried
-    frame[:] = 128
-""",
-    """with tensor.map("read") as view:
-    frame = np.asarray(view)  # read-only view, not writable
-""",
-)
-
+from zerocam import ModelInput, PixelFormat, Preprocessor, Tensor
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -60,53 +33,43 @@ def run_script(code):
     return subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("code", [QUICK_START, READ_VARIANT], ids=["readwrite", "read"])
-def test_quick_start_runs_as_written(code):
-    assert "tensor.map(" in code and "frame = np.asarray(view)" in code
-    out = run_script(code)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("(1080, 1920, 3) ") and out.stdout.rstrip().endswith(" uint8"), out.stdout
-    assert out.stderr == ""
-
-
-def test_quick_start_state_after_the_block():
-    scope = {}
-    exec(QUICK_START, scope)  # noqa: S102 - the quick start itself
-    tensor, view, frame = scope["tensor"], scope["view"], scope["frame"]
-    assert view.released and view.mapped and view.exports == 1
-    assert (frame == 128).all() and frame.flags.writeable
-    with pytest.raises(zerocam.MapConflict, match="also after its `with` block"):
-        tensor.map("read")  # the quick start's readwrite map is still open
-    frame[0, 0] = (1, 2, 3)  # the memory is still the tensor's
-    del frame, scope["frame"]
-    assert not view.mapped and view.exports == 0
-    with tensor.map("read") as again:
-        back = np.asarray(again)
-        assert back[0, 0].tolist() == [1, 2, 3] and (back[1:] == 128).all()
-
-
-def test_leaving_with_keeps_the_map_while_an_array_lives():
+def test_leaving_with_ends_the_map_and_the_array_keeps_the_memory():
     t = Tensor((4, 8), "uint8", mem="shm")
     with t.map() as v:
         a = np.asarray(v)
-    assert v.released and v.mapped and v.exports == 1
+        assert v.mapped and v.exports == 1
+        with pytest.raises(zerocam.MapConflict):
+            t.map("read")  # two brackets at once: today's rules
+    assert v.released and not v.mapped and v.exports == 1
     for use in (np.asarray, lambda v: v.shape, lambda v: v.ptr, lambda v: v.numpy(), lambda v: v.__dlpack__()):
         with pytest.raises(zerocam.Released):
             use(v)
-    # The map is still open: its access record refuses a second writable map,
-    # through this tensor or another tensor of the same buffer.
-    with pytest.raises(zerocam.MapConflict):
-        t.map()
-    with pytest.raises(zerocam.MapConflict):
-        t.batch(0).map("write")
+    # The bracket ended: maps of this tensor and of another tensor of the same
+    # buffer are judged by the brackets open now, and `a` holds none.
+    with t.batch(0).map("write") as w:
+        np.asarray(w)[:] = 5
+    assert (a[0] == 5).all()  # the same memory
     a[:] = 7  # written after the block: still the tensor's memory
-    del a
-    assert not v.mapped and v.exports == 0
     with t.map() as w:
         assert (np.asarray(w) == 7).all()
+    assert v.exports == 1
+    del a
+    assert v.exports == 0
 
 
-def test_slices_and_views_of_the_array_keep_the_map():
+def test_the_array_outlives_the_tensor_and_the_view():
+    t = Tensor.image(40, 30, PixelFormat.Rgb, mem="shm", row_stride=128)
+    with t.map() as view:
+        a = np.asarray(view)
+        a[:] = 9
+    del t, view
+    gc.collect()
+    assert a.strides == (128, 3, 1) and (a == 9).all()
+    a[2, 3] = (1, 2, 3)
+    assert a[2, 3].tolist() == [1, 2, 3] and int(a.sum()) == 9 * 40 * 30 * 3 - 27 + 6
+
+
+def test_slices_and_views_of_the_array_keep_the_memory():
     t = Tensor((8, 8), "float32", mem="mem")
     with t.map() as v:
         a = np.asarray(v)
@@ -114,34 +77,33 @@ def test_slices_and_views_of_the_array_keep_the_map():
         c = b.T.reshape(-1)  # a copy: keeps nothing
         d = b.view(np.uint32)
     del a, c
-    assert v.mapped and v.exports == 1  # one export: b and d share a's base
+    assert not v.mapped and v.exports == 1  # one export: b and d share a's base
     b[:] = 3.0
-    del b
-    assert v.mapped
+    del b, t
+    gc.collect()
+    assert v.exports == 1
+    assert (d == np.float32(3.0).view(np.uint32)).all()  # the memory outlived the tensor
     del d
-    assert not v.mapped
-    assert t.numpy()[2:4].tolist() == [[3.0] * 8] * 2
+    assert v.exports == 0
 
 
-def test_release_with_live_exports_raises_and_changes_nothing():
+def test_release_with_live_exports_ends_the_map_now():
     t = Tensor((8, 8), "float32", mem="mem")
     view = t.map()
     a = np.asarray(view)
     b = a[2:4]
     del a
-    assert view.exports == 1
-    with pytest.raises(BufferError, match="1 export") as e:
-        view.release()
-    assert isinstance(e.value, zerocam.MapConflict)
-    assert not view.released and view.mapped
-    assert view.shape == (8, 8)  # still usable, as a memoryview after a refused release
-    b[:] = 3.0
-    del b
-    assert view.exports == 0 and view.mapped
-    view.release()
-    assert view.released and not view.mapped
+    assert view.exports == 1 and view.mapped
+    view.release()  # the bracket ends now, as at the end of a `with` block
+    assert view.released and not view.mapped and view.exports == 1
+    with pytest.raises(zerocam.Released):
+        view.shape
+    with t.map() as w:  # a writable map beside the live array
+        np.asarray(w)[3] = 1.0
+    b[0] = 3.0  # the array is still the tensor's memory
+    assert b[1].tolist() == [1.0] * 8
     view.release()  # idempotent
-    assert t.numpy()[2:4].sum() == 48.0
+    assert t.numpy()[2:4].sum() == 24.0 + 8.0
 
 
 def test_release_after_the_block_is_a_no_op():
@@ -149,9 +111,9 @@ def test_release_after_the_block_is_a_no_op():
     with t.map() as v:
         a = np.asarray(v)
     v.release()  # already released by the block: no error, the array still counts
-    assert v.mapped and v.exports == 1
+    assert not v.mapped and v.exports == 1
     del a
-    assert not v.mapped
+    assert v.exports == 0
 
 
 def test_exception_in_the_block_is_not_replaced():
@@ -160,9 +122,10 @@ def test_exception_in_the_block_is_not_replaced():
         with t.map() as v:
             a = np.asarray(v)
             1 / 0
-    assert v.released and v.mapped
+    assert v.released and not v.mapped and v.exports == 1
+    a[:] = 2
     del a
-    assert not v.mapped
+    assert (t.numpy() == 2).all()
 
 
 def test_export_counts_are_exact():
@@ -171,12 +134,13 @@ def test_export_counts_are_exact():
         arrays = [np.asarray(v) for _ in range(50)]
         capsules = [v.__dlpack__() for _ in range(5)]
         assert v.exports == 55
+    assert not v.mapped
     for n in range(50, 0, -1):
-        assert v.exports == n + 5 and v.mapped
+        assert v.exports == n + 5
         arrays.pop()
-    assert v.exports == 5 and v.mapped
+    assert v.exports == 5
     capsules.clear()  # unconsumed capsules end their export too
-    assert v.exports == 0 and not v.mapped
+    assert v.exports == 0
     gc.collect()
     assert v.exports == 0
     for _ in range(3):  # nothing left behind: the tensor maps writable again and again
@@ -185,42 +149,64 @@ def test_export_counts_are_exact():
     assert t.numpy()[0, 0] == 3
 
 
-def test_a_view_never_released_ends_with_its_last_array():
+def test_a_garbage_view_ends_its_map_and_its_array_keeps_the_memory():
     t = Tensor(16, "uint8", mem="shm")
-    a = np.asarray(t.map())  # the view itself is garbage at once
+    a = np.asarray(t.map())  # the view itself is garbage at once: its bracket ends
     a[:] = 5
-    with pytest.raises(zerocam.MapConflict):
-        t.map()
-    del a
-    gc.collect()
-    with t.map("read") as v:
-        assert (np.asarray(v) == 5).all()
+    with t.map() as w:  # not refused: `a` holds no map
+        assert (np.asarray(w) == 5).all()
+        np.asarray(w)[0] = 6
+    assert a[0] == 6
 
 
 def test_the_last_array_may_die_on_another_thread():
-    t = Tensor(64, "uint8", mem="shm")
-    with t.map() as v:
-        holder = [np.asarray(v)]
-    th = threading.Thread(target=holder.clear)
-    th.start()
-    th.join()
-    assert not v.mapped and v.exports == 0
-    with t.map():
-        pass
+    with zerocam.Camera.pattern("GREY", (64, 32), buffers=3) as cam:
+        frame = cam.read()
+        index = frame.buffer_index
+        with frame.tensor.map("read") as v:
+            holder = [np.asarray(v)]
+        frame.release()
+        assert all(cam.read(timeout=1).buffer_index != index for _ in range(4))
+        th = threading.Thread(target=holder.clear)  # the frame goes back there
+        th.start()
+        th.join()
+        assert v.exports == 0
+        assert any(cam.read(timeout=1).buffer_index == index for _ in range(6))
 
 
-def test_read_map_arrays_allow_other_read_maps():
+def test_arrays_of_an_ended_read_map_allow_a_write_map():
     t = Tensor.image(32, 8, PixelFormat.Grey, mem="shm")
     with t.map("read") as v:
         a = np.asarray(v)
-    assert not a.flags.writeable and v.mapped
-    with t.map("read") as w:  # read maps share the bytes
-        assert np.asarray(w).sum() == 0
+        with t.map("read") as w:  # read maps share the bytes
+            assert np.asarray(w).sum() == 0
+        with pytest.raises(zerocam.MapConflict):
+            t.map("write")  # beside the open read bracket
+    assert not a.flags.writeable and not v.mapped
+    with t.map("write") as w:
+        np.asarray(w)[:] = 200
+    assert (a == 200).all()  # the read-only array sees the later write
+
+
+def test_pin_host_and_from_dlpack_beside_arrays_of_ended_blocks():
+    t = Tensor((4, 6), "int16", mem="shm")
+    with t.map() as v:
+        a = np.asarray(v)
+        with pytest.raises(zerocam.MapConflict):
+            np.from_dlpack(t)  # beside the open read-write bracket
+    pin = t.pin_host("readwrite")
+    assert pin.ptr == a.ctypes.data
+    x = np.from_dlpack(t)  # its own read-write map, held by x
+    assert x.ctypes.data == a.ctypes.data and x.flags.writeable
+    a[1, 2] = -3
+    assert x[1, 2] == -3
     with pytest.raises(zerocam.MapConflict):
-        t.map("write")
-    del a
-    with t.map("write"):
+        t.map("read")  # x's capsule holds its bracket until x is gone
+    del x
+    gc.collect()
+    with t.map("read"):
         pass
+    pin.release()
 
 
 def test_view_dlpack_follows_the_rule():
@@ -228,12 +214,12 @@ def test_view_dlpack_follows_the_rule():
     with t.map() as v:
         x = np.from_dlpack(v)
         assert x.ctypes.data == v.ptr and x.flags.writeable and v.exports == 1
-    assert v.released and v.mapped
+    assert v.released and not v.mapped and v.exports == 1
     x[1, 2] = -3
-    with pytest.raises(zerocam.MapConflict):
-        t.map("read")
+    with t.map("read") as w:  # not refused: x keeps the memory, not the map
+        assert np.asarray(w)[1, 2] == -3
     del x
-    assert not v.mapped and v.exports == 0
+    assert v.exports == 0
     assert t.numpy()[1, 2] == -3
 
 
@@ -246,9 +232,9 @@ def test_view_dlpack_of_a_read_map_is_read_only():
         assert "dltensor_versioned" in repr(cap)
         x = np.from_dlpack(v)  # numpy asks for the versioned capsule
         assert not x.flags.writeable and x.ctypes.data == v.ptr
-    assert v.exports == 2
+    assert v.exports == 2 and not v.mapped
     del cap, x
-    assert not v.mapped
+    assert v.exports == 0
 
 
 def test_view_dlpack_request_checks():
@@ -271,43 +257,48 @@ def test_memoryview_follows_the_rule():
         m = memoryview(v)
         n = memoryview(v)
         assert v.exports == 2
-    assert v.released and v.mapped
+    assert v.released and not v.mapped
     with pytest.raises(zerocam.Released):
         memoryview(v)
     m[1, 2] = 9  # still the tensor's memory
     m.release()
-    assert v.mapped and v.exports == 1
-    with pytest.raises(zerocam.MapConflict):
-        t.map()
-    a = np.asarray(n)  # shares n's buffer (CPython's managed buffer), no new export
     assert v.exports == 1
+    with t.map() as w:  # n keeps the memory, not the map
+        np.asarray(w)[0, 1] = 8
+    a = np.asarray(n)  # shares n's buffer (CPython's managed buffer), no new export
+    assert v.exports == 1 and a[0, 1] == 8
     n.release()  # n goes, the buffer stays while the array lives
-    assert v.mapped and v.exports == 1
+    assert v.exports == 1
+    del t
+    gc.collect()
     a[0, 0] = 4
+    assert a[1, 2] == 9 and a[0, 0] == 4
     del a
-    assert not v.mapped and v.exports == 0
-    assert t.numpy()[1, 2] == 9 and t.numpy()[0, 0] == 4
+    assert v.exports == 0
 
 
 @pytest.mark.buffer_protocol
-def test_memoryview_release_with_live_buffer_raises():
+def test_memoryview_release_after_the_view_release():
     t = Tensor(8, mem="shm")
     view = t.map()
     m = memoryview(view)
-    with pytest.raises(BufferError):
-        view.release()
+    view.release()  # ends the map now, the buffer still exported
+    assert not view.mapped and view.exports == 1
+    with t.map("write") as w:
+        np.asarray(w)[:] = 3
+    assert m.tolist() == [3] * 8
     m.release()
-    view.release()
-    assert not view.mapped
+    assert view.exports == 0
 
 
-def test_pattern_camera_skips_a_buffer_an_array_keeps_mapped():
+def test_pattern_camera_skips_a_buffer_an_array_keeps():
     # The host's stand-in for the capture queue (vivid: tests/lab/test_lab_release.py).
     with zerocam.Camera.pattern("NV12", (64, 48), buffers=4) as cam:
         frame = cam.read()
         index = frame.buffer_index
         with frame.tensor.map() as v:
             held = np.asarray(v)
+        assert not v.mapped and v.exports == 1  # the map ended; the array keeps the frame
         held[:] = 7
         frame.release()
         seen = []
@@ -321,6 +312,56 @@ def test_pattern_camera_skips_a_buffer_an_array_keeps_mapped():
             with cam.read() as f:
                 later.append(f.buffer_index)
         assert index in later
+
+
+def test_a_released_view_keeps_nothing():
+    # The view object outlives its block under its name, as `view` does in
+    # the quick start: once its arrays are gone it holds neither the frame
+    # nor the memory.
+    with zerocam.Camera.pattern("GREY", (64, 32), buffers=2) as cam:
+        frame = cam.read()
+        with frame.tensor.map() as v:
+            a = np.asarray(v)
+        frame.release()
+        del a
+        assert v.exports == 0
+        b, c = cam.read(), cam.read()  # both buffers free: v kept nothing
+        assert {b.buffer_index, c.buffer_index} == {0, 1}
+
+
+def test_a_frame_tensor_mapped_after_its_release_keeps_the_buffer_by_its_map():
+    # No frame left to hold: the map ends with its last array, as `planes`
+    # do, and that borrow keeps the buffer from being drawn again.
+    with zerocam.Camera.pattern("GREY", (64, 32), buffers=3) as cam:
+        frame = cam.read()
+        t, index = frame.tensor, frame.buffer_index
+        frame.release()
+        with t.map("read") as v:
+            kept = np.asarray(v)
+        assert v.mapped and v.exports == 1
+        assert all(cam.read(timeout=1).buffer_index != index for _ in range(6))
+        del kept
+        assert not v.mapped
+        assert any(cam.read(timeout=1).buffer_index == index for _ in range(6))
+
+
+def test_pbo_memory_keeps_the_old_rule():
+    # A GL PBO is mapped only while a map is open: its arrays keep the map,
+    # and release() refuses while they live (llvmpipe on the host).
+    src = Tensor.image(32, 32, PixelFormat.Rgb, mem="shm")
+    x = Preprocessor(ModelInput(16, 16), device="gpu")(src)  # nobody keeps the preprocessor
+    assert x.memory == "pbo"
+    view = x.map("read")
+    a = np.asarray(view)
+    with pytest.raises(zerocam.MapConflict, match="GL buffer"):
+        view.release()
+    assert view.mapped and not view.released
+    del view, x
+    gc.collect()  # the view is garbage, the tensor and the preprocessor gone
+    assert a.shape == (1, 3, 16, 16) and np.allclose(a, 0.0)  # black in: 0 out
+    b = np.asarray(Preprocessor(ModelInput(8, 8), device="gpu")(src).map("read"))
+    gc.collect()
+    assert b.shape == (1, 3, 8, 8) and np.allclose(b, 0.0)
 
 
 def test_package_docstring_example_runs():

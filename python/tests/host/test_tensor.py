@@ -271,9 +271,10 @@ def test_buffer_protocol_padded_and_read_only():
         assert m.strides == (64, 3, 1) and m.readonly
         with pytest.raises(TypeError):
             m[0, 0, 0] = 1
-        with pytest.raises(BufferError, match="releas|numpy|export"):
-            view.release()
+        view.release()  # ends the map now; the memoryview keeps the memory
+        assert not view.mapped and view.exports == 1 and m[3, 9, 2] == 0
         m.release()
+        assert view.exports == 0
     with t.map() as view:
         np.asarray(view)[:] = 5
         assert bytes(view) == b"\x05" * 120  # the elements, the padding skipped

@@ -1,10 +1,13 @@
-"""The release rule on real dma-bufs, in the kernel lab: a numpy array that
-outlives its `with t.map()` block keeps the read-write map — the dma-buf sync
-bracket and the access record — so a device borrow (the capture queue) and a
-second writable map are refused until it dies; the device never writes the
-bytes the array holds. A sync END that fails when the last array dies is a
-RuntimeWarning (it cannot be raised from a destructor)."""
+"""The release rule on real dma-bufs, in the kernel lab: the `with t.map()`
+block is the access bracket — its end runs the dma-buf sync END and ends the
+access record whatever arrays are alive — and the arrays keep the memory: a
+later map of the same buffer is not refused because of them, and a captured
+frame's buffer stays out of the driver's queue until the last of them is gone
+(the device never writes the bytes an array holds). A sync END that fails
+where it cannot be raised (a view garbage-collected, a tensor's DLPack
+consumer dying) is a RuntimeWarning."""
 
+import gc
 import os
 import sys
 import warnings
@@ -20,37 +23,40 @@ Y = 81  # vivid's 100% red luma (BT.601 limited range)
 BUFFERS = 4
 
 
-def test_dma_tensor_array_keeps_its_readwrite_map():
+def test_dma_tensor_block_ends_the_map_and_the_array_keeps_the_memory():
     t = Tensor((64, 64), "uint8", mem="dma")
     other = Tensor.from_fd(t.fd, (64, 64), "uint8")  # a second import of the dma-buf
     with t.map() as v:
         a = np.asarray(v)
-        x = np.from_dlpack(v)  # a DLPack consumer of the same map
-    assert t.memory == "dma" and v.released and v.mapped and v.exports == 2
-    for second in (lambda: t.map(), lambda: other.map("write"), lambda: other.map("read")):
-        with pytest.raises(zerocam.MapConflict):
-            second()
-    a[:] = 0x5A  # inside the still-open sync bracket
-    del a
-    assert v.mapped and v.exports == 1
-    with pytest.raises(zerocam.MapConflict):
-        other.map("write")
-    del x
-    assert not v.mapped and v.exports == 0
-    with other.map("read") as w:
+        x = np.from_dlpack(v)  # a DLPack consumer of the same view
+        for second in (lambda: t.map(), lambda: other.map("write"), lambda: other.map("read")):
+            with pytest.raises(zerocam.MapConflict):
+                second()  # two brackets at once
+        a[:] = 0x5A  # inside the bracket
+    assert t.memory == "dma" and v.released and not v.mapped and v.exports == 2
+    with other.map("read") as w:  # not refused: a and x hold no map
         assert (np.asarray(w) == 0x5A).all()
+    with other.map("write") as w:
+        np.asarray(w)[0] = 1
+    assert (a[0] == 1).all() and (x[0] == 1).all()
+    del t, other, v
+    gc.collect()
+    a[1] = 2  # tensors and view gone: the dma-buf stays mapped for a and x
+    assert (x[1] == 2).all() and int(a.sum()) == 64 + 128 + 62 * 64 * 0x5A
+    del a
+    assert (x[2] == 0x5A).all()
 
 
 @pytest.mark.parametrize("memory", ["mmap", "dmabuf"])
-def test_capture_queue_skips_a_buffer_an_array_keeps_mapped(memory):
+def test_capture_queue_skips_a_buffer_an_array_keeps(memory):
     with Camera("/dev/video0", "NV12", (320, 180), buffers=BUFFERS, memory=memory, **RED) as cam:
         frame = cam.read()
         index = frame.buffer_index
         with frame.tensor.map("readwrite") as v:
             held = np.asarray(v)
-        held[:] = 7  # after the block: the map is still open
-        frame.release()  # the buffer goes back to the camera, not to the driver
-        assert v.mapped
+        assert not v.mapped and v.exports == 1  # the map ended; the array keeps the frame
+        held[:] = 7  # after the block: the same memory
+        frame.release()  # the array still holds the frame: the driver does not get it
         seen = []
         for _ in range(3 * BUFFERS):
             with cam.read() as f:
@@ -59,7 +65,7 @@ def test_capture_queue_skips_a_buffer_an_array_keeps_mapped(memory):
         assert index not in seen, seen
         assert (held == 7).all()  # the driver never wrote it: no stale or torn bytes
         del held
-        assert not v.mapped
+        assert v.exports == 0
         later = []
         for _ in range(2 * BUFFERS):
             with cam.read() as f:
@@ -70,27 +76,49 @@ def test_capture_queue_skips_a_buffer_an_array_keeps_mapped(memory):
         assert cam.stats()["buffer_errors"] == 0
 
 
+def test_the_sync_end_runs_at_the_block_end_with_arrays_alive():
+    t = Tensor(4096, "uint8", mem="dma")
+    saved = os.dup(t.fd)
+    impostor = os.memfd_create("not-a-dmabuf")
+    try:
+        with pytest.raises(zerocam.DeviceError) as e:
+            with t.map() as v:
+                a = np.asarray(v)
+                # A memfd behind the tensor's fd number: the END issued when
+                # the block ends gets ENOTTY from the kernel, `a` alive or not.
+                os.dup2(impostor, t.fd)
+        assert "DMA_BUF_IOCTL_SYNC" in str(e.value) and e.value.errno == 25  # ENOTTY
+    finally:
+        os.dup2(saved, t.fd)
+        os.close(saved)
+        os.close(impostor)
+    assert not v.mapped and v.exports == 1  # the map and its access record ended all the same
+    a[:] = 3
+    with t.map("read") as w:
+        assert (np.asarray(w) == 3).all()
+
+
 def test_failed_deferred_sync_end_is_a_runtime_warning():
     t = Tensor(4096, "uint8", mem="dma")
     saved = os.dup(t.fd)
     impostor = os.memfd_create("not-a-dmabuf")
-    with t.map() as v:
-        a = np.asarray(v)
-    # Put a memfd behind the tensor's fd number: the map's sync END, run when
-    # the array dies, gets ENOTTY from the kernel.
+    view = t.map()
+    a = np.asarray(view)
+    # The view garbage-collected unreleased ends its map in its destructor:
+    # nothing can be raised there.
     os.dup2(impostor, t.fd)
     try:
-        with pytest.warns(RuntimeWarning, match=r"last export.*DMA_BUF_IOCTL_SYNC.*ENOTTY"):
-            del a
+        with pytest.warns(RuntimeWarning, match=r"no error can be raised.*DMA_BUF_IOCTL_SYNC.*ENOTTY"):
+            del view
     finally:
         os.dup2(saved, t.fd)
         os.close(saved)
-    assert not v.mapped  # the map and its access record ended all the same
-    with t.map():
+    with t.map():  # the map and its access record ended all the same
         pass
-    # With warnings as errors, the error goes to sys.unraisablehook.
-    with t.map() as v:
-        a = np.asarray(v)
+    a[0] = 1
+    # A tensor's DLPack consumer ends its map when it dies; with warnings as
+    # errors, the error goes to sys.unraisablehook.
+    x = np.from_dlpack(t)
     caught = []
     hook, sys.unraisablehook = sys.unraisablehook, caught.append
     saved = os.dup(t.fd)
@@ -98,7 +126,7 @@ def test_failed_deferred_sync_end_is_a_runtime_warning():
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
-            del a
+            del x
     finally:
         sys.unraisablehook = hook
         os.dup2(saved, t.fd)
@@ -106,7 +134,9 @@ def test_failed_deferred_sync_end_is_a_runtime_warning():
         os.close(impostor)
     assert len(caught) == 1 and isinstance(caught[0].exc_value, RuntimeWarning)
     assert "ENOTTY" in str(caught[0].exc_value)
-    assert not v.mapped
+    with t.map():
+        pass
+    assert a[0] == 1
 
 
 def test_failed_sync_end_at_the_block_end_is_raised():
