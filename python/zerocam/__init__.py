@@ -2,12 +2,13 @@
 
 >>> import numpy as np, zerocam
 >>> t = zerocam.Tensor.image(64, 48, zerocam.PixelFormat.Rgb)
->>> with t.map() as view:
+>>> with t.map() as view:      # the block is the access bracket
 ...     a = np.asarray(view)   # no copy: shape (48, 64, 3), the real strides
-...     a[:] = 7
->>> int(a.sum())               # the array keeps the map open past the block
-64512
->>> del a                      # the map ends with its last array
+...     a[:] = 7               # write inside it
+>>> view.mapped, int(a.sum())  # the map ended; the array keeps the memory
+(False, 64512)
+>>> with t.map("read") as view:
+...     a = np.asarray(view)   # the old `a` is alive here: no conflict
 >>> with zerocam.Camera.pattern("NV12", (320, 240)) as cam:
 ...     with cam.read() as frame:
 ...         y, uv = frame.planes  # numpy arrays over the frame's buffer
@@ -15,6 +16,12 @@
 >>> x = pre(t)                 # a (1, 3, 64, 64) float32 Tensor from a ring of 3
 >>> x.shape, pre.placement.offset
 ((1, 3, 64, 64), (0, 8))
+
+On a DMA buffer of a non-coherent Arm board the ``with`` block is where
+coherency holds (dma-buf sync START and END): write inside it. After it the
+array still reads and writes the same memory, but outside the coherency
+bracket — devices may not see such writes, nor the CPU what devices wrote
+since — until a new ``with tensor.map():`` block brackets the access again.
 
 CUDA (loaded at run time; ``zerocam.cuda_available()`` says whether it can be
 used): ``t.cuda()`` and ``frame.cuda()`` map into device memory without a copy
