@@ -1,4 +1,4 @@
-"""Scouting proof for issue 13, must-have 6: a real model that ships inside a
+"""Scouting proof that zerocam feeds a real model: one that ships inside a
 registry package, end to end, with results in frame coordinates.
 
 Not wired into CI. It needs, in the interpreter that runs it:

@@ -19,15 +19,15 @@
 compile_error!("feature buffer-protocol needs --no-default-features (it targets abi3-py311)");
 
 #[cfg(feature = "buffer-protocol")]
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall/FFI edge: `unsafe` is allowed only in such modules
 mod buffer;
 mod camera;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall/FFI edge: `unsafe` is allowed only in such modules
 mod capsule;
 mod convert;
 #[cfg(feature = "cuda")]
 mod cuda;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall/FFI edge: `unsafe` is allowed only in such modules
 mod dlpack;
 mod errors;
 #[allow(unsafe_code)] // the FFI edge: the buffer slots (feature buffer-protocol)
@@ -36,12 +36,12 @@ mod format;
 mod frame;
 mod hostpin;
 mod lease;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall/FFI edge: `unsafe` is allowed only in such modules
 mod mapview;
 mod model;
 mod preprocess;
 mod tensor;
-#[allow(unsafe_code)] // the FFI edge: `unchecked=True`, the Python caller's promise (issue 14.3)
+#[allow(unsafe_code)] // the FFI edge: `unchecked=True`, the Python caller's promise
 mod unchecked;
 
 use pyo3::prelude::*;

@@ -3,8 +3,9 @@
 //! `unsafe fn` [`TensorDyn::from_fd_unchecked`] asks of its caller — nobody
 //! truncates the file while the tensor, a view, a map or an array of it lives
 //! — so this is where the binding calls it, and why this module is an FFI
-//! edge module (issue 14.3). The promise is documented on `Tensor.from_fd`
-//! (`python/zerocam/_zerocam.pyi`) and in `python/README.md`.
+//! edge module (the crate allows `unsafe` only in those). The promise is
+//! documented on `Tensor.from_fd` (`python/zerocam/_zerocam.pyi`) and in
+//! `python/README.md`.
 
 use std::os::fd::OwnedFd;
 
