@@ -76,7 +76,8 @@ impl Entry {
 ///
 /// Its one lookup is [`get_image`](Self::get_image): an entry holds the plane
 /// as imported and a lookup lays the asked layout on it, so no entry can hold
-/// a layout that a later lookup would get stale (issue 14.5).
+/// a layout that a later lookup would get stale (a driver that changes format
+/// keeps its buffers and their inodes).
 #[derive(Debug)]
 pub struct ImportCache {
     entries: LruCache<DmaBufKey, Entry>,

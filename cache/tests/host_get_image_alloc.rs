@@ -1,6 +1,6 @@
 //! A hit of `ImportCache::get_image` lays the image on the cached plane
 //! without allocating or opening anything: per frame, after a format change
-//! too (issue 14.5).
+//! too (the same buffers, laid out anew).
 #![allow(clippy::unwrap_used)] // tests may panic
 
 #[path = "../../gpu/tests/common/counting_alloc.rs"]

@@ -167,7 +167,8 @@ mod tests {
 
     #[test]
     fn a_format_change_without_invalidate_gives_the_new_layout() {
-        // Issue 14.5: the same buffer, another size and format, no invalidate.
+        // A driver's format change keeps its buffers: the same buffer, another
+        // size and format, no invalidate.
         for plane in [owned_plane(256), exported_plane(256)] {
             let planes = std::slice::from_ref(&plane);
             let mut cache = ImportCache::new(2);

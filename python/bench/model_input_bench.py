@@ -3,7 +3,7 @@ zerocam (CPU, and GPU where a GL renderer exists) against OpenCV + numpy.
 
     python python/bench/model_input_bench.py [FRAMES]
 
-The work is issue 13's: a 1280x720 NV12 frame, centre crop to the model's
+The work, a detector's input from a camera frame: a 1280x720 NV12 frame, centre crop to the model's
 square, bilinear resize to 640x640, then either
 - `f32`: 1x3x640x640 float32, normalized with ImageNet mean/std (NCHW), or
 - `u8`: 640x640x3 uint8 RGB (NHWC).

@@ -64,21 +64,21 @@ mod fd;
 mod format;
 mod geometry;
 mod identity;
-#[allow(unsafe_code)] // the map-to-slice step (issue 14.3)
+#[allow(unsafe_code)] // the map-to-slice step
 mod map;
 mod memory;
-#[allow(unsafe_code)] // pins: a stable CPU address for foreign code (issue 14.3)
+#[allow(unsafe_code)] // pins: a stable CPU address for foreign code
 mod pin;
 mod placement;
 mod planes;
 mod region;
 mod storage;
-#[allow(unsafe_code)] // the syscall edge (issue 14.3)
+#[allow(unsafe_code)] // the syscall edge
 mod sys;
 mod tensor;
 mod tensor_dyn;
 mod traits;
-#[allow(unsafe_code)] // the unchecked import's `unsafe fn`s: the caller's promise (issue 14.3)
+#[allow(unsafe_code)] // the unchecked import's `unsafe fn`s: the caller's promise
 mod unchecked;
 
 pub use access::{DeviceBorrow, FileBorrows};

@@ -3,8 +3,8 @@
 //! that it cannot shrink. What keeps that sound — nobody truncates the file
 //! while it is mapped — cannot be checked here, so it is the caller's promise:
 //! these are `unsafe fn`s, and this module, which holds all of the unchecked
-//! import and nothing else, is an `unsafe` edge module for that reason
-//! (issue 14.3). It has no `unsafe` block of its own besides passing the
+//! import and nothing else, is an `unsafe` edge module for that reason.
+//! It has no `unsafe` block of its own besides passing the
 //! promise on.
 
 use std::os::fd::{AsFd, OwnedFd};

@@ -1,4 +1,4 @@
-//! Property tests of tensor geometry (issue 12): `view`, `batch`, `plane`,
+//! Property tests of tensor geometry: `view`, `batch`, `plane`,
 //! `with_image` and `from_planes`, composed, with random sizes, strides and
 //! offsets, overflow-prone values included. Each result is a typed error or a
 //! tensor every element of which lies inside its buffer — derived here from

@@ -7,7 +7,7 @@
 //!
 //! Built by `tests/common/double.rs` with
 //! `rustc --edition 2021 --crate-type cdylib -O`; std only. The contract is
-//! issue 16's notes; the `zcd_*` exports (in `control.rs`) let tests inspect
+//! the CUDA driver API's documented behaviour (README.md beside this file); the `zcd_*` exports (in `control.rs`) let tests inspect
 //! and steer the state.
 //!
 //! Layout: this file holds the shared state, the entry-point wrapper and the

@@ -5,10 +5,10 @@ pub(crate) mod dma_heap;
 #[allow(unsafe_code)] // `unsafe trait ExternalMemory`, the owner's promise; Send/Sync
 pub(crate) mod external;
 pub(crate) mod fd;
-#[allow(unsafe_code)] // the syscall/FFI edge (issue 14.3): the aligned heap allocation
+#[allow(unsafe_code)] // the syscall/FFI edge: the aligned heap allocation
 pub(crate) mod heap;
 pub(crate) mod pbo;
-#[allow(unsafe_code)] // declares `unsafe trait PboOps`, the GL backend's promise (issue 14.3)
+#[allow(unsafe_code)] // declares `unsafe trait PboOps`, the GL backend's promise
 pub(crate) mod pbo_ops;
 
 use std::fmt::Debug;

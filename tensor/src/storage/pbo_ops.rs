@@ -2,8 +2,8 @@
 //! tensor's CPU maps turn the pointer its [`map`](PboOps::map) returns into
 //! slices (`map.rs`) and trust it to stay valid until
 //! [`unmap`](PboOps::unmap), which only the implementor (the GL backend) can
-//! promise. That declaration is why this module is an `unsafe` edge module
-//! (issue 14.3); it holds the trait and nothing else, no `unsafe` block.
+//! promise. That declaration is why this module is an `unsafe` edge module;
+//! it holds the trait and nothing else, no `unsafe` block.
 
 use std::fmt::Debug;
 use std::ptr::NonNull;
