@@ -268,7 +268,7 @@ fn color_spec(color_space: Option<ColorSpace>) -> ColorSpec {
 }
 
 /// Dups and identifies each plane of `fb`.
-#[allow(unsafe_code)] // the libcamera FFI edge: a plane's raw fd 
+#[allow(unsafe_code)] // the libcamera FFI edge: a plane's raw fd
 fn buffer_planes(
     fb: &FrameBuffer,
     pixel: zerocam_tensor::PixelFormat,
