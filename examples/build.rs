@@ -4,13 +4,7 @@
 //! does not pass a dependency's link arguments on; without the variable (the
 //! crate's own download) nothing is added.
 
-//!
-//! Also tells the CLI tests which rustc built them: they compile the CUDA
-//! driver test double (`cuda/tests/double/`) with it.
-
 fn main() {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    println!("cargo:rustc-env=ZEROCAM_BUILD_RUSTC={rustc}");
     println!("cargo:rerun-if-env-changed=LITERT_LIB_DIR");
     if std::env::var_os("CARGO_FEATURE_LITERT").is_none() {
         return;

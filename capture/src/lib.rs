@@ -65,7 +65,8 @@ pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
 pub use gst::{GstError, GstSource};
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
-    libcamera_cameras, LibcameraCamera, LibcameraConfig, LibcameraFormat, LibcameraSource,
+    libcamera_cameras, quiet_libcamera_log, LibcameraCamera, LibcameraConfig, LibcameraFormat,
+    LibcameraSource,
 };
 pub use negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
 pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};

@@ -1,7 +1,49 @@
-//! The `zerocam` subcommands.
+//! The `zerocam` command line tool's subcommands, as a library its binary
+//! (`src/main.rs`) and its tests call: `list`, `info`, `capture`, `bench`,
+//! `serve`, `probe`. Sources are opened by spec with
+//! [`zerocam_capture::open`], as the C API and Python open them.
+
+#![deny(unsafe_code)]
 
 pub mod bench;
 pub mod capture;
+pub mod convert;
 pub mod libcamera;
 pub mod list;
+pub mod probe;
 pub mod serve;
+pub mod source;
+
+/// What a CLI command can fail with; printed as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A capture error (device, format, size, timeout…).
+    #[error(transparent)]
+    Capture(#[from] zerocam_capture::CaptureError),
+    /// Serving frames to other processes failed (the socket, the source).
+    #[error(transparent)]
+    Share(#[from] zerocam_capture::share::PublishError),
+    /// A bad argument.
+    #[error(transparent)]
+    Argument(#[from] zerocam_capture::ArgumentError),
+    /// A tensor error.
+    #[error(transparent)]
+    Tensor(#[from] zerocam_tensor::Error),
+    /// The output file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Output {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Writing failed.
+    #[error("write failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// A bad combination of arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// PNG encoding failed.
+    #[error("PNG encoding failed: {0}")]
+    Png(String),
+}

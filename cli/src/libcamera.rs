@@ -5,7 +5,7 @@
 #[cfg(feature = "libcamera")]
 pub fn list() -> String {
     use std::fmt::Write;
-    quiet_log();
+    zerocam_capture::quiet_libcamera_log();
     let cameras = match zerocam_capture::libcamera_cameras() {
         Ok(c) => c,
         Err(e) => return format!("libcamera: cannot list cameras: {e}\n"),
@@ -40,16 +40,4 @@ pub fn list() -> String {
 #[cfg(not(feature = "libcamera"))]
 pub fn list() -> String {
     String::new()
-}
-
-/// Lowers libcamera's own log to errors (its INFO and WARN lines on stderr
-/// would break the CLI's one-line errors), unless `LIBCAMERA_LOG_LEVELS` is
-/// set. libcamera reads the variable when its logger starts, so this is
-/// called before the first libcamera call (the CLI and the examples are
-/// single-threaded until then).
-#[cfg(feature = "libcamera")]
-pub fn quiet_log() {
-    if std::env::var_os("LIBCAMERA_LOG_LEVELS").is_none() {
-        std::env::set_var("LIBCAMERA_LOG_LEVELS", "*:ERROR");
-    }
 }

@@ -10,9 +10,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use zerocam_capture::{parse_size, BufferMode, CaptureFormat};
-use zerocam_examples::cli::{bench, capture, list, serve};
-use zerocam_examples::source::{capture_devices, SourceSpec};
-use zerocam_examples::{probe, CliError};
+use zerocam_cli::source::{capture_devices, SourceSpec};
+use zerocam_cli::{bench, capture, list, probe, serve, CliError};
 
 #[derive(Parser)]
 #[command(

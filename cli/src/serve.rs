@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use zerocam_capture::share::{Publisher, PublisherConfig, PublisherStats};
 
-use crate::cli::bench::cpu_time;
+use crate::bench::cpu_time;
 use crate::source::{open, SourceSpec};
 use crate::CliError;
 

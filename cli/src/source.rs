@@ -1,4 +1,4 @@
-//! Opening what the CLI and the examples capture from: a V4L2 device,
+//! Opening what the CLI captures from: a V4L2 device,
 //! `libcamera:<id>`, `unix:<socket>`, `gst:<pipeline>`, or the built-in
 //! pattern source when no camera is given or present. The opener is
 //! [`zerocam_capture::open`] (the C API opens specs with it too); here it
@@ -28,6 +28,6 @@ pub fn open_or_fall_back(
     fallback: Option<BufferMode>,
 ) -> Result<Opened, CaptureError> {
     #[cfg(feature = "libcamera")]
-    crate::cli::libcamera::quiet_log();
+    zerocam_capture::quiet_libcamera_log();
     zerocam_capture::open::open_or_fall_back(spec, fallback)
 }

@@ -11,6 +11,9 @@ pub fn example_main(
     default_frames: u64,
     run: impl FnOnce(Option<String>, u64) -> Result<(), Box<dyn std::error::Error>>,
 ) -> ExitCode {
+    // libcamera's INFO lines would drown the example's own output.
+    #[cfg(feature = "libcamera")]
+    zerocam_capture::quiet_libcamera_log();
     let mut device = None;
     let mut frames = default_frames;
     let mut args = std::env::args().skip(1);

@@ -1,50 +1,13 @@
-//! Code shared by zerocam's example binaries and the `zerocam` CLI.
+//! Code shared by zerocam's example binaries (the `zerocam` command line
+//! tool is a crate of its own, `cli/`).
 
 #![deny(unsafe_code)]
 
 pub mod blazeface;
-pub mod cli;
-pub mod convert;
 mod example_main;
 #[cfg(feature = "litert")]
 pub mod face;
-pub mod probe;
-pub mod source;
 pub mod still;
 
 pub use example_main::example_main;
 pub use zerocam_tensor as tensor;
-
-/// What a CLI command can fail with; printed as one line.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// A capture error (device, format, size, timeout…).
-    #[error(transparent)]
-    Capture(#[from] zerocam_capture::CaptureError),
-    /// Serving frames to other processes failed (the socket, the source).
-    #[error(transparent)]
-    Share(#[from] zerocam_capture::share::PublishError),
-    /// A bad argument.
-    #[error(transparent)]
-    Argument(#[from] zerocam_capture::ArgumentError),
-    /// A tensor error.
-    #[error(transparent)]
-    Tensor(#[from] zerocam_tensor::Error),
-    /// The output file could not be written.
-    #[error("cannot write {path}: {source}")]
-    Output {
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Writing failed.
-    #[error("write failed: {0}")]
-    Io(#[from] std::io::Error),
-    /// A bad combination of arguments.
-    #[error("{0}")]
-    Usage(String),
-    /// PNG encoding failed.
-    #[error("PNG encoding failed: {0}")]
-    Png(String),
-}

@@ -30,7 +30,7 @@ fi
 command -v nvidia-smi >/dev/null && nvidia-smi -L || true
 
 step "build (release)"
-cargo build --release -q -p zerocam-cuda --example cuda_check -p zerocam-examples --bin zerocam
+cargo build --release -q -p zerocam-cuda --example cuda_check -p zerocam-cli --bin zerocam
 
 step "paths (a) and (c), registration counts, benchmark"
 target/release/examples/cuda_check "$frames"

@@ -40,6 +40,18 @@ mod worker;
 #[cfg(feature = "libcamera")]
 pub use source::{libcamera_cameras, LibcameraSource};
 
+/// Lowers libcamera's own log to errors (its INFO and WARN lines go to
+/// stderr, which would break a command line tool's one-line errors), unless
+/// `LIBCAMERA_LOG_LEVELS` is set. libcamera reads the variable when its
+/// logger starts: call this before the first libcamera call, while the
+/// program is still single-threaded (it sets an environment variable).
+#[cfg(feature = "libcamera")]
+pub fn quiet_libcamera_log() {
+    if std::env::var_os("LIBCAMERA_LOG_LEVELS").is_none() {
+        std::env::set_var("LIBCAMERA_LOG_LEVELS", "*:ERROR");
+    }
+}
+
 use nix::errno::Errno;
 
 use crate::CaptureError;

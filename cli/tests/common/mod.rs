@@ -1,4 +1,4 @@
-//! Running the example binaries from the tests.
+//! Running the `zerocam` binary from the tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use assert_cmd::Command;

@@ -18,8 +18,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use zerocam_capture::open::{open, SourceSpec};
 use zerocam_capture::BufferMode;
-use zerocam_examples::source::{open, SourceSpec};
 use zerocam_gpu::{ConvertOptions, Gpu};
 use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMapTrait, TensorMemory};
 

@@ -15,8 +15,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use zerocam_capture::open::{open_or_fall_back, SourceSpec};
 use zerocam_capture::{BufferMode, Frame};
-use zerocam_examples::source::{open_or_fall_back, SourceSpec};
 use zerocam_tensor::{Region, TensorMapTrait};
 
 /// Mean of the centre half of the luma plane and of the chroma plane.

@@ -18,8 +18,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use zerocam_capture::open::{open, SourceSpec};
 use zerocam_examples::face::{describe, describe_keypoints, locate_model, FaceDetector, Timings};
-use zerocam_examples::source::{open, SourceSpec};
 use zerocam_examples::still::read_png;
 use zerocam_gpu::{ColorSpec, Device};
 
@@ -162,6 +162,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "libcamera")]
+    zerocam_capture::quiet_libcamera_log();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
