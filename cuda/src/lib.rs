@@ -59,9 +59,3 @@ pub use probe::{probe, CudaFound, CudaProbe, PathCheck};
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/cuda.md")]
 struct CudaGuideExamples;
-
-/// The README's Rust examples (tensor, capture, CUDA), run as doc-tests
-/// here: the one crate that depends on all of them.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeExamples;

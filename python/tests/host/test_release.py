@@ -6,6 +6,7 @@ the tensor's memory (and a captured frame) alive, not the map. Memory mapped
 only for the access (a GL PBO) keeps the old rule: its map ends with the last
 export. The reference's quick start itself: test_quick_start.py."""
 
+import ast
 import gc
 import pathlib
 import subprocess
@@ -377,3 +378,24 @@ def test_readme_quick_start_runs():
     out = run_script(code.replace(camera, 'zerocam.Camera.pattern("NV12", (1280, 720))'))
     assert out.returncode == 0 and out.stderr == "", out.stderr
     assert out.stdout.startswith("(720, 1280, 3) RGB 128.0\n"), out.stdout
+
+
+def test_readme_camera_to_model_runs():
+    """README.md's "Camera → model input → a model" in Python, as written: ten
+    frames of the pattern camera, each a 1x3x224x224 float32 input, each
+    buffer imported once."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Camera → model input → a model") :]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("```", start)]
+    assert len(code.strip().splitlines()) <= 20, "the README promises 20 lines at most"
+    code += "assert x.shape == (1, 3, 224, 224) and x.dtype == 'float32', (x.shape, x.dtype)\n"
+    out = run_script(code)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 11, out.stdout  # ten frames, then the stats
+    for n, line in enumerate(lines[:10]):
+        sequence, value = line.split()
+        assert int(sequence) == n and np.isfinite(float(value)), line
+    stats = ast.literal_eval(lines[10])  # the dict camera.stats() printed
+    assert stats["frames"] == 10 and stats["cache"]["misses"] == 4, stats
