@@ -3,8 +3,9 @@
 //! too (the same buffers, laid out anew).
 #![allow(clippy::unwrap_used)] // tests may panic
 
-#[path = "../../gpu/tests/common/counting_alloc.rs"]
-mod counting_alloc;
+use zerocam_test_support::alloc as counting_alloc;
+#[global_allocator]
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 use zerocam_cache::{DmaBufKey, ImportCache};
 use zerocam_tensor::{ImageLayout, PixelFormat, Tensor, TensorMemory};

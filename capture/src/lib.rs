@@ -48,9 +48,10 @@ mod slot;
 mod stats;
 mod stream;
 #[cfg(test)]
-#[path = "../../gpu/tests/common/counting_alloc.rs"]
-#[allow(unsafe_code)] // test-only: a GlobalAlloc is an unsafe impl by nature
-mod test_alloc;
+use zerocam_test_support::alloc as test_alloc;
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 mod v4l2;
 
 pub use colorimetry::Colorimetry;

@@ -4,8 +4,7 @@
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used)] // tests may panic
 
-#[path = "../../cuda/tests/common/double.rs"]
-mod double;
+use zerocam_test_support::cuda_double as double;
 
 use assert_cmd::Command;
 

@@ -72,7 +72,7 @@ fn dma_buf_frames_register_once_per_buffer_and_read_back_the_cpus_bytes() {
 /// zink's GL thread, and a `Cuda` handle attached to it.
 fn egl_setup() -> (&'static common::double::Double, zerocam_gpu::Gpu, Cuda) {
     let d = double();
-    d.set_egl_frame(std::ptr::null_mut(), 320, 180, 320, 2);
+    d.set_egl_frame(0, 320, 180, 320, 2);
     let (gpu, cuda) = (gpu(), cuda());
     cuda.attach_gpu(&gpu);
     (d, gpu, cuda)

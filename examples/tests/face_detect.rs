@@ -6,8 +6,9 @@
 #![allow(clippy::unwrap_used)] // tests may panic
 
 mod common;
-#[path = "../../gpu/tests/common/counting_alloc.rs"]
-mod counting_alloc;
+use zerocam_test_support::alloc as counting_alloc;
+#[global_allocator]
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -19,8 +19,9 @@ use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput, ModelLayout};
 use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
 
 // Counts every allocation of the process (all_threads).
-#[path = "../tests/common/counting_alloc.rs"]
-mod counting_alloc;
+use zerocam_test_support::alloc as counting_alloc;
+#[global_allocator]
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const STD: [f32; 3] = [0.229, 0.224, 0.225];

@@ -96,9 +96,10 @@ mod target;
 mod worker;
 
 #[cfg(test)]
-#[path = "../tests/common/counting_alloc.rs"]
-#[allow(unsafe_code)] // test-only: a GlobalAlloc is an unsafe impl by nature
-mod test_alloc;
+use zerocam_test_support::alloc as test_alloc;
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use egl_attributes::drm_fourcc;

@@ -7,8 +7,9 @@
 //! per frame.
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/counting_alloc.rs"]
-mod counting_alloc;
+use zerocam_test_support::alloc as counting_alloc;
+#[global_allocator]
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 #[path = "common/model_reference.rs"]
 mod model_reference;
 

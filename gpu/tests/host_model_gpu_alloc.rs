@@ -5,8 +5,9 @@
 //! One test in the binary, so nothing else allocates meanwhile.
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/counting_alloc.rs"]
-mod counting_alloc;
+use zerocam_test_support::alloc as counting_alloc;
+#[global_allocator]
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 #[path = "common/model_gpu.rs"]
 mod model_gpu;
 #[path = "common/model_reference.rs"]

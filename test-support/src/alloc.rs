@@ -1,15 +1,26 @@
 //! A global allocator that counts heap allocations (`alloc`, `alloc_zeroed`,
 //! `realloc`) per thread and for the whole process, so a test or bench can
 //! assert that a hot path allocates nothing. A binary has one global
-//! allocator: each test binary, bench or unit-test build that needs it
-//! includes this file once with `#[path]`.
-#![allow(dead_code)]
+//! allocator: each test binary, bench or unit-test build that counts
+//! installs it once:
+//!
+//! ```
+//! use zerocam_test_support::alloc::{allocations_during, Counting};
+//!
+//! #[global_allocator]
+//! static ALLOC: Counting = Counting;
+//!
+//! let (v, n) = allocations_during(|| vec![1u8; 64]);
+//! assert_eq!((v.len(), n), (64, 1));
+//! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-struct Counting;
+/// The counting allocator: the system allocator, counted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counting;
 
 static ALL_THREADS: AtomicU64 = AtomicU64::new(0);
 
@@ -48,9 +59,6 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 /// Allocations this thread has made so far.
 pub fn this_thread() -> u64 {

@@ -1,5 +1,5 @@
-//! The CUDA driver test double (`tests/double/`): building it once per test
-//! binary, loading its `zcd_*` controls, and the lock that serialises tests
+//! The CUDA driver test double (`cuda/tests/double/`): building it once per
+//! test binary, loading its `zcd_*` controls, and the lock that serialises tests
 //! using it (its state is process-global).
 //!
 //! ```ignore
@@ -7,8 +7,6 @@
 //! let cuda = zerocam_cuda::Cuda::with_library(double::library(), 0)?;
 //! assert!(double::double().violations().is_empty());
 //! ```
-// Each test binary uses a different part of this module.
-#![allow(dead_code)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::path::{Path, PathBuf};
@@ -18,11 +16,11 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 /// The double's sources; its root is `cuda_double.rs`.
-/// `cuda/tests/double`, from this crate or another of the workspace that
-/// includes this file (the CLI tests do).
+/// `cuda/tests/double`, beside this crate.
 const DOUBLE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/tests/double");
 
-/// The built double, `$CARGO_TARGET_TMPDIR/cuda-double/libcuda_double.so`:
+/// The built double, `cuda-double/libcuda_double.so` in this crate's build
+/// folder (`OUT_DIR`):
 /// compiled with the rustc that built the tests the first time a test binary
 /// asks (and whenever a file in `tests/double/` is newer than it).
 ///
@@ -59,7 +57,7 @@ fn fresh(library: &Path, sources: SystemTime) -> bool {
 /// to their own temporary name in the same directory and `rename` it over the
 /// final name (atomic), so none ever sees a half-written library.
 fn build() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuda-double");
+    let dir = Path::new(env!("OUT_DIR")).join("cuda-double");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     let library = dir.join("libcuda_double.so");
     let sources = newest_source();
@@ -255,18 +253,11 @@ impl Double {
     }
 
     /// The frame `cuGraphicsResourceGetMappedEglFrame` reports for `image`
-    /// (an EGLImage; only its address is used): `planes` (at most 3) pitch
-    /// planes at `image + 0x1000 * (i + 1)`.
-    pub fn set_egl_frame(
-        &self,
-        image: *mut c_void,
-        width: u32,
-        height: u32,
-        pitch: u32,
-        planes: u32,
-    ) {
+    /// (an EGLImage's address, never dereferenced: a number here): `planes`
+    /// (at most 3) pitch planes at `image + 0x1000 * (i + 1)`.
+    pub fn set_egl_frame(&self, image: usize, width: u32, height: u32, pitch: u32, planes: u32) {
         // SAFETY: the double stores the address and never dereferences it.
-        unsafe { (self.set_egl_frame)(image, width, height, pitch, planes) }
+        unsafe { (self.set_egl_frame)(image as *mut c_void, width, height, pitch, planes) }
     }
 
     /// The byte `cuMemcpyDtoH_v2` writes when copying from a mapped GL buffer

@@ -1,0 +1,16 @@
+//! # zerocam-test-support
+//!
+//! What zerocam's tests share across crates, as a crate rather than files
+//! included by `#[path]`: [`alloc`], a global allocator that counts
+//! allocations (a test binary installs it with `#[global_allocator]`), and
+//! `cuda_double` (feature `cuda-double`), which builds and loads the CUDA
+//! driver test double. Its own tests check that the docs still say what the
+//! workspace is (`tests/docs_*.rs`). Never a dependency of a product.
+
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)] // a GlobalAlloc is an unsafe impl by nature
+pub mod alloc;
+#[cfg(feature = "cuda-double")]
+#[allow(unsafe_code)] // the FFI edge: the double's exported functions
+pub mod cuda_double;
