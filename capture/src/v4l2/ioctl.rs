@@ -1,8 +1,8 @@
 //! Safe wrappers, one per ioctl: each takes the device fd and plain inputs and
 //! returns the kernel's answer, or its errno — typed per operation where an
 //! errno means something ([`super::error`]). With the union accessors of
-//! `raw`, this is the V4L2 layer's `unsafe`; the capture crate's only other
-//! `unsafe` is the libcamera FFI spot (`libcamera_source/setup.rs`).
+//! `raw`, this is the V4L2 layer's `unsafe`; the capture crate's other edges
+//! are listed in docs/architecture.md ("Where `unsafe` is allowed").
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
