@@ -2,6 +2,7 @@
 //! of one frame, held to the workspace: `cargo metadata` gives the members,
 //! their folders and their dependencies; every file the frame's path names
 //! must exist.
+#![allow(clippy::unwrap_used)] // tests may panic
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! docs/architecture.md's "Where `unsafe` is allowed", held to the source:
 //! each crate root's `unsafe_code` lint, and every `#[allow(unsafe_code)]`
 //! with the item it opens (`mod sys`, `fn buffer_planes`, ...).
+#![allow(clippy::unwrap_used)] // tests may panic
 
 mod common;
 
