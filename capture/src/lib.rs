@@ -25,28 +25,20 @@
 
 #![deny(unsafe_code)]
 
-mod buffers;
-mod colorimetry;
-mod controls;
-mod device;
+// The layout: the source-neutral frame core (`frame/`), one folder per
+// source (`v4l2/` with its ioctl layer below it, `libcamera_source/`,
+// `gst/`, `pattern/`, and the sharing subscriber in `share/subscriber/`),
+// sharing's publisher and wire format (`share/`), and the opener (`open`).
 mod error;
 mod format;
 mod frame;
-mod frame_tensor;
 #[cfg(feature = "gstreamer")]
 mod gst;
 #[cfg(any(feature = "libcamera", test))]
 mod libcamera_source;
-mod negotiation;
 pub mod open;
 mod pattern;
-mod plan;
-mod plane_memory;
-mod queue;
 pub mod share;
-mod slot;
-mod stats;
-mod stream;
 #[cfg(test)]
 use zerocam_test_support::alloc as test_alloc;
 #[cfg(test)]
@@ -54,13 +46,9 @@ use zerocam_test_support::alloc as test_alloc;
 static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 mod v4l2;
 
-pub use colorimetry::Colorimetry;
-pub use controls::ControlInfo;
-pub use device::{
-    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval,
-};
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
+pub use frame::stats::StreamStats;
 pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
 #[cfg(feature = "gstreamer")]
 pub use gst::{GstError, GstSource};
@@ -69,11 +57,15 @@ pub use libcamera_source::{
     libcamera_cameras, quiet_libcamera_log, LibcameraCamera, LibcameraConfig, LibcameraFormat,
     LibcameraSource,
 };
-pub use negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
 pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
-pub use plan::{BufferPlan, DriverMinimum, MAX_BUFFERS};
-pub use stats::StreamStats;
-pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};
+pub use v4l2::colorimetry::Colorimetry;
+pub use v4l2::controls::ControlInfo;
+pub use v4l2::device::{
+    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval,
+};
+pub use v4l2::negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
+pub use v4l2::plan::{BufferPlan, DriverMinimum, MAX_BUFFERS};
+pub use v4l2::stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
 /// The GStreamer crates `GstSource` speaks (`pipeline`, `with_setup`;

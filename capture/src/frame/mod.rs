@@ -1,5 +1,13 @@
-//! [`Frame`], the guard a source hands out, and the [`FrameSource`] trait
-//! every source implements.
+//! The source-neutral frame core: [`Frame`], the guard a source hands out,
+//! and the [`FrameSource`] trait every source implements; below it, the slot
+//! that keeps a lent buffer from its owner ([`slot`]), the frame's tensor out
+//! of the import cache ([`tensor`]), the memory a plane lives in
+//! ([`plane_memory`]) and the counters ([`stats`]).
+
+pub(crate) mod plane_memory;
+pub(crate) mod slot;
+pub(crate) mod stats;
+pub(crate) mod tensor;
 
 use std::fmt;
 use std::os::fd::OwnedFd;

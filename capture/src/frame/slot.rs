@@ -8,8 +8,8 @@ use smallvec::SmallVec;
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{Access, DeviceBorrow, FileBorrows, Tensor};
 
-use crate::frame_tensor::{frame_tensor_at, Composed};
-use crate::plane_memory::PlaneMemory;
+use crate::frame::plane_memory::PlaneMemory;
+use crate::frame::tensor::{frame_tensor_at, Composed};
 use crate::StreamFormat;
 
 /// Where a buffer is.

@@ -5,7 +5,7 @@
 use zerocam_cache::{DmaBufKey, ImportCache};
 use zerocam_tensor::{ImageLayout, PixelFormat, Tensor};
 
-use crate::plane_memory::PlaneMemory;
+use crate::frame::plane_memory::PlaneMemory;
 use crate::StreamFormat;
 
 /// The composed two-buffer tensor of a buffer, and the plane tensors and
@@ -83,7 +83,7 @@ pub(crate) fn frame_tensor_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plane_memory::PlaneSource;
+    use crate::frame::plane_memory::PlaneSource;
     use zerocam_tensor::TensorMemory;
 
     #[test]

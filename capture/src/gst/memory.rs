@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use zerocam_cache::{DmaBufKey, ImportCache};
 use zerocam_tensor::{dup_fd, ExternalMemory, FdIdentity, ImageLayout, Tensor};
 
-use crate::frame_tensor::{frame_tensor_at, Composed};
-use crate::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::tensor::{frame_tensor_at, Composed};
 use crate::{CaptureError, PlaneLayout, Result, StreamFormat};
 
 /// A readable map of a GStreamer buffer.

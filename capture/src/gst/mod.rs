@@ -32,8 +32,8 @@ use zerocam_cache::ImportCache;
 
 pub use error::GstError;
 
+use crate::frame::stats::{monotonic_now, Counters};
 use crate::frame::{lock, FrameMeta, Placement, Requeue};
-use crate::stats::{monotonic_now, Counters};
 use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats, Synthesized};
 
 /// A frame layout and what it was worked out from: video meta (strides,
@@ -57,7 +57,7 @@ struct State {
     held: Vec<Option<gst::Buffer>>,
     cache: ImportCache,
     /// Two-dma-buf frames' compositions, per luma buffer.
-    composed: std::collections::HashMap<zerocam_tensor::FdIdentity, crate::frame_tensor::Composed>,
+    composed: std::collections::HashMap<zerocam_tensor::FdIdentity, crate::frame::tensor::Composed>,
     counters: Counters,
     system_memory_frames: u64,
 }

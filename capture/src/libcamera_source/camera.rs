@@ -16,7 +16,7 @@ use super::call_failed;
 use super::events::{Completion, Event, Outcome};
 use super::metadata::RawMetadata;
 use super::worker::errno_of;
-use crate::stats::monotonic_now;
+use crate::frame::stats::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// One buffer's request.

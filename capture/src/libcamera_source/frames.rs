@@ -14,8 +14,8 @@ use nix::errno::Errno;
 use super::call_failed;
 use super::events::{CamKey, Completion, Event, Outcome};
 use super::slots::State;
+use crate::frame::slot::SlotState;
 use crate::frame::{lock, Requeue};
-use crate::slot::SlotState;
 use crate::{CaptureError, Frame, Result, StreamFormat};
 
 /// Asks the libcamera thread to queue buffer `index` of camera `key` again

@@ -11,10 +11,10 @@ use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use super::*;
+use crate::frame::slot::SlotState;
 use crate::libcamera_source::events::BufferPlanes;
 use crate::libcamera_source::layout::{buffer_layout, LcPlane};
 use crate::libcamera_source::metadata::RawMetadata;
-use crate::slot::SlotState;
 use crate::{CaptureFormat, PlaneLayout, StreamFormat};
 
 const KEY: CamKey = 7;

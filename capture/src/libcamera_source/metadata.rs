@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use crate::frame::stats::SequenceTracker;
 use crate::frame::{FrameMeta, Placement, Synthesized};
-use crate::stats::SequenceTracker;
 
 /// What libcamera said about one completed buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! A libcamera source's buffers as the source sees them: each a
-//! [`crate::slot::Slot`] (memory planes, state, the camera's borrows while
+//! [`crate::frame::slot::Slot`] (memory planes, state, the camera's borrows while
 //! queued) with where libcamera's planes lie in it, and the import cache that
 //! turns a buffer into a frame tensor.
 
@@ -9,9 +9,9 @@ use zerocam_tensor::Tensor;
 use super::events::{BufferPlanes, CamKey};
 use super::layout::BufferLayout;
 use super::metadata::MetadataFixer;
+use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::stats::Counters;
 use crate::frame::Placement;
-use crate::plane_memory::{PlaneMemory, PlaneSource};
-use crate::stats::Counters;
 use crate::StreamFormat;
 
 /// One buffer.
@@ -19,7 +19,7 @@ use crate::StreamFormat;
 pub(crate) struct Slot {
     /// The buffer's slot: one memory plane per distinct dma-buf (one for
     /// libcamera's usual NV12), and its state.
-    pub core: crate::slot::Slot,
+    pub core: crate::frame::slot::Slot,
     pub layout: BufferLayout,
     /// The sum of libcamera's plane lengths (`bytes_used` when it reports none).
     pub length: usize,
@@ -54,7 +54,7 @@ impl Slot {
                 .collect(),
         };
         Slot {
-            core: crate::slot::Slot::new(memory_planes),
+            core: crate::frame::slot::Slot::new(memory_planes),
             layout,
             length,
         }

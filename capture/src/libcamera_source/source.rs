@@ -13,7 +13,7 @@ use super::frames::Shared;
 use super::slots::State;
 use super::worker::{gone, worker, Cmd};
 use super::{LibcameraCamera, LibcameraConfig};
-use crate::slot::cache_capacity;
+use crate::frame::slot::cache_capacity;
 use crate::{ArgumentError, CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats};
 
 /// Every libcamera camera present, with its formats and sizes (empty when

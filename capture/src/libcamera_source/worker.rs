@@ -27,7 +27,7 @@ use super::camera::{OpenCamera, Slot};
 use super::events::{CamKey, Configured, Event};
 use super::setup::{configure, describe};
 use super::{call_failed, LibcameraCamera, LibcameraConfig, LIBCAMERA};
-use crate::stats::monotonic_now;
+use crate::frame::stats::monotonic_now;
 use crate::{CaptureError, Result};
 
 /// What a source asks of the libcamera thread.

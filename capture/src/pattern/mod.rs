@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
+use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::slot::{cache_capacity, read_only_planes_of, Slot};
+use crate::frame::stats::{monotonic_now, Counters};
 use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
-use crate::plane_memory::{PlaneMemory, PlaneSource};
-use crate::slot::{cache_capacity, read_only_planes_of, Slot};
-use crate::stats::{monotonic_now, Counters};
-use crate::v4l2::raw;
+use crate::v4l2::ioctl::raw;
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
     Result, SharedPlane, StreamFormat, StreamStats, CAPTURE_FORMATS,

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use zerocam_tensor::{FdIdentity, Tensor, TensorMemory};
 
-use crate::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
-use crate::plane_memory::{PlaneMemory, PlaneSource};
-use crate::slot::Slot;
-use crate::v4l2::error::{IoctlError, ReqbufsError};
-use crate::v4l2::{ioctl, raw};
+use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::slot::Slot;
+use crate::v4l2::ioctl::error::{IoctlError, ReqbufsError};
+use crate::v4l2::ioctl::{calls, raw};
+use crate::v4l2::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
 use crate::{
     BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,
 };
@@ -28,14 +28,14 @@ pub(crate) struct Buffers {
 /// buffers are freed again (`REQBUFS` 0), so the device can be used again.
 pub(crate) fn set_up(device: &Device, config: &StreamConfig) -> Result<Buffers> {
     let driver = DriverMinimum::from_g_ctrl(
-        ioctl::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE).map_err(IoctlError::errno),
+        calls::g_ctrl(device.fd(), CID_MIN_BUFFERS_FOR_CAPTURE).map_err(IoctlError::errno),
     );
     let plan = BufferPlan::new(config.buffers, config.hold, driver)?;
     let format = device.format()?;
     let buf_type = device.info().api.buf_type();
     let memory = config.mode.memory();
     let req =
-        ioctl::reqbufs(device.fd(), buf_type, memory, plan.requested).map_err(|e| {
+        calls::reqbufs(device.fd(), buf_type, memory, plan.requested).map_err(|e| {
             match (config.mode, e) {
                 (BufferMode::DmaBuf, ReqbufsError::Unsupported) => CaptureError::UnsupportedMode {
                     path: device.path().to_path_buf(),
@@ -58,7 +58,7 @@ pub(crate) fn set_up(device: &Device, config: &StreamConfig) -> Result<Buffers> 
             // The slots made so far (their exported fds) are gone: the driver
             // frees the buffers. Nothing to add if even that fails: the next
             // REQBUFS on the device reports it.
-            let _ = ioctl::reqbufs(device.fd(), buf_type, memory, 0);
+            let _ = calls::reqbufs(device.fd(), buf_type, memory, 0);
             Err(e)
         }
     }
@@ -111,7 +111,7 @@ pub(crate) fn export_planes(
     index: u32,
     read_only: bool,
 ) -> Result<Vec<PlaneMemory>> {
-    let lengths = ioctl::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index)
+    let lengths = calls::querybuf(device.fd(), buf_type, raw::MEMORY_MMAP, index)
         .map_err(device.ioctl_error("VIDIOC_QUERYBUF"))?;
     let buffer_planes = if buf_type == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
         format.planes.len()
@@ -138,7 +138,7 @@ pub(crate) fn export_planes(
                     },
                 });
             }
-            let fd = ioctl::expbuf(device.fd(), buf_type, index, p as u32, read_only)
+            let fd = calls::expbuf(device.fd(), buf_type, index, p as u32, read_only)
                 .map_err(device.ioctl_error("VIDIOC_EXPBUF"))?;
             let file = fd_identity(device.path(), fd.as_fd())?;
             Ok(PlaneMemory {

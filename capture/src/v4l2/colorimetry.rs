@@ -7,7 +7,7 @@
 
 use zerocam_tensor::{ColorSpec, Matrix, PixelFormat, Range};
 
-use crate::v4l2::raw;
+use crate::v4l2::ioctl::raw;
 
 /// The colour fields of a V4L2 capture format (`struct v4l2_pix_format` or
 /// `v4l2_pix_format_mplane`) as the driver set them: 0 is "default" in each.

@@ -2,7 +2,7 @@
 //! `zerocam info`, and setting one by name (vivid's test pattern and fault
 //! injection controls among them).
 
-use crate::v4l2::{c_str, ioctl, raw};
+use crate::v4l2::ioctl::{c_str, calls, raw};
 use crate::{CaptureError, Device, Result};
 
 /// One control of a device.
@@ -37,7 +37,7 @@ impl Device {
         let mut out = Vec::new();
         let mut id = 0;
         while let Some(q) =
-            ioctl::queryctrl_next(self.fd(), id).map_err(self.ioctl_error("VIDIOC_QUERYCTRL"))?
+            calls::queryctrl_next(self.fd(), id).map_err(self.ioctl_error("VIDIOC_QUERYCTRL"))?
         {
             if q.id <= id && id != 0 {
                 break; // a driver looping on one id
@@ -81,7 +81,7 @@ impl Device {
         }
         let mut items = Vec::new();
         for index in control.minimum.max(0)..=control.maximum.max(0) {
-            let found = ioctl::querymenu(self.fd(), control.id, index as u32)
+            let found = calls::querymenu(self.fd(), control.id, index as u32)
                 .map_err(self.ioctl_error("VIDIOC_QUERYMENU"))?;
             match found {
                 Some(name) if control.kind == CTRL_TYPE_MENU => items.push((index, c_str(&name))),
@@ -116,11 +116,11 @@ impl Device {
 
     /// Sets control `id` to `value` (any value presses a button control).
     pub fn set_control(&self, id: u32, value: i32) -> Result<()> {
-        ioctl::s_ctrl(self.fd(), id, value).map_err(self.ioctl_error("VIDIOC_S_CTRL"))
+        calls::s_ctrl(self.fd(), id, value).map_err(self.ioctl_error("VIDIOC_S_CTRL"))
     }
 
     /// The value of control `id`.
     pub fn get_control(&self, id: u32) -> Result<i32> {
-        ioctl::g_ctrl(self.fd(), id).map_err(self.ioctl_error("VIDIOC_G_CTRL"))
+        calls::g_ctrl(self.fd(), id).map_err(self.ioctl_error("VIDIOC_G_CTRL"))
     }
 }

@@ -9,8 +9,8 @@ use nix::errno::Errno;
 use nix::fcntl::{open, OFlag};
 use nix::sys::stat::Mode;
 
-use crate::v4l2::error::QuerycapError;
-use crate::v4l2::{c_str, ioctl, raw, IoctlError};
+use crate::v4l2::ioctl::error::QuerycapError;
+use crate::v4l2::ioctl::{c_str, calls, raw, IoctlError};
 use zerocam_tensor::ColorSpec;
 
 use crate::{CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, Result, StreamFormat};
@@ -197,7 +197,7 @@ impl Device {
                 errno,
             },
         })?;
-        let cap = ioctl::querycap(fd.as_fd()).map_err(|e| match e {
+        let cap = calls::querycap(fd.as_fd()).map_err(|e| match e {
             QuerycapError::NotV4l2(errno) => CaptureError::NotV4l2 {
                 path: path.clone(),
                 errno,
@@ -258,7 +258,7 @@ impl Device {
     pub fn formats(&self) -> Result<Vec<FormatDesc>> {
         let csc = raw::FMT_FLAG_CSC_YCBCR_ENC | raw::FMT_FLAG_CSC_QUANTIZATION;
         let mut out = Vec::new();
-        while let Some(d) = ioctl::enum_fmt(self.fd(), self.info.api.buf_type(), out.len() as u32)
+        while let Some(d) = calls::enum_fmt(self.fd(), self.info.api.buf_type(), out.len() as u32)
             .map_err(self.ioctl_error("VIDIOC_ENUM_FMT"))?
         {
             let fourcc = FourCc::from_u32(d.pixelformat);
@@ -276,7 +276,7 @@ impl Device {
     pub fn frame_sizes(&self, fourcc: FourCc) -> Result<FrameSizes> {
         let mut discrete = Vec::new();
         while let Some(s) =
-            ioctl::enum_framesizes(self.fd(), fourcc.to_u32(), discrete.len() as u32)
+            calls::enum_framesizes(self.fd(), fourcc.to_u32(), discrete.len() as u32)
                 .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMESIZES"))?
         {
             if s.type_ == raw::FRM_TYPE_DISCRETE {
@@ -306,7 +306,7 @@ impl Device {
     ) -> Result<Vec<Interval>> {
         let mut out = Vec::new();
         let (fd, fourcc) = (self.fd(), fourcc.to_u32());
-        while let Some(i) = ioctl::enum_frameintervals(fd, fourcc, width, height, out.len() as u32)
+        while let Some(i) = calls::enum_frameintervals(fd, fourcc, width, height, out.len() as u32)
             .map_err(self.ioctl_error("VIDIOC_ENUM_FRAMEINTERVALS"))?
         {
             if i.type_ != raw::FRM_TYPE_DISCRETE {
@@ -452,14 +452,14 @@ impl Device {
                 }
             }
         }
-        let set = ioctl::s_fmt(self.fd(), f).map_err(self.ioctl_error("VIDIOC_S_FMT"))?;
+        let set = calls::s_fmt(self.fd(), f).map_err(self.ioctl_error("VIDIOC_S_FMT"))?;
         self.reply(&set)?
             .stream_format_for(&self.path, format, width, height)
     }
 
     /// `VIDIOC_G_FMT` as plain values.
     fn current_format(&self) -> Result<FormatReply> {
-        let f = ioctl::g_fmt(self.fd(), self.info.api.buf_type())
+        let f = calls::g_fmt(self.fd(), self.info.api.buf_type())
             .map_err(self.ioctl_error("VIDIOC_G_FMT"))?;
         self.reply(&f)
     }
@@ -486,14 +486,14 @@ impl Device {
             numerator: 1000,
             denominator: denominator as u32,
         };
-        let got = ioctl::s_parm_interval(self.fd(), self.info.api.buf_type(), interval)
+        let got = calls::s_parm_interval(self.fd(), self.info.api.buf_type(), interval)
             .map_err(self.ioctl_error("VIDIOC_S_PARM"))?;
         Ok(Interval::from(got).fps())
     }
 
     /// The current frame rate.
     pub fn frame_rate(&self) -> Result<f64> {
-        let p = ioctl::g_parm(self.fd(), self.info.api.buf_type())
+        let p = calls::g_parm(self.fd(), self.info.api.buf_type())
             .map_err(self.ioctl_error("VIDIOC_G_PARM"))?;
         Ok(Interval::from(p.capture().timeperframe).fps())
     }

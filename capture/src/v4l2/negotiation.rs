@@ -8,7 +8,7 @@ use std::path::Path;
 
 use zerocam_tensor::{ColorSpec, ImageLayout, PixelFormat};
 
-use crate::v4l2::raw;
+use crate::v4l2::ioctl::raw;
 use crate::{CaptureError, CaptureFormat, Colorimetry, FourCc, Result};
 
 /// One memory plane of a negotiated format.

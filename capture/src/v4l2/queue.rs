@@ -12,11 +12,11 @@ use std::time::Instant;
 use nix::errno::Errno;
 use zerocam_cache::ImportCache;
 
+use crate::frame::plane_memory::PlaneMemory;
+use crate::frame::slot::{Slot, SlotState};
+use crate::frame::stats::{Counters, SequenceTracker};
 use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
-use crate::plane_memory::PlaneMemory;
-use crate::slot::{Slot, SlotState};
-use crate::stats::{Counters, SequenceTracker};
-use crate::v4l2::{raw, BufferQueue, DmaBufPlane, QbufError, QbufPlanes};
+use crate::v4l2::ioctl::{raw, BufferQueue, DmaBufPlane, QbufError, QbufPlanes};
 use crate::{BufferMode, BufferPlan, CaptureError, Device, Frame, Result, StreamFormat};
 
 #[derive(Debug)]

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::buffers::{set_up, Buffers};
 use crate::frame::lock;
-use crate::queue::Queue;
-use crate::slot::{cache_capacity, read_only_planes_of};
-use crate::v4l2::{ioctl, raw};
+use crate::frame::slot::{cache_capacity, read_only_planes_of};
+use crate::v4l2::buffers::{set_up, Buffers};
+use crate::v4l2::ioctl::{calls, raw};
+use crate::v4l2::queue::Queue;
 use crate::{
     BufferPlan, CaptureError, Device, Frame, FrameSource, Result, SharedPlane, StreamFormat,
     StreamStats,
@@ -288,7 +288,7 @@ fn free_buffers(queue: Queue) -> (Device, Result<()>) {
     } = queue;
     drop(state);
     let buf_type = device.info().api.buf_type();
-    let freed = ioctl::reqbufs(device.fd(), buf_type, mode.memory(), 0)
+    let freed = calls::reqbufs(device.fd(), buf_type, mode.memory(), 0)
         .map(drop)
         .map_err(|e| {
             e.ioctl_error()

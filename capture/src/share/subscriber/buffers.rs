@@ -10,10 +10,10 @@ use zerocam_cache::ImportCache;
 use zerocam_tensor::{FdIdentity, Tensor};
 
 use super::error::BufferProblem;
-use crate::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
+use crate::frame::slot::Slot;
 use crate::share::socket::ReceivedFds;
 use crate::share::wire::FrameMessage;
-use crate::slot::Slot;
 use crate::StreamFormat;
 
 /// A problem with buffer plane `.0`.

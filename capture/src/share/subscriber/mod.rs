@@ -22,9 +22,9 @@ use zerocam_cache::ImportCache;
 
 use super::socket::{ReceiveError, Receiver};
 use super::wire::{ServerMessage, WireFormat};
+use crate::frame::slot::cache_capacity;
+use crate::frame::stats::Counters;
 use crate::frame::{FrameMeta, Placement, Requeue};
-use crate::slot::cache_capacity;
-use crate::stats::Counters;
 use crate::{CaptureError, Frame, FrameSource, Result, StreamFormat, StreamStats};
 use buffers::Buffers;
 use connection::Connection;

@@ -5,7 +5,7 @@
 //! time (libclang and the kernel headers of the target, awkward when cross
 //! building for aarch64) and models a generic queue we would wrap anyway. The
 //! subset a capture pipeline needs is small: the structures in [`raw`] (sizes
-//! checked at compile time), one safe function per ioctl in [`ioctl`], and the
+//! checked at compile time), one safe function per ioctl in [`calls`], and the
 //! meaning of their errnos per operation in [`error`]. The buffer-queue ioctls
 //! a stream makes per frame are behind [`BufferQueue`], so the queue logic
 //! runs on the host against a fake device in tests.
@@ -16,11 +16,11 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::time::Duration;
 
+#[allow(unsafe_code)] // the syscall edge: each ioctl, with its SAFETY line
+pub(crate) mod calls;
 pub(crate) mod error;
 #[cfg(test)]
 pub(crate) mod fake;
-#[allow(unsafe_code)] // the syscall edge: each ioctl, with its SAFETY line
-pub(crate) mod ioctl;
 #[cfg(test)]
 mod queue_tests;
 #[allow(unsafe_code)] // the syscall edge: the kernel's structures and the union reads
@@ -82,11 +82,11 @@ pub(crate) struct DequeuedPlane {
 pub(crate) trait BufferQueue: Send + Sync + fmt::Debug + 'static {
     /// The device node's path, for errors.
     fn path(&self) -> &Path;
-    /// [`ioctl::qbuf`] of buffer `index`.
+    /// [`calls::qbuf`] of buffer `index`.
     fn qbuf(&self, index: u32, planes: QbufPlanes<'_>) -> Result<(), QbufError>;
-    /// [`ioctl::dqbuf`] of a buffer queued with `mode`'s memory.
+    /// [`calls::dqbuf`] of a buffer queued with `mode`'s memory.
     fn dqbuf(&self, mode: BufferMode) -> Result<Dequeued, DqbufError>;
-    /// [`ioctl::stream`]: `VIDIOC_STREAMON` (`on`) or `VIDIOC_STREAMOFF`.
+    /// [`calls::stream`]: `VIDIOC_STREAMON` (`on`) or `VIDIOC_STREAMOFF`.
     fn stream(&self, on: bool) -> Result<(), IoctlError>;
 }
 
@@ -96,14 +96,14 @@ impl BufferQueue for Device {
     }
 
     fn qbuf(&self, index: u32, planes: QbufPlanes<'_>) -> Result<(), QbufError> {
-        ioctl::qbuf(self.fd(), self.info().api.buf_type(), index, planes)
+        calls::qbuf(self.fd(), self.info().api.buf_type(), index, planes)
     }
 
     fn dqbuf(&self, mode: BufferMode) -> Result<Dequeued, DqbufError> {
-        ioctl::dqbuf(self.fd(), self.info().api.buf_type(), mode.memory())
+        calls::dqbuf(self.fd(), self.info().api.buf_type(), mode.memory())
     }
 
     fn stream(&self, on: bool) -> Result<(), IoctlError> {
-        ioctl::stream(self.fd(), self.info().api.buf_type(), on)
+        calls::stream(self.fd(), self.info().api.buf_type(), on)
     }
 }

@@ -12,10 +12,10 @@ use zerocam_tensor::{Tensor, TensorMemory};
 
 use super::fake::{Dq, FakeDevice, Queued};
 use super::{DqbufError, IoctlError, QbufError};
-use crate::plan::DriverMinimum;
-use crate::plane_memory::PlaneMemory;
-use crate::queue::Queue;
-use crate::slot::{Slot, SlotState};
+use crate::frame::plane_memory::PlaneMemory;
+use crate::frame::slot::{Slot, SlotState};
+use crate::v4l2::plan::DriverMinimum;
+use crate::v4l2::queue::Queue;
 use crate::{BufferMode, BufferPlan, CaptureError, Frame, PlaneLayout, StreamFormat};
 
 const BUFFERS: u32 = 4;
