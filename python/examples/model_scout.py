@@ -71,7 +71,7 @@ def package_file(package: str, *parts: str) -> str:
 
 def pattern_frame(width: int, height: int) -> np.ndarray:
     """The pattern camera's first frame, without its white line: its eight bars
-    (capture/src/pattern.rs BARS_RGB: white, yellow, cyan, green, magenta,
+    (capture/src/pattern/mod.rs BARS_RGB: white, yellow, cyan, green, magenta,
     red, blue, black), HxWx3 RGB u8."""
     bars = np.array(
         [[255, 255, 255], [255, 255, 0], [0, 255, 255], [0, 255, 0],

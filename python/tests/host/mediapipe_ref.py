@@ -77,7 +77,7 @@ ASTRONAUT_FACE = {
 
 
 def pattern_bars(width: int, height: int) -> np.ndarray:
-    """The pattern camera's colour bars (capture/src/pattern.rs BARS_RGB),
+    """The pattern camera's colour bars (capture/src/pattern/mod.rs BARS_RGB),
     without its moving line: H x W x 3 RGB."""
     bars = np.array([[255, 255, 255], [255, 255, 0], [0, 255, 255], [0, 255, 0],
                      [255, 0, 255], [255, 0, 0], [0, 0, 255], [0, 0, 0]], dtype=np.uint8)
