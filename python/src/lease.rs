@@ -62,6 +62,26 @@ pub enum BracketEnd {
     WithLastExport,
 }
 
+/// Whether `memory`'s CPU mapping exists only inside an access bracket, so
+/// that an export outliving the bracket would point at unmapped memory: such
+/// a map keeps its bracket until its last export ([`BracketEnd::WithLastExport`]).
+///
+/// The storage contract (the tensor crate's `Storage`) promises no more than
+/// the bracket: the pointer `begin_cpu_access` returns is valid until the
+/// matching `end_cpu_access`. Heap memory (ours, or an external owner's:
+/// both `Mem`), memfds (`Shm`) and dma-bufs (`Dma`) give more — their storage
+/// is allocated or `mmap`ped once for its whole life, and a bracket only
+/// records the access and syncs the caches — and `BracketEnd::WithView`
+/// relies on it. A GL PBO does not: `PboOps::map`'s pointer is valid only
+/// until `unmap`, which the end of its last open access calls. The match
+/// names every kind, so a new one is decided here before the crate builds.
+const fn mapped_per_access(memory: TensorMemory) -> bool {
+    match memory {
+        TensorMemory::Mem | TensorMemory::Shm | TensorMemory::Dma => false,
+        TensorMemory::Pbo => true,
+    }
+}
+
 /// What the exports of a map keep alive besides the tensor's memory.
 #[derive(Default)]
 pub struct Keep {
@@ -168,7 +188,7 @@ impl MapLease {
             dtype: map.dtype(),
             readonly: !map.writable(),
         };
-        let end = if tensor.memory() == TensorMemory::Pbo {
+        let end = if mapped_per_access(tensor.memory()) {
             BracketEnd::WithLastExport
         } else {
             end
