@@ -9,8 +9,10 @@
 //! dangle. Arrays made from maps of `frame.tensor` (while the frame is held)
 //! keep the frame itself instead: their maps end with their `with` blocks,
 //! and the buffer goes back to the driver when the frame is released and the
-//! last of them is gone. After `release()`, `frame.planes` and
-//! `frame.tensor` raise `Released`.
+//! last of them is gone. So do arrays of a tensor importing the buffer's fd
+//! (`Tensor.from_zerocam(frame.tensor)`, `Tensor.from_fd(frame.tensor.clone_fd(), …)`):
+//! the frame is recorded when its tensor hands the fd out (`frame_files.rs`).
+//! After `release()`, `frame.planes` and `frame.tensor` raise `Released`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

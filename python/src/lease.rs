@@ -15,21 +15,24 @@
 //! its buffer's life: heap, shared memory, dma-bufs) the bracket ends when
 //! the view is released — the end of its `with` block, `release()`, or its
 //! garbage collection — whatever exports are alive; the exports keep the
-//! memory (a handle on the tensor, so its mapping stays), plus a captured
-//! frame (so the driver gets the buffer back only when the last export is
-//! gone) and the tensor's owner (a `Preprocessor`). So no array ever points
-//! at unmapped memory, and a later map of the tensor is judged by the
-//! brackets open then, not by arrays of ended ones.
+//! memory (a handle on the tensor, so its mapping stays), plus the captured
+//! frame holding the buffer (so the driver gets the buffer back only when the
+//! last export is gone; for a frame's tensor and for imports of its fd, see
+//! `frame_files.rs`) and the tensor's owner (a `Preprocessor`). So no array
+//! ever points at unmapped memory, and a later map of the tensor is judged
+//! by the brackets open then, not by arrays of ended ones.
 //!
 //! With [`BracketEnd::WithLastExport`] the bracket ends when the view is
 //! released *and* the last export is gone: for memory whose CPU mapping is
 //! the bracket itself (a GL PBO is mapped for the access and unmapped at its
 //! end, so an array outliving the bracket would dangle), for a tensor's own
-//! DLPack capsule (no view: the consumer's deleter ends it), and for a
-//! frame's `planes` (their read map keeps the buffer out of the driver's
-//! queue until the last array dies). There `close_unexported` (an explicit
-//! `MapView.release()`) refuses while exports live, as
-//! `memoryview.release()` does.
+//! DLPack capsule (no view: the consumer's deleter ends it), for a frame's
+//! `planes` (their read map keeps the buffer out of the driver's queue until
+//! the last array dies), and for a capture buffer mapped while no frame holds
+//! it (a frame's tensor after the frame's release, or an import of its fd:
+//! the map's borrow is then all that keeps the buffer from the driver).
+//! There `close_unexported` (an explicit `MapView.release()`) refuses while
+//! exports live, as `memoryview.release()` does.
 //!
 //! A sync END that fails where it cannot be raised (a destructor: numpy's
 //! array dealloc, a DLPack deleter, a view's garbage collection) is issued as
@@ -85,9 +88,10 @@ const fn mapped_per_access(memory: TensorMemory) -> bool {
 /// What the exports of a map keep alive besides the tensor's memory.
 #[derive(Default)]
 pub struct Keep {
-    /// A captured frame (the capture crate's guard): its buffer goes back to
-    /// the driver only when the last export is gone.
-    pub frame: Option<Arc<dyn Any + Send + Sync>>,
+    /// The captured frames holding the tensor's buffer (the capture crate's
+    /// guards; one, but for a file shared by several buffers): the buffer
+    /// goes back to the driver only when the last export is gone.
+    pub frames: Vec<Arc<dyn Any + Send + Sync>>,
     /// What the memory needs besides the tensor (a `Preprocessor`, whose GL
     /// context owns the PBOs of its results).
     pub owner: Option<Py<PyAny>>,
@@ -97,7 +101,7 @@ impl Keep {
     /// Another keep of the same things.
     pub fn clone_ref(&self, py: Python<'_>) -> Keep {
         Keep {
-            frame: self.frame.clone(),
+            frames: self.frames.clone(),
             owner: self.owner.as_ref().map(|o| o.clone_ref(py)),
         }
     }

@@ -7,7 +7,7 @@
 //! | `tensor.rs` | `Tensor` (+ DLPack and the capsule protocol, `dlpack.rs`, `capsule.rs`; `from_fd(unchecked=True)`, `unchecked.rs`) |
 //! | `mapview.rs`, `lease.rs`, `export.rs`, `buffer.rs` | `Tensor.map()`, the numpy exports, the buffer protocol (feature `buffer-protocol`) |
 //! | `hostpin.rs` | `Tensor.pin_host()`, `HostPin.cpu_access()` |
-//! | `camera.rs`, `frame.rs` | `Camera`, `Frame`, `list_devices()` |
+//! | `camera.rs`, `frame.rs`, `frame_files.rs` | `Camera`, `Frame` (and the frames whose buffers' fds were handed out), `list_devices()` |
 //! | `format.rs` | `PixelFormat`, `Region` |
 //! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
 //! | `cuda.rs`, `cuda/methods.rs` | `Tensor.cuda()`, `Frame.cuda()` → `CudaArray`, `cuda_available()`, `cuda_info()` (feature `cuda`) |
@@ -34,6 +34,7 @@ mod errors;
 mod export;
 mod format;
 mod frame;
+mod frame_files;
 mod hostpin;
 mod lease;
 #[allow(unsafe_code)] // the syscall/FFI edge: `unsafe` is allowed only in such modules

@@ -15,7 +15,7 @@ use crate::format::{PixelFormat, Region};
 use crate::hostpin::HostPin;
 use crate::lease::{BracketEnd, Keep, MapLease};
 use crate::mapview::MapView;
-use crate::{capsule, dlpack};
+use crate::{capsule, dlpack, frame_files};
 
 /// A tensor: shape, dtype and memory; cheap to view, batch and map.
 #[pyclass(module = "zerocam._zerocam", name = "Tensor", frozen)]
@@ -27,6 +27,8 @@ pub struct PyTensor {
     owner: Option<Py<PyAny>>,
     /// The captured frame the tensor is the buffer of (`Frame.tensor`), not
     /// kept alive by the tensor: arrays of its maps keep it while it is held.
+    /// A tensor importing a frame's buffer (`from_fd`, `from_zerocam`) has
+    /// none: its maps find the frame through `frame_files.rs`.
     frame: Option<Weak<dyn Any + Send + Sync>>,
 }
 
@@ -52,20 +54,33 @@ impl PyTensor {
     }
 
     /// How a map of the tensor ends and what its exports keep besides the
-    /// memory. A frame's tensor whose frame is no longer held (released, its
-    /// buffer not yet lent to the driver again) has nothing to keep the buffer
-    /// out of the driver's queue but the map's own borrow: that map ends with
-    /// its last export, as the frame's `planes` do.
+    /// memory. The tensor of a capture buffer — `Frame.tensor`, or an import
+    /// of a buffer whose fd a frame handed out (see `frame_files.rs`) —
+    /// keeps the frames holding the buffer, so it stays out of the driver's
+    /// queue until the last export is gone. With no frame holding it
+    /// (released, the buffer not yet lent to the driver again) nothing keeps
+    /// the buffer out of the queue but the map's own borrow: that map ends
+    /// with its last export, as the frame's `planes` do.
     fn lease_terms(&self, py: Python<'_>) -> (BracketEnd, Keep) {
         let owner = self.owner.as_ref().map(|o| o.clone_ref(py));
-        let (end, frame) = match &self.frame {
-            None => (BracketEnd::WithView, None),
-            Some(weak) => match weak.upgrade() {
-                Some(frame) => (BracketEnd::WithView, Some(frame)),
-                None => (BracketEnd::WithLastExport, None),
-            },
+        let held = match &self.frame {
+            Some(weak) => Some(weak.upgrade().into_iter().collect()),
+            None => frame_files::lenders(&self.inner),
         };
-        (end, Keep { frame, owner })
+        let (end, frames) = match held {
+            None => (BracketEnd::WithView, Vec::new()),
+            Some(frames) if frames.is_empty() => (BracketEnd::WithLastExport, frames),
+            Some(frames) => (BracketEnd::WithView, frames),
+        };
+        (end, Keep { frames, owner })
+    }
+
+    /// A frame's tensor hands out its buffer's fd: record the frame, so
+    /// that a tensor importing the fd finds it (see `frame_files.rs`).
+    fn lending_fd(&self) {
+        if let Some(frame) = &self.frame {
+            frame_files::lent(&self.inner, frame);
+        }
     }
 
     /// Wraps a Rust tensor that keeps `owner` alive (and its views too).
@@ -253,10 +268,17 @@ impl PyTensor {
     }
 
     /// The fd number behind the tensor's buffer, borrowed (valid while the
-    /// tensor lives; do not close it), or `None` for heap memory.
+    /// tensor lives; do not close it), or `None` for heap memory. A tensor
+    /// importing a frame's buffer through it (or `clone_fd()`,
+    /// `__zerocam_tensor__()`) finds the frame: its arrays keep the buffer
+    /// from the driver as those of `frame.tensor` maps do.
     #[getter]
     fn fd(&self) -> Option<i32> {
-        self.inner.fd().map(|fd| fd.as_raw_fd())
+        let fd = self.inner.fd().map(|fd| fd.as_raw_fd());
+        if fd.is_some() {
+            self.lending_fd();
+        }
+        fd
     }
 
     /// The identity shared by this tensor's views, batches and planes.
@@ -274,6 +296,7 @@ impl PyTensor {
     /// A new fd of the buffer (a `dup`), owned by the caller.
     fn clone_fd(&self) -> PyResult<i32> {
         let fd = self.inner.clone_fd().map_err(tensor_err)?;
+        self.lending_fd();
         Ok(into_raw(fd))
     }
 
@@ -371,7 +394,9 @@ impl PyTensor {
 
     /// The `zerocam.tensor.v1` capsule (see `capsule.rs` and the docs).
     fn __zerocam_tensor__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        capsule::export(py, &self.inner)
+        let capsule = capsule::export(py, &self.inner)?;
+        self.lending_fd();
+        Ok(capsule)
     }
 
     /// A tensor from any object with `__zerocam_tensor__` (another zerocam

@@ -8,6 +8,7 @@ export. The reference's quick start itself: test_quick_start.py."""
 
 import ast
 import gc
+import os
 import pathlib
 import subprocess
 import sys
@@ -344,6 +345,84 @@ def test_a_frame_tensor_mapped_after_its_release_keeps_the_buffer_by_its_map():
         del kept
         assert not v.mapped
         assert any(cam.read(timeout=1).buffer_index == index for _ in range(6))
+
+
+def import_frame_buffer(frame, how):
+    """A tensor of `frame`'s buffer with no link to the frame: a new import of its fd."""
+    if how == "from_zerocam":
+        return Tensor.from_zerocam(frame.tensor)
+    t = frame.tensor
+    fd = t.clone_fd()
+    try:
+        return Tensor.from_fd(fd, t.row_stride * t.height, "uint8")
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("how", ["from_zerocam", "from_fd"])
+def test_an_import_of_a_frame_buffer_keeps_the_frame(how):
+    # The array of an import's ended block keeps the frame that lent the fd
+    # out, as arrays of frame.tensor maps do: released, the frame's buffer
+    # stays out of the driver's queue, unwritten, until the array is gone.
+    with zerocam.Camera.pattern("GREY", (64, 32), buffers=2) as cam:
+        frame = cam.read()
+        index = frame.buffer_index
+        t2 = import_frame_buffer(frame, how)
+        assert t2.fd_identity == frame.tensor.fd_identity and t2.buffer_id != frame.tensor.buffer_id
+        with t2.map("read") as v:
+            a = np.asarray(v)
+        assert not v.mapped and v.exports == 1  # the block ended the map: the rule
+        snap = a.copy()
+        frame.release()
+        seen = []
+        for _ in range(6):  # the pattern scrolls: a frame drawn into `a`'s buffer changes it
+            with cam.read(timeout=1) as f:
+                seen.append(f.buffer_index)
+        assert index not in seen and np.array_equal(a, snap)
+        del a
+        assert v.exports == 0
+        later = []
+        for _ in range(4):
+            with cam.read(timeout=1) as f:
+                later.append(f.buffer_index)
+        assert index in later
+
+
+@pytest.mark.parametrize("how", ["from_zerocam", "from_fd"])
+def test_an_import_mapped_after_the_frames_release_keeps_the_buffer_by_its_map(how):
+    # No frame holds the buffer when the import is mapped: its map ends with
+    # its last array, and that borrow keeps the buffer from being drawn again.
+    with zerocam.Camera.pattern("GREY", (64, 32), buffers=3) as cam:
+        frame = cam.read()
+        index = frame.buffer_index
+        t2 = import_frame_buffer(frame, how)
+        frame.release()
+        with t2.map("read") as v:
+            kept = np.asarray(v)
+        assert v.mapped and v.exports == 1
+        snap = kept.copy()
+        assert all(cam.read(timeout=1).buffer_index != index for _ in range(6))
+        assert np.array_equal(kept, snap)
+        del kept
+        assert not v.mapped
+        assert any(cam.read(timeout=1).buffer_index == index for _ in range(6))
+
+
+def test_an_import_of_other_memory_follows_the_rule():
+    # Only capture buffers lent out by a frame keep a frame or their map:
+    # another import of a file is a tensor like any other.
+    t = Tensor(64, "uint8", mem="shm")
+    fd = t.clone_fd()
+    try:
+        u = Tensor.from_fd(fd, 64, "uint8")
+    finally:
+        os.close(fd)
+    with u.map() as v:
+        a = np.asarray(v)
+    assert not v.mapped and v.exports == 1
+    with u.map("write") as w:  # not refused: `a` holds no map
+        np.asarray(w)[:] = 4
+    assert (a == 4).all()
 
 
 # The cp311 wheel runs this only through the "memoryview" case (marked

@@ -76,6 +76,40 @@ def test_capture_queue_skips_a_buffer_an_array_keeps(memory):
         assert cam.stats()["buffer_errors"] == 0
 
 
+@pytest.mark.parametrize("how", ["from_zerocam", "from_fd"])
+@pytest.mark.parametrize("memory", ["mmap", "dmabuf"])
+def test_capture_queue_skips_a_buffer_an_import_keeps(memory, how):
+    # A tensor importing the frame's buffer (no link to the frame itself)
+    # finds the frame that handed its fd out: its array keeps the frame.
+    with Camera("/dev/video0", "NV12", (320, 180), buffers=BUFFERS, memory=memory, **RED) as cam:
+        frame = cam.read()
+        index = frame.buffer_index
+        if how == "from_zerocam":
+            imported = Tensor.from_zerocam(frame.tensor)
+        else:
+            fd = frame.tensor.clone_fd()
+            imported = Tensor.from_fd(fd, frame.tensor.row_stride * frame.height, "uint8")
+            os.close(fd)
+        assert imported.fd_identity == frame.tensor.fd_identity
+        with imported.map("read") as v:
+            held = np.asarray(v)
+        assert not v.mapped and v.exports == 1
+        frame.release()
+        seen = []
+        for _ in range(3 * BUFFERS):
+            with cam.read() as f:
+                seen.append(f.buffer_index)
+        assert index not in seen, seen
+        del held
+        assert v.exports == 0
+        later = []
+        for _ in range(2 * BUFFERS):
+            with cam.read() as f:
+                later.append(f.buffer_index)
+        assert index in later, later
+        assert cam.stats()["buffer_errors"] == 0
+
+
 def test_the_sync_end_runs_at_the_block_end_with_arrays_alive():
     t = Tensor(4096, "uint8", mem="dma")
     saved = os.dup(t.fd)
