@@ -51,9 +51,11 @@ use crate::errors::{invalid, released, tensor_err, MapConflict};
 use crate::export::{self, Export};
 
 /// What a refused map adds to the tensor error: which brackets are open.
-const OPEN_BRACKETS_HINT: &str = "another map of these bytes is open: a view until its `with` \
-     block ends or `release()`, a tensor's DLPack consumer or a frame's `planes` arrays until \
-     they are gone, or a device's borrow";
+const OPEN_BRACKETS_HINT: &str = "another map of these bytes is open: a view's, until its \
+     `with` block ends or `release()` (a view of PBO memory, or of a capture buffer mapped while \
+     no frame held it, until then and its last array or memoryview is gone); a tensor's DLPack \
+     consumer, or a frame's `planes` arrays, until they are gone; or a device's borrow (a buffer \
+     queued to the driver)";
 
 /// When a lease's bracket (the recorded CPU access and the dma-buf sync
 /// END) ends; see the module docs.
@@ -325,8 +327,8 @@ impl MapLease {
                 return Err(MapConflict::new_err(format!(
                     "cannot release the map now: {n} export(s) (numpy arrays, memoryviews, \
                      DLPack capsules) still use its memory, and this map must stay open for \
-                     them (a GL buffer is mapped only while a map is open; a frame's buffer \
-                     released before the map was made is kept from the driver only by it); \
+                     them (a GL buffer is mapped only while a map is open; a capture buffer \
+                     no frame held when the map was made is kept from the driver only by it); \
                      delete them first, or leave the `with` block, which ends the map when \
                      the last of them dies"
                 )));

@@ -3,8 +3,9 @@
 //! handed out of a ring of `ring` destinations.
 //!
 //! The ring rule: a destination is written again only when nothing holds
-//! it — no `Tensor` object, view, open map, numpy array (through its map)
-//! or DLPack capsule of it — so up to `ring` results may be held at once;
+//! it — no `Tensor` object, view, open map, numpy array or memoryview
+//! (through the copy of the tensor each keeps, past its map's end) or DLPack
+//! capsule of it — so up to `ring` results may be held at once;
 //! a call with all of them held raises `NoFreeBuffer` naming the depth
 //! (nothing is overwritten, nothing more allocated). The results are the
 //! destinations themselves: numpy (`np.asarray(t.map())`) and DLPack

@@ -18,10 +18,13 @@
 ((1, 3, 64, 64), (0, 8))
 
 On a DMA buffer of a non-coherent Arm board the ``with`` block is where
-coherency holds (dma-buf sync START and END): write inside it. After it the
-array still reads and writes the same memory, but outside the coherency
-bracket — devices may not see such writes, nor the CPU what devices wrote
-since — until a new ``with tensor.map():`` block brackets the access again.
+coherency holds (dma-buf sync START and END): write only inside a block. A
+write to a kept array after its block can be lost — the next map's START
+(yours, or any other code's read map) invalidates the CPU's cache on arm64,
+dropping it — and a read after the block may miss what devices wrote since.
+Writing to a kept array in one thread while zerocam reads the tensor in
+another (a ``Preprocessor`` call, a device) is a data race, as with any numpy
+array shared between threads: keep writes inside a block or synchronize.
 
 CUDA (loaded at run time; ``zerocam.cuda_available()`` says whether it can be
 used): ``t.cuda()`` and ``frame.cuda()`` map into device memory without a copy

@@ -52,17 +52,20 @@ class MapView:
     releases the view (later uses raise `Released`). Every numpy array,
     memoryview and DLPack capsule made from the view is an export that keeps
     the tensor's memory (and a held frame) alive, not the map. A `"pbo"`
-    map (memory mapped only while a map is open) ends with its last export
-    instead, and its `release()` raises `MapConflict` while exports live.
-    A sync END failing where it cannot be raised is a `RuntimeWarning`."""
+    map (memory mapped only while a map is open), and a map of a frame's
+    buffer made after the frame's release (its borrow alone keeps the
+    buffer from the driver), end with their last export instead, and their
+    `release()` raises `MapConflict` while exports live. A sync END failing
+    where it cannot be raised is a `RuntimeWarning`."""
     def __buffer__(self, flags: int) -> memoryview: ...
-    def __release_buffer__(self, view: memoryview) -> None: ...
     def __enter__(self) -> MapView: ...
     def __exit__(self, *args: object) -> bool:
-        """Releases the view and ends the map (a `"pbo"` map: with its last export)."""
+        """Releases the view and ends the map (a `"pbo"` map, or one of a
+        released frame's buffer: with its last export)."""
     def release(self) -> None:
-        """Ends the map now, as leaving the block; for a `"pbo"` map,
-        `MapConflict` (a `BufferError`) while exports live."""
+        """Ends the map now, as leaving the block; for a `"pbo"` map or one
+        of a released frame's buffer, `MapConflict` (a `BufferError`) while
+        exports live."""
     def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[bool] = None) -> np.ndarray: ...
     def numpy(self) -> np.ndarray: ...
     def __dlpack__(
@@ -96,7 +99,8 @@ class MapView:
     @property
     def mapped(self) -> bool:
         """Whether the map (the access bracket) is open: until the release
-        (a `"pbo"` map: and its last export)."""
+        (a `"pbo"` map, or one of a released frame's buffer: and its last
+        export)."""
     @property
     def exports(self) -> int:
         """numpy arrays, memoryviews and DLPack capsules of the view alive now."""

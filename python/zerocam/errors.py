@@ -18,8 +18,10 @@ class                     raised for
 ``MapConflict``           a map, pin bracket or export conflicts with one open
                           now (a ``with`` block not yet left, a tensor's DLPack
                           consumer, a frame's plane arrays, a device), or
-                          ``MapView.release()`` of a ``"pbo"`` map is called
-                          while its arrays still use it (``BufferError``)
+                          ``MapView.release()`` is called while arrays still
+                          use a map that ends with its last export (a
+                          ``"pbo"`` map, a frame's buffer mapped after the
+                          frame's release) (``BufferError``)
 ``Released``              a map, pin or frame used after it was released
                           (``ValueError``)
 ``NoFreeBuffer``          the caller holds every buffer of the camera, or every

@@ -347,6 +347,26 @@ def test_a_frame_tensor_mapped_after_its_release_keeps_the_buffer_by_its_map():
         assert any(cam.read(timeout=1).buffer_index == index for _ in range(6))
 
 
+def test_release_of_a_frame_tensor_mapped_after_its_release_is_refused():
+    # That map ends with its last array (nothing else keeps the buffer from
+    # the driver): release() cannot end it now, as for a "pbo" map.
+    with zerocam.Camera.pattern("GREY", (64, 32), buffers=3) as cam:
+        frame = cam.read()
+        t = frame.tensor
+        frame.release()
+        view = t.map("read")
+        kept = np.asarray(view)
+        with pytest.raises(zerocam.MapConflict, match="capture buffer"):
+            view.release()
+        assert view.mapped and not view.released and view.exports == 1
+        with pytest.raises(zerocam.MapConflict):
+            view.release()  # still refused: nothing changed
+        kept = None
+        assert view.mapped and view.exports == 0  # the view itself is not released yet
+        view.release()
+        assert view.released and not view.mapped
+
+
 def import_frame_buffer(frame, how):
     """A tensor of `frame`'s buffer with no link to the frame: a new import of its fd."""
     if how == "from_zerocam":
