@@ -118,7 +118,7 @@ impl SharedEglImage {
 /// without extending its life.
 #[derive(Debug, Clone)]
 pub struct WeakGpu {
-    link: std::sync::Weak<crate::worker::Link>,
+    link: std::sync::Weak<crate::gpu::Link>,
     info: std::sync::Arc<crate::GpuInfo>,
 }
 

@@ -77,6 +77,8 @@ mod fault;
 #[allow(unsafe_code)] // the GL FFI edge: every raw GL call, behind safe wrappers
 mod glutil;
 #[cfg(feature = "gl")]
+mod gpu;
+#[cfg(feature = "gl")]
 mod interop;
 #[cfg(feature = "gl")]
 mod pbo;
@@ -92,8 +94,6 @@ mod source;
 mod state;
 #[cfg(feature = "gl")]
 mod target;
-#[cfg(feature = "gl")]
-mod worker;
 
 #[cfg(test)]
 use zerocam_test_support::alloc as test_alloc;
@@ -115,6 +115,6 @@ pub use plan::{ConvertOptions, ImportPolicy};
 #[cfg(feature = "gl")]
 pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};
 #[cfg(feature = "gl")]
-pub use interop::{GlThread, SharedEglImage, WeakGpu};
+pub use gpu::{Gpu, GpuStats};
 #[cfg(feature = "gl")]
-pub use worker::{Gpu, GpuStats};
+pub use interop::{GlThread, SharedEglImage, WeakGpu};

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use zerocam_tensor::{Access, Element, Error, ImageLayout, PboOps, PixelFormat, Tensor};
 
 use crate::glutil;
+use crate::gpu::Link;
 use crate::state::GlState;
-use crate::worker::Link;
 use crate::{Gpu, GpuError, Result};
 
 /// The GL side of one PBO tensor: a weak link to the GL thread, upgraded to a
