@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::{TimeVal, TimeValLike};
 
-use crate::source::{open, SourceSpec};
 use crate::CliError;
+use zerocam_capture::open::{open, SourceSpec};
 
 /// The figures of one run.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use zerocam_tensor::Tensor;
 
 use crate::convert::to_rgb;
-use crate::source::{open, SourceSpec};
 use crate::CliError;
+use zerocam_capture::open::{open, SourceSpec};
 
 /// Writes every plane's rows without their padding.
 fn write_raw(out: &mut impl Write, t: &Tensor<u8>) -> Result<usize, CliError> {

@@ -1,7 +1,8 @@
 //! The `zerocam` command line tool's subcommands, as a library its binary
 //! (`src/main.rs`) and its tests call: `list`, `info`, `capture`, `bench`,
 //! `serve`, `probe`. Sources are opened by spec with
-//! [`zerocam_capture::open`], as the C API and Python open them.
+//! [`zerocam_capture::open`], as the C API and Python open them (the binary
+//! quiets libcamera's log first).
 
 #![deny(unsafe_code)]
 
@@ -12,7 +13,6 @@ pub mod libcamera;
 pub mod list;
 pub mod probe;
 pub mod serve;
-pub mod source;
 
 /// What a CLI command can fail with; printed as one line.
 #[derive(Debug, thiserror::Error)]

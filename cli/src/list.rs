@@ -5,7 +5,7 @@ use std::path::Path;
 
 use zerocam_capture::{CaptureError, Device, FrameSizes};
 
-use crate::source::capture_devices;
+use zerocam_capture::capture_devices;
 
 /// One device as a tree: driver, card, bus, API, formats → sizes → intervals;
 /// with `controls`, its controls too.

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use zerocam_capture::capture_devices;
+use zerocam_capture::open::SourceSpec;
 use zerocam_capture::{parse_size, BufferMode, CaptureFormat};
-use zerocam_cli::source::{capture_devices, SourceSpec};
 use zerocam_cli::{bench, capture, list, probe, serve, CliError};
 
 #[derive(Parser)]
@@ -208,6 +209,10 @@ fn one_line(rendered: &str) -> String {
 }
 
 fn main() -> ExitCode {
+    // libcamera's INFO lines on stderr would break the one-line errors; set
+    // before any libcamera call, while single-threaded.
+    #[cfg(feature = "libcamera")]
+    zerocam_capture::quiet_libcamera_log();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {

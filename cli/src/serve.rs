@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use zerocam_capture::share::{Publisher, PublisherConfig, PublisherStats};
 
 use crate::bench::cpu_time;
-use crate::source::{open, SourceSpec};
 use crate::CliError;
+use zerocam_capture::open::{open, SourceSpec};
 
 /// How `serve` listens and when it stops.
 #[derive(Debug, Clone)]
