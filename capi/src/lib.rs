@@ -1,5 +1,6 @@
-//! zerocam's C API: `libzerocam.so` and `libzerocam.a`, with the header
-//! `include/zerocam.h` (generated from this crate by cbindgen; a test fails
+//! zerocam's C API: `libzerocam.so` and `libzerocam.a` (built as
+//! `libzerocam_capi.*`, installed under the C name by `capi/install`), with
+//! the header `include/zerocam.h` (generated from this crate by cbindgen; a test fails
 //! when the checked-in header is stale).
 //!
 //! What C and C++ get, with Rust's checks:

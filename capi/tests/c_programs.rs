@@ -124,7 +124,7 @@ fn import_bench_example_times_cache_hits_and_imports_each_pool_buffer_once() {
 #[test]
 fn capture_example_links_statically_against_libzerocam_a() {
     let dir = workdir("capture_static");
-    let archive = library_dir().join("libzerocam.a");
+    let archive = library_dir().join("libzerocam_capi.a");
     let link = [
         archive.as_os_str(),
         "-lpthread".as_ref(),
@@ -333,14 +333,15 @@ fn repo() -> PathBuf {
 }
 
 /// `target/<profile>/deps/`, where the build of this test put
-/// `libzerocam.so` and `libzerocam.a` (beside this test executable; `cargo
-/// test` leaves them there, only `cargo build` copies them up a level).
+/// `libzerocam_capi.so` and `libzerocam_capi.a`, the C library before
+/// `capi/install` names it (beside this test executable; `cargo test` leaves
+/// them there, only `cargo build` copies them up a level).
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let dir = exe
         .parent()
         .expect("the test executable is in target/<profile>/deps/");
-    for lib in ["libzerocam.so", "libzerocam.a"] {
+    for lib in ["libzerocam_capi.so", "libzerocam_capi.a"] {
         assert!(
             dir.join(lib).is_file(),
             "{} has no {lib}: cargo builds it with the zerocam-capi crate",
@@ -352,7 +353,7 @@ fn library_dir() -> PathBuf {
 
 /// A fresh directory for test `name`, holding `libzerocam.so.1` (what
 /// programs load: the soname) and `libzerocam.so` (what `-lzerocam` finds),
-/// both links to the built library.
+/// both links to the built `libzerocam_capi.so`.
 fn workdir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("c_programs")
@@ -362,7 +363,7 @@ fn workdir(name: &str) -> PathBuf {
         _ => {}
     }
     std::fs::create_dir_all(&dir).expect("creating the test's directory");
-    let so = library_dir().join("libzerocam.so");
+    let so = library_dir().join("libzerocam_capi.so");
     for link in ["libzerocam.so.1", "libzerocam.so"] {
         std::os::unix::fs::symlink(&so, dir.join(link)).expect("linking libzerocam.so");
     }
