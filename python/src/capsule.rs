@@ -260,17 +260,19 @@ fn import_image(
 }
 
 /// The file's size, by `lseek`, with the file offset (shared with the
-/// producer's fd) put back where it was; `None` when it has none.
+/// producer's fd) put back where it was; `None` when it has none. A dma-buf
+/// answers only `SEEK_END` and `SEEK_SET` at offset 0 (`SEEK_CUR` is
+/// `EINVAL`): its offset means nothing, and is put back at 0.
 fn file_size(fd: &std::os::fd::OwnedFd) -> Option<usize> {
     let raw = fd.as_raw_fd();
     // SAFETY: lseek on an fd we own; no memory is touched.
     let here = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
-    if here < 0 {
-        return None;
-    }
     // SAFETY: as above.
     let end = unsafe { libc::lseek(raw, 0, libc::SEEK_END) };
-    // SAFETY: as above; back to the offset read first.
-    unsafe { libc::lseek(raw, here, libc::SEEK_SET) };
+    if end < 0 {
+        return None;
+    }
+    // SAFETY: as above; back to the offset read first (0 for a dma-buf).
+    unsafe { libc::lseek(raw, here.max(0), libc::SEEK_SET) };
     usize::try_from(end).ok()
 }
