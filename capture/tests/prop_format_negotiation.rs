@@ -97,8 +97,8 @@ fn usable(r: &FormatReply) -> bool {
         && planes <= r.planes.len()
         && w > 0
         && h > 0
-        && r.width % m.subsampling.0 == 0
-        && r.height % m.subsampling.1 == 0
+        && r.width.is_multiple_of(m.subsampling.0)
+        && r.height.is_multiple_of(m.subsampling.1)
         && r.planes[..planes].iter().enumerate().all(|(i, p)| {
             let packed = image_planes(f, w, h, i, 0)[0].3;
             let bpl = match p.bytes_per_line {

@@ -96,12 +96,12 @@ fn span_rects(b0: usize, b1: usize, width: usize, pack: Pack) -> Rects {
         bytes,
     };
     let (mut g0, mut g1) = (b0 / 4, b1.div_ceil(4));
-    if b0 % 4 != 0 {
+    if !b0.is_multiple_of(4) {
         let end = if g1 - g0 == 1 { b1 - 4 * g0 } else { 4 };
         rects.push(rect(g0, 1, 1, (b0 % 4, end)));
         g0 += 1;
     }
-    let tail = (b1 % 4 != 0 && g1 > g0).then(|| {
+    let tail = (!b1.is_multiple_of(4) && g1 > g0).then(|| {
         g1 -= 1;
         rect(g1, 1, 1, (0, b1 % 4))
     });
@@ -142,7 +142,7 @@ fn target<T: Element>(
     };
     let elem = dtype.size();
     let offset = dst.plane_offset();
-    if offset % elem != 0 {
+    if !offset.is_multiple_of(elem) {
         return Err(refuse(
             "its elements must start on a multiple of their size in the buffer",
         ));

@@ -122,7 +122,7 @@ impl GlState {
         // tensor's storage length).
         let p = glutil::map_pack_buffer(buffer, len, bits);
         glutil::check("glMapBufferRange")?;
-        if p.is_null() || (p as usize) % 64 != 0 {
+        if p.is_null() || !(p as usize).is_multiple_of(64) {
             let _ = self.unmap_pbo(buffer);
             return Err(GpuError::Gl {
                 call: "glMapBufferRange (NULL or not 64-byte aligned)",

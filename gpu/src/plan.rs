@@ -259,7 +259,7 @@ pub(crate) fn target(dst: &Tensor<u8>) -> Result<(RootLayout, TargetGrid, Rects)
     let frame_offset = p.frame * root.batch_stride;
     let rows_between = |offset: usize| -> Result<usize> {
         let d = offset - start;
-        if d % stride != 0 {
+        if !d.is_multiple_of(stride) {
             return Err(bad(
                 "destination",
                 root.format,

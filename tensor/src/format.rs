@@ -288,7 +288,7 @@ impl ImageLayout {
             return Err(self.bad("batch must be at least 1"));
         }
         let (hsub, vsub) = f.subsampling();
-        if self.width % hsub != 0 || self.height % vsub != 0 {
+        if !self.width.is_multiple_of(hsub) || !self.height.is_multiple_of(vsub) {
             return Err(self.bad("dimensions must be multiples of the chroma subsampling"));
         }
         let row_bytes = self
@@ -297,14 +297,14 @@ impl ImageLayout {
             .and_then(|samples| samples.checked_mul(elem_size))
             .ok_or(self.bad("row size overflows"))?;
         let row_stride = self.row_stride.unwrap_or(row_bytes);
-        if row_stride < row_bytes || row_stride % elem_size != 0 {
+        if row_stride < row_bytes || !row_stride.is_multiple_of(elem_size) {
             return Err(Error::BadStride {
                 stride: row_stride,
                 row_bytes,
                 elem_size,
             });
         }
-        if self.start_offset % elem_size != 0 {
+        if !self.start_offset.is_multiple_of(elem_size) {
             return Err(Error::BadPlaneOffset {
                 offset: self.start_offset,
                 min: 0,
@@ -321,7 +321,7 @@ impl ImageLayout {
             });
         }
         let plane_step = self.plane_offset.unwrap_or(first_plane);
-        if plane_step < first_plane || plane_step % elem_size != 0 {
+        if plane_step < first_plane || !plane_step.is_multiple_of(elem_size) {
             return Err(Error::BadPlaneOffset {
                 offset: plane_step,
                 min: first_plane,

@@ -290,7 +290,11 @@ impl ImageGeom {
     fn view(&self, r: Region) -> Result<ImageGeom> {
         check_region(r, self.width, self.height)?;
         let (hsub, vsub) = self.format.subsampling();
-        if r.x % hsub != 0 || r.width % hsub != 0 || r.y % vsub != 0 || r.height % vsub != 0 {
+        if !r.x.is_multiple_of(hsub)
+            || !r.width.is_multiple_of(hsub)
+            || !r.y.is_multiple_of(vsub)
+            || !r.height.is_multiple_of(vsub)
+        {
             return Err(Error::RegionNotAligned {
                 region: r,
                 format: self.format,

@@ -203,10 +203,10 @@ impl<T: Element> Tensor<T> {
                 elem_size: e,
             })?;
             let stride = stride.unwrap_or(row_bytes);
-            if offset % e != 0 {
+            if !offset.is_multiple_of(e) {
                 return Err(Error::BadPlaneOffset { offset, min: 0 });
             }
-            if stride < row_bytes || stride % e != 0 {
+            if stride < row_bytes || !stride.is_multiple_of(e) {
                 return Err(Error::BadStride {
                     stride,
                     row_bytes,

@@ -61,7 +61,7 @@ impl ExternalStorage {
                 available: 0,
             });
         }
-        if (ptr as usize) % align.max(1) != 0 {
+        if !(ptr as usize).is_multiple_of(align.max(1)) {
             return Err(Error::Misaligned {
                 address: ptr as usize,
                 alignment: align,

@@ -20,13 +20,17 @@ pub struct LayoutNeeds {
 pub fn layout_needs(l: &ImageLayout, elem: usize, base: usize) -> Option<LayoutNeeds> {
     let f = l.format;
     let (hsub, vsub) = subsampling(f);
-    if l.width == 0 || l.height == 0 || l.batch == 0 || l.width % hsub != 0 || l.height % vsub != 0
+    if l.width == 0
+        || l.height == 0
+        || l.batch == 0
+        || !l.width.is_multiple_of(hsub)
+        || !l.height.is_multiple_of(vsub)
     {
         return None;
     }
     let row_bytes = plane_samples(f, l.width)?.checked_mul(elem)?;
     let stride = l.row_stride.unwrap_or(row_bytes);
-    if stride < row_bytes || stride % elem != 0 {
+    if stride < row_bytes || !stride.is_multiple_of(elem) {
         return None;
     }
     let start = base.checked_add(l.start_offset)?;
@@ -88,10 +92,10 @@ pub fn view_ok<T: Element>(t: &Tensor<T>, r: Region) -> bool {
         && r.height > 0
         && r.x.checked_add(r.width).is_some_and(|e| e <= w)
         && r.y.checked_add(r.height).is_some_and(|e| e <= h)
-        && r.x % hsub == 0
-        && r.width % hsub == 0
-        && r.y % vsub == 0
-        && r.height % vsub == 0
+        && r.x.is_multiple_of(hsub)
+        && r.width.is_multiple_of(hsub)
+        && r.y.is_multiple_of(vsub)
+        && r.height.is_multiple_of(vsub)
 }
 
 /// Whether `batch(n)` must succeed.

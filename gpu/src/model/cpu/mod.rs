@@ -213,7 +213,11 @@ impl CpuPreprocessor {
         }
         let placed = input.place(crop)?;
         let (hs, vs) = format.subsampling();
-        if crop.x % hs != 0 || crop.width % hs != 0 || crop.y % vs != 0 || crop.height % vs != 0 {
+        if !crop.x.is_multiple_of(hs)
+            || !crop.width.is_multiple_of(hs)
+            || !crop.y.is_multiple_of(vs)
+            || !crop.height.is_multiple_of(vs)
+        {
             // The tensor layer's typed error names the misaligned crop.
             src.view(crop)?;
         }

@@ -265,7 +265,7 @@ fn pass<const T: usize, const C: usize, const D: usize, const W: usize, const H:
         // A byte in 1/256 steps: the low byte of a half moved up, or the
         // high byte masked.
         let level = |half: u16, byte: usize| {
-            if byte % 2 == 0 {
+            if byte.is_multiple_of(2) {
                 half << 8
             } else {
                 half & 0xff00
