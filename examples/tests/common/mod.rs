@@ -1,5 +1,5 @@
 //! Running the example binaries from the tests.
-#![allow(clippy::unwrap_used)]
+#![allow(dead_code, clippy::unwrap_used)] // each test binary uses its part
 
 use assert_cmd::Command;
 
@@ -16,4 +16,11 @@ pub fn run_ok(bin: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// A camera (vivid's nodes) takes one streaming user at a time: one test at a
+/// time.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
