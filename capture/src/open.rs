@@ -1,12 +1,20 @@
-//! Opening a source by its spec, as the CLI, the examples and the C API do:
-//! a V4L2 device, `libcamera:<id>`, `unix:<socket>`, `gst:<pipeline>`, or the
-//! built-in pattern source when no camera is given or present.
+//! Opening a source by its spec, as the CLI, the examples, the C API and
+//! Python do: a V4L2 device, `libcamera:<id>`, `unix:<socket>`,
+//! `gst:<pipeline>`, or the built-in pattern source when no camera is given
+//! or present.
+//!
+//! [`open`] gives a boxed [`FrameSource`]; [`open_source`] gives the same
+//! source as an [`AnySource`] (its kind kept, for a caller that reconnects a
+//! subscriber or sets a V4L2 device's controls later) and takes
+//! [`OpenOptions`] (controls set at open, a buffer-mode fallback).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use crate::share::Subscriber;
 use crate::{
-    BufferMode, CaptureError, CaptureFormat, Device, FrameSource, NewStreamError, PatternConfig,
-    PatternSource, Stream, StreamConfig,
+    BufferMode, CaptureError, CaptureFormat, Device, Frame, FrameSource, NewStreamError,
+    PatternConfig, PatternSource, SharedPlane, Stream, StreamConfig, StreamFormat, StreamStats,
 };
 
 /// What to open.
@@ -61,6 +69,148 @@ pub struct Opened {
 
 use crate::capture_devices;
 
+/// The value of a V4L2 control set by name ([`OpenOptions::controls`],
+/// [`ControlValue::set`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlValue {
+    /// An integer, boolean or button control's value.
+    Int(i32),
+    /// A menu control's item, by its name (e.g. vivid's `"100% Red"`).
+    Menu(String),
+}
+
+impl ControlValue {
+    /// Sets control `name` (matched without regard to case) of `device` to
+    /// this value.
+    ///
+    /// # Errors
+    /// [`CaptureError::NoSuchControl`] for a name the device does not have
+    /// (or a menu item its menu does not list), and the `VIDIOC_S_CTRL`
+    /// ioctl's errors.
+    pub fn set(&self, device: &Device, name: &str) -> Result<(), CaptureError> {
+        match self {
+            ControlValue::Menu(item) => device.set_menu(name, item),
+            ControlValue::Int(v) => {
+                let info = device.control(name)?;
+                device.set_control(info.id, *v)
+            }
+        }
+    }
+}
+
+/// What [`open_source`] takes besides the [`SourceSpec`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenOptions {
+    /// V4L2 controls set by name, in this order, right after the device
+    /// opens (before its format is set). Only a V4L2 device has them: with
+    /// any other source they are refused before it opens
+    /// ([`CaptureError::NoSuchControl`] naming the source, or
+    /// [`CaptureError::LibcameraUnsupported`]).
+    pub controls: Vec<(String, ControlValue)>,
+    /// The buffer mode a V4L2 device streams in when it cannot do
+    /// [`SourceSpec::mode`] (see [`open_or_fall_back`]); `None`: fail.
+    pub fallback: Option<BufferMode>,
+}
+
+/// A source [`open_source`] opened, of the kind the spec named.
+pub enum AnySource {
+    /// A V4L2 device's stream.
+    V4l2(Box<Stream>),
+    /// The built-in pattern source.
+    Pattern(Box<PatternSource>),
+    /// A publisher's frames (`unix:<socket>`).
+    Subscriber(Box<Subscriber>),
+    /// A libcamera camera (`libcamera:<id>`, `libcamera`; feature `libcamera`).
+    #[cfg(feature = "libcamera")]
+    Libcamera(Box<crate::LibcameraSource>),
+    /// A GStreamer pipeline (`gst:<pipeline>`; feature `gstreamer`).
+    #[cfg(feature = "gstreamer")]
+    Gst(Box<crate::GstSource>),
+}
+
+impl AnySource {
+    /// The source as a frame source.
+    pub fn as_frame_source(&self) -> &dyn FrameSource {
+        match self {
+            AnySource::V4l2(s) => s.as_ref(),
+            AnySource::Pattern(p) => p.as_ref(),
+            AnySource::Subscriber(s) => s.as_ref(),
+            #[cfg(feature = "libcamera")]
+            AnySource::Libcamera(l) => l.as_ref(),
+            #[cfg(feature = "gstreamer")]
+            AnySource::Gst(g) => g.as_ref(),
+        }
+    }
+
+    /// The source as a mutable frame source.
+    pub fn as_frame_source_mut(&mut self) -> &mut dyn FrameSource {
+        match self {
+            AnySource::V4l2(s) => s.as_mut(),
+            AnySource::Pattern(p) => p.as_mut(),
+            AnySource::Subscriber(s) => s.as_mut(),
+            #[cfg(feature = "libcamera")]
+            AnySource::Libcamera(l) => l.as_mut(),
+            #[cfg(feature = "gstreamer")]
+            AnySource::Gst(g) => g.as_mut(),
+        }
+    }
+
+    /// The source boxed, its kind forgotten (what [`open`] gives).
+    pub fn into_boxed(self) -> Box<dyn FrameSource> {
+        match self {
+            AnySource::V4l2(s) => s,
+            AnySource::Pattern(p) => p,
+            AnySource::Subscriber(s) => s,
+            #[cfg(feature = "libcamera")]
+            AnySource::Libcamera(l) => l,
+            #[cfg(feature = "gstreamer")]
+            AnySource::Gst(g) => g,
+        }
+    }
+}
+
+impl FrameSource for AnySource {
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame, CaptureError> {
+        self.as_frame_source_mut().next_frame(timeout)
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        self.as_frame_source().stream_format()
+    }
+
+    fn stats(&self) -> StreamStats {
+        self.as_frame_source().stats()
+    }
+
+    fn name(&self) -> &Path {
+        self.as_frame_source().name()
+    }
+
+    fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>, CaptureError> {
+        self.as_frame_source().read_only_planes(index)
+    }
+}
+
+/// What [`open_source`] opened: [`Opened`] with the source's kind kept.
+pub struct OpenedSource {
+    /// The source.
+    pub source: AnySource,
+    /// As [`Opened::description`].
+    pub description: String,
+    /// Whether it is the built-in pattern.
+    pub is_pattern: bool,
+}
+
+impl From<OpenedSource> for Opened {
+    fn from(o: OpenedSource) -> Opened {
+        Opened {
+            source: o.source.into_boxed(),
+            description: o.description,
+            is_pattern: o.is_pattern,
+        }
+    }
+}
+
 /// Opens `spec`.
 ///
 /// # Errors
@@ -80,10 +230,28 @@ pub fn open_or_fall_back(
     spec: &SourceSpec,
     fallback: Option<BufferMode>,
 ) -> Result<Opened, CaptureError> {
+    let options = OpenOptions {
+        fallback,
+        ..OpenOptions::default()
+    };
+    open_source(spec, &options).map(Opened::from)
+}
+
+/// Opens `spec` as [`open_or_fall_back`] does (with `options.fallback`),
+/// setting `options.controls` on a V4L2 device, and gives the source with
+/// its kind.
+///
+/// # Errors
+/// As [`open`]; a control the device does not have
+/// ([`CaptureError::NoSuchControl`]) or cannot take; controls asked of a
+/// source that is not a V4L2 device.
+pub fn open_source(spec: &SourceSpec, options: &OpenOptions) -> Result<OpenedSource, CaptureError> {
     if let Some(socket) = spec.device.as_deref().and_then(|d| d.strip_prefix("unix:")) {
+        refuse_controls(options, &format!("unix:{socket}"))?;
         return open_subscriber(socket, spec);
     }
     if let Some(pipeline) = spec.device.as_deref().and_then(|d| d.strip_prefix("gst:")) {
+        refuse_controls(options, &format!("gst:{pipeline}"))?;
         return open_gst(pipeline);
     }
     if let Some(id) = spec
@@ -91,21 +259,22 @@ pub fn open_or_fall_back(
         .as_deref()
         .and_then(|d| d.strip_prefix("libcamera:"))
     {
-        return open_libcamera(Some(id), spec);
+        return open_libcamera(Some(id), spec, options);
     }
     // With the libcamera feature, a libcamera camera comes first: on a
     // Raspberry Pi the first V4L2 node is the CSI receiver's raw Bayer.
     #[cfg(feature = "libcamera")]
     if spec.device.is_none() && crate::libcamera_cameras().is_ok_and(|c| !c.is_empty()) {
-        return open_libcamera(None, spec);
+        return open_libcamera(None, spec, options);
     }
     let device = match spec.device.as_deref() {
         Some("pattern") => None,
-        Some("libcamera") => return open_libcamera(None, spec),
+        Some("libcamera") => return open_libcamera(None, spec, options),
         Some(d) => Some(PathBuf::from(d)),
         None => capture_devices().into_iter().next(),
     };
     let Some(path) = device else {
+        refuse_controls(options, "pattern")?;
         let format = spec.format.unwrap_or(crate::CAPTURE_FORMATS[0]);
         let (w, h) = spec.size.unwrap_or((1280, 720));
         let source = PatternSource::new(PatternConfig {
@@ -118,8 +287,8 @@ pub fn open_or_fall_back(
         } else {
             "no camera given and none found"
         };
-        return Ok(Opened {
-            source: Box::new(source),
+        return Ok(OpenedSource {
+            source: AnySource::Pattern(Box::new(source)),
             description: format!(
                 "{why}: using the built-in pattern source ({} {w}x{h})",
                 format.name
@@ -128,6 +297,9 @@ pub fn open_or_fall_back(
         });
     };
     let mut d = Device::open(&path)?;
+    for (name, value) in &options.controls {
+        value.set(&d, name)?;
+    }
     let current = d.format().ok();
     let format = spec
         .format
@@ -154,7 +326,7 @@ pub fn open_or_fall_back(
         read_only: spec.read_only,
         ..Default::default()
     };
-    let stream = match (Stream::new(d, config(spec.mode)), fallback) {
+    let stream = match (Stream::new(d, config(spec.mode)), options.fallback) {
         (Ok(stream), _) => {
             description += &format!("{} buffers", spec.mode.name());
             stream
@@ -172,18 +344,30 @@ pub fn open_or_fall_back(
         }
         (Err(e), _) => return Err(e.error),
     };
-    Ok(Opened {
-        source: Box::new(stream),
+    Ok(OpenedSource {
+        source: AnySource::V4l2(Box::new(stream)),
         description,
         is_pattern: false,
     })
 }
 
+/// Refuses `options.controls`, if any, for `source` (not a V4L2 device):
+/// [`CaptureError::NoSuchControl`] naming the first.
+fn refuse_controls(options: &OpenOptions, source: &str) -> Result<(), CaptureError> {
+    match options.controls.first() {
+        Some((name, _)) => Err(CaptureError::NoSuchControl {
+            path: PathBuf::from(source),
+            name: name.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Subscribes to the publisher at `socket`: its format, size, rate and
 /// buffers are the publisher's, so `spec`'s are ignored (the description
 /// says so when any was given).
-fn open_subscriber(socket: &str, spec: &SourceSpec) -> Result<Opened, CaptureError> {
-    let source = crate::share::Subscriber::connect(socket)?;
+fn open_subscriber(socket: &str, spec: &SourceSpec) -> Result<OpenedSource, CaptureError> {
+    let source = Subscriber::connect(socket)?;
     let f = source.stream_format();
     let mut description = format!(
         "unix:{socket} (a publisher's frames): {} {}x{}, {} buffers",
@@ -195,23 +379,34 @@ fn open_subscriber(socket: &str, spec: &SourceSpec) -> Result<Opened, CaptureErr
     if spec.format.is_some() || spec.size.is_some() || spec.fps.is_some() {
         description += " (format, size and rate are the publisher's: the options are ignored)";
     }
-    Ok(Opened {
-        source: Box::new(source),
+    Ok(OpenedSource {
+        source: AnySource::Subscriber(Box::new(source)),
         description,
         is_pattern: false,
     })
 }
 
 /// Opens libcamera camera `id` (or the first) as `spec` asks (default NV12
-/// 640x480); the V4L2 buffer mode does not apply, and a frame rate is
-/// refused (`LibcameraUnsupported`) rather than ignored.
+/// 640x480); the V4L2 buffer mode does not apply, and a frame rate or V4L2
+/// controls are refused (`LibcameraUnsupported`) rather than ignored.
 #[cfg(feature = "libcamera")]
-fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, CaptureError> {
+fn open_libcamera(
+    id: Option<&str>,
+    spec: &SourceSpec,
+    options: &OpenOptions,
+) -> Result<OpenedSource, CaptureError> {
     use crate::{LibcameraConfig, LibcameraSource};
+    let camera = || id.map_or("libcamera".into(), |id| format!("libcamera:{id}"));
     if spec.fps.is_some() {
         return Err(CaptureError::LibcameraUnsupported {
-            camera: id.map_or("libcamera".into(), |id| format!("libcamera:{id}")),
+            camera: camera(),
             what: "a frame rate (--fps)",
+        });
+    }
+    if !options.controls.is_empty() {
+        return Err(CaptureError::LibcameraUnsupported {
+            camera: camera(),
+            what: "setting V4L2 controls",
         });
     }
     let format = spec.format.unwrap_or(crate::CAPTURE_FORMATS[0]);
@@ -233,8 +428,8 @@ fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, Capture
     if !source.adjustments().is_empty() {
         description += &format!(" (libcamera adjusted: {})", source.adjustments().join(", "));
     }
-    Ok(Opened {
-        source: Box::new(source),
+    Ok(OpenedSource {
+        source: AnySource::Libcamera(Box::new(source)),
         description,
         is_pattern: false,
     })
@@ -242,7 +437,11 @@ fn open_libcamera(id: Option<&str>, spec: &SourceSpec) -> Result<Opened, Capture
 
 /// Without the `libcamera` feature: says which feature is missing.
 #[cfg(not(feature = "libcamera"))]
-fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, CaptureError> {
+fn open_libcamera(
+    id: Option<&str>,
+    _spec: &SourceSpec,
+    _options: &OpenOptions,
+) -> Result<OpenedSource, CaptureError> {
     Err(crate::ArgumentError::FeatureMissing {
         what: format!("libcamera:{}", id.unwrap_or_default()),
         feature: "libcamera",
@@ -253,22 +452,22 @@ fn open_libcamera(id: Option<&str>, _spec: &SourceSpec) -> Result<Opened, Captur
 /// `gst:PIPELINE`: a GStreamer pipeline (feature `gstreamer`); its caps
 /// decide the format and size.
 #[cfg(feature = "gstreamer")]
-fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
+fn open_gst(pipeline: &str) -> Result<OpenedSource, CaptureError> {
     let source = crate::GstSource::new(pipeline)?;
     let f = source.stream_format();
     let description = format!(
         "gst:{pipeline} (GStreamer): {} {}x{}",
         f.format.name, f.width, f.height
     );
-    Ok(Opened {
-        source: Box::new(source),
+    Ok(OpenedSource {
+        source: AnySource::Gst(Box::new(source)),
         description,
         is_pattern: false,
     })
 }
 
 #[cfg(not(feature = "gstreamer"))]
-fn open_gst(pipeline: &str) -> Result<Opened, CaptureError> {
+fn open_gst(pipeline: &str) -> Result<OpenedSource, CaptureError> {
     Err(crate::ArgumentError::FeatureMissing {
         what: format!("gst:{pipeline}"),
         feature: "gstreamer",
@@ -296,5 +495,82 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    fn controls() -> OpenOptions {
+        OpenOptions {
+            controls: vec![("Test Pattern".into(), ControlValue::Menu("100% Red".into()))],
+            ..OpenOptions::default()
+        }
+    }
+
+    #[test]
+    fn open_source_keeps_the_kind_and_open_boxes_the_same_source() {
+        let spec = SourceSpec {
+            format: Some("GREY".parse().unwrap()),
+            size: Some((64, 32)),
+            buffers: 3,
+            ..SourceSpec::new(Some("pattern".into()))
+        };
+        let mut opened = open_source(&spec, &OpenOptions::default()).unwrap();
+        assert!(matches!(opened.source, AnySource::Pattern(_)) && opened.is_pattern);
+        assert_eq!(opened.source.name(), Path::new("pattern"));
+        let f = opened.source.stream_format();
+        assert_eq!((f.format.name, f.width, f.height), ("GREY", 64, 32));
+        drop(opened.source.next_frame(Duration::from_secs(2)).unwrap());
+        assert_eq!(opened.source.stats().buffers, 3);
+        let boxed = Opened::from(opened);
+        assert_eq!(boxed.source.name(), Path::new("pattern"));
+        assert!(
+            boxed.description.contains("pattern asked for"),
+            "{}",
+            boxed.description
+        );
+    }
+
+    #[test]
+    fn controls_are_refused_for_sources_without_them_before_anything_opens() {
+        for (device, path) in [
+            ("pattern", "pattern"),
+            (
+                "unix:/nonexistent/zerocam.sock",
+                "unix:/nonexistent/zerocam.sock",
+            ),
+            ("gst:fakesrc", "gst:fakesrc"),
+        ] {
+            let spec = SourceSpec::new(Some(device.into()));
+            let Err(e) = open_source(&spec, &controls()) else {
+                panic!("{device} took controls");
+            };
+            assert!(
+                matches!(&e, CaptureError::NoSuchControl { path: p, name }
+                    if p == Path::new(path) && name == "Test Pattern"),
+                "{device}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn controls_of_a_missing_device_report_the_device() {
+        let spec = SourceSpec::new(Some("/dev/video-none".into()));
+        let Err(e) = open_source(&spec, &controls()) else {
+            panic!("/dev/video-none opened");
+        };
+        assert!(matches!(e, CaptureError::NoDevice { .. }), "{e}");
+    }
+
+    #[cfg(not(feature = "libcamera"))]
+    #[test]
+    fn libcamera_without_the_feature_names_the_feature() {
+        for device in ["libcamera:Virtual0", "libcamera"] {
+            let Err(e) = open_source(&SourceSpec::new(Some(device.into())), &controls()) else {
+                panic!("{device} opened without the feature");
+            };
+            assert!(
+                matches!(&e, CaptureError::InvalidArgument(crate::ArgumentError::FeatureMissing { feature, .. })
+                    if *feature == "libcamera"),
+                "{device}: {e}"
+            );
+        }
     }
 }

@@ -1,58 +1,29 @@
-//! `zerocam.Camera`: V4L2 capture, the pattern source, a publisher's frames
-//! (`unix:PATH`) and GStreamer pipelines (`gst:`), as an iterator of
-//! [`Frame`]s (`frame.rs`); `list_devices()`.
+//! `zerocam.Camera`: every source `zerocam_capture::open` opens — V4L2
+//! devices, `libcamera:ID` (feature `libcamera`), the pattern source, a
+//! publisher's frames (`unix:PATH`) and GStreamer pipelines (`gst:`, feature
+//! `gstreamer`) — as an iterator of [`Frame`]s (`frame.rs`); `list_devices()`.
+//!
+//! The opening is the capture crate's ([`open_source`]), the one the CLI and
+//! the C API use, so whatever `zerocam bench DEVICE` opens, `Camera(DEVICE)`
+//! opens; this module adds Python's argument checks and messages.
 
-use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use zerocam_capture::share::Subscriber;
-use zerocam_capture::{
-    BufferMode, CaptureFormat, Device, FrameSource, PatternConfig, PatternSource, Stream,
-    StreamConfig,
-};
+use zerocam_capture::open::{open_source, AnySource, ControlValue, OpenOptions, SourceSpec};
+use zerocam_capture::{BufferMode, CaptureFormat, Device, FrameSource};
 
 use crate::errors::{capture_err, invalid, released};
 use crate::frame::Frame;
 
-enum Source {
-    Stream(Stream),
-    Pattern(PatternSource),
-    Subscriber(Box<Subscriber>),
-    /// `gst:PIPELINE` (feature `gstreamer`).
-    #[cfg(feature = "gstreamer")]
-    Gst(Box<zerocam_capture::GstSource>),
-}
-
-impl Source {
-    fn as_source(&mut self) -> &mut dyn FrameSource {
-        match self {
-            Source::Stream(s) => s,
-            Source::Pattern(p) => p,
-            Source::Subscriber(s) => s.as_mut(),
-            #[cfg(feature = "gstreamer")]
-            Source::Gst(g) => g.as_mut(),
-        }
-    }
-
-    fn as_ref(&self) -> &dyn FrameSource {
-        match self {
-            Source::Stream(s) => s,
-            Source::Pattern(p) => p,
-            Source::Subscriber(s) => s.as_ref(),
-            #[cfg(feature = "gstreamer")]
-            Source::Gst(g) => g.as_ref(),
-        }
-    }
-}
-
-/// A camera (V4L2 device, the built-in pattern source, or a publisher's
-/// frames over a Unix socket): a context manager and an iterator of frames.
+/// A camera (a V4L2 device, a libcamera camera, the built-in pattern source,
+/// a publisher's frames over a Unix socket, a GStreamer pipeline): a context
+/// manager and an iterator of frames.
 #[pyclass(module = "zerocam._zerocam", frozen)]
 pub struct Camera {
-    source: Mutex<Option<Source>>,
+    source: Mutex<Option<AnySource>>,
     timeout: Duration,
 }
 
@@ -85,105 +56,161 @@ fn parse_buffers(buffers: i64) -> PyResult<u32> {
         .ok_or_else(|| invalid(format!("buffers {buffers} is not an int >= 2")))
 }
 
-/// The pattern source, from parsed arguments (`Camera.pattern` and
-/// `Camera(device="pattern")`).
-fn pattern_camera(
-    format: CaptureFormat,
-    (width, height): (u32, u32),
-    fps: Option<f64>,
-    buffers: u32,
-    timeout: Duration,
-) -> PyResult<Camera> {
-    let mut config = PatternConfig::new(format, width, height);
-    config.fps = fps;
-    config.buffers = buffers;
-    let source = PatternSource::new(config).map_err(capture_err)?;
-    Ok(Camera {
-        source: Mutex::new(Some(Source::Pattern(source))),
-        timeout,
-    })
-}
-
-/// A subscriber to the publisher at `socket` (`Camera(device="unix:PATH")`).
-fn subscriber_camera(
-    py: Python<'_>,
-    socket: &str,
-    controls: Option<&Bound<'_, PyDict>>,
-    mode: BufferMode,
-    memory: &str,
-    timeout: Duration,
-) -> PyResult<Camera> {
-    if let Some(c) = controls.filter(|c| !c.is_empty()) {
-        return Err(invalid(format!(
-            "controls {c}: a publisher's frames (unix:{socket}) have no controls here"
-        )));
+fn parse_memory(memory: &str) -> PyResult<BufferMode> {
+    match memory {
+        "mmap" => Ok(BufferMode::Mmap),
+        "dmabuf" => Ok(BufferMode::DmaBuf),
+        other => Err(invalid(format!(
+            "memory {other:?} is not one of \"mmap\", \"dmabuf\""
+        ))),
     }
-    if mode != BufferMode::Mmap {
-        return Err(invalid(format!(
-            "memory {memory:?}: a publisher's frames (unix:{socket}) come in its buffers; \
-             give \"mmap\" or leave it out"
-        )));
-    }
-    let source = py
-        .detach(|| Subscriber::connect(socket))
-        .map_err(capture_err)?;
-    Ok(Camera {
-        source: Mutex::new(Some(Source::Subscriber(Box::new(source)))),
-        timeout,
-    })
 }
 
-/// A GStreamer pipeline (`Camera(device="gst:PIPELINE")`), in a build with
-/// the cargo feature `gstreamer`.
-#[cfg(feature = "gstreamer")]
-fn gst_camera(py: Python<'_>, pipeline: &str, timeout: Duration) -> PyResult<Camera> {
-    let source = py
-        .detach(|| zerocam_capture::GstSource::new(pipeline))
-        .map_err(capture_err)?;
-    Ok(Camera {
-        source: Mutex::new(Some(Source::Gst(Box::new(source)))),
-        timeout,
-    })
-}
-
-#[cfg(not(feature = "gstreamer"))]
-fn gst_camera(_py: Python<'_>, pipeline: &str, _timeout: Duration) -> PyResult<Camera> {
-    Err(capture_err(
-        zerocam_capture::ArgumentError::FeatureMissing {
-            what: format!("gst:{pipeline}"),
-            feature: "gstreamer",
-        }
-        .into(),
-    ))
-}
-
-/// Sets `controls` (name → menu item name or int value) on `device`.
-fn set_controls(device: &Device, controls: &Bound<'_, PyDict>) -> PyResult<()> {
-    for (k, v) in controls.iter() {
-        let name: String = k
-            .extract()
-            .map_err(|_| invalid(format!("control name {k} is not a string")))?;
-        set_control(device, &name, &v)?;
-    }
-    Ok(())
-}
-
-fn set_control(device: &Device, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+/// A control's value from Python: a menu item name (`str`) or an `int`.
+fn control_value(name: &str, value: &Bound<'_, PyAny>) -> PyResult<ControlValue> {
     if let Ok(item) = value.extract::<String>() {
-        return device.set_menu(name, &item).map_err(capture_err);
+        return Ok(ControlValue::Menu(item));
     }
-    let v: i32 = value.extract().map_err(|_| {
+    value.extract().map(ControlValue::Int).map_err(|_| {
         invalid(format!(
             "control {name:?}: value {value} is not a str or an int"
         ))
-    })?;
-    let info = device.control(name).map_err(capture_err)?;
-    device.set_control(info.id, v).map_err(capture_err)
+    })
+}
+
+/// `controls` (name → menu item name or int), in the dict's order.
+fn parse_controls(controls: &Bound<'_, PyDict>) -> PyResult<Vec<(String, ControlValue)>> {
+    controls
+        .iter()
+        .map(|(k, v)| {
+            let name: String = k
+                .extract()
+                .map_err(|_| invalid(format!("control name {k} is not a string")))?;
+            let value = control_value(&name, &v)?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+/// The kinds of source, as far as Python's checks tell them apart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    V4l2,
+    Pattern,
+    Subscriber,
+    Libcamera,
+    Gst,
+}
+
+impl Kind {
+    /// The kind `device` names; `None` when the opener picks
+    /// (`device=None`: the first camera, else the pattern).
+    fn of_device(device: Option<&str>) -> Option<Kind> {
+        let d = device?;
+        Some(if d.starts_with("unix:") {
+            Kind::Subscriber
+        } else if d.starts_with("gst:") {
+            Kind::Gst
+        } else if d == "pattern" {
+            Kind::Pattern
+        } else if d == "libcamera" || d.starts_with("libcamera:") {
+            Kind::Libcamera
+        } else {
+            Kind::V4l2
+        })
+    }
+
+    fn of_source(source: &AnySource) -> Kind {
+        match source {
+            AnySource::V4l2(_) => Kind::V4l2,
+            AnySource::Pattern(_) => Kind::Pattern,
+            AnySource::Subscriber(_) => Kind::Subscriber,
+            #[cfg(feature = "libcamera")]
+            AnySource::Libcamera(_) => Kind::Libcamera,
+            #[cfg(feature = "gstreamer")]
+            AnySource::Gst(_) => Kind::Gst,
+        }
+    }
+
+    /// Why a source of this kind (named `name`) has no controls here, or
+    /// `None` for a V4L2 device.
+    fn no_controls(self, name: &str) -> Option<String> {
+        match self {
+            Kind::V4l2 => None,
+            Kind::Pattern => Some("the pattern source has no controls".into()),
+            Kind::Subscriber => Some(format!(
+                "a publisher's frames ({name}) have no controls here"
+            )),
+            Kind::Libcamera => Some(format!(
+                "a libcamera camera ({name}) has no V4L2 controls here"
+            )),
+            Kind::Gst => Some("a GStreamer pipeline (gst:) has no controls here".into()),
+        }
+    }
+
+    /// Refuses what a source of this kind cannot do: `controls`, and a
+    /// `memory` other than `"mmap"` where the source has its own buffers.
+    fn check(
+        self,
+        name: &str,
+        controls: Option<&Bound<'_, PyDict>>,
+        mode: BufferMode,
+        memory: &str,
+    ) -> PyResult<()> {
+        if let (Some(c), Some(why)) = (controls.filter(|c| !c.is_empty()), self.no_controls(name)) {
+            return Err(invalid(format!("controls {c}: {why}")));
+        }
+        let own = match self {
+            Kind::Pattern => "the pattern source has its own (memfd) buffers",
+            Kind::Subscriber => "a publisher's frames ({name}) come in its buffers",
+            Kind::Libcamera => "a libcamera camera ({name}) has its own (dma-buf) buffers",
+            Kind::V4l2 | Kind::Gst => return Ok(()),
+        };
+        if mode != BufferMode::Mmap {
+            let own = own.replace("{name}", name);
+            return Err(invalid(format!(
+                "memory {memory:?}: {own}; give \"mmap\" or leave it out"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Opens `spec` with `options` through the capture crate's opener, without
+/// the GIL.
+fn open_camera(
+    py: Python<'_>,
+    spec: &SourceSpec,
+    options: &OpenOptions,
+    timeout: Duration,
+) -> PyResult<Camera> {
+    let opened = py
+        .detach(|| open_source(spec, options))
+        .map_err(capture_err)?;
+    Ok(Camera {
+        source: Mutex::new(Some(opened.source)),
+        timeout,
+    })
+}
+
+/// Sets control `name` of `device` to a Python value.
+fn set_control(device: &Device, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    control_value(name, value)?
+        .set(device, name)
+        .map_err(capture_err)
 }
 
 #[pymethods]
 impl Camera {
     /// Opens `device` and starts capturing `format` at `size`.
+    ///
+    /// `device`: a V4L2 device path, `"libcamera:ID"` (a libcamera camera;
+    /// `"libcamera"`: the first one; needs a build with the cargo feature
+    /// `libcamera`), `"pattern"` (the built-in pattern source),
+    /// `"unix:PATH"`, `"gst:PIPELINE"` (a build with the feature
+    /// `gstreamer`), or `None`: the first libcamera camera (with the
+    /// feature), else the first V4L2 camera, else the pattern — what the
+    /// `zerocam` command line tool opens for the same name.
     ///
     /// `device="unix:PATH"` subscribes to the publisher (`zerocam serve`)
     /// listening at `PATH` instead: its frames come in the publisher's
@@ -192,15 +219,16 @@ impl Camera {
     /// `Disconnected` (`reconnect()` connects again).
     ///
     /// `memory`: `"mmap"` (driver buffers, exported once as dma-bufs) or
-    /// `"dmabuf"` (buffers from the DMA heap). `controls`: `{name: value}`
-    /// set before streaming (a menu item name or an int). `timeout`: seconds
-    /// `next()` waits for a frame.
+    /// `"dmabuf"` (buffers from the DMA heap; V4L2 devices only).
+    /// `controls`: `{name: value}` set before streaming (a menu item name or
+    /// an int; V4L2 devices only). `timeout`: seconds `next()` waits for a
+    /// frame.
     #[new]
     #[pyo3(signature = (device="/dev/video0", format="NV12", size=(640, 480), fps=None, buffers=4, memory="mmap", controls=None, timeout=2.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        device: &str,
+        device: Option<&str>,
         format: &str,
         size: (i64, i64),
         fps: Option<f64>,
@@ -210,64 +238,44 @@ impl Camera {
         timeout: f64,
     ) -> PyResult<Camera> {
         let format = parse_format(format)?;
-        let (w, h) = parse_size(size)?;
+        let size = parse_size(size)?;
         let buffers = parse_buffers(buffers)?;
         let timeout = parse_timeout(timeout)?;
-        let mode = match memory {
-            "mmap" => BufferMode::Mmap,
-            "dmabuf" => BufferMode::DmaBuf,
-            other => {
-                return Err(invalid(format!(
-                    "memory {other:?} is not one of \"mmap\", \"dmabuf\""
-                )))
-            }
+        let mode = parse_memory(memory)?;
+        let kind = Kind::of_device(device);
+        if let (Some(kind), Some(d)) = (kind, device) {
+            kind.check(d, controls, mode, memory)?;
+        }
+        let options = OpenOptions {
+            controls: controls
+                .map(parse_controls)
+                .transpose()?
+                .unwrap_or_default(),
+            fallback: None,
         };
-        if let Some(socket) = device.strip_prefix("unix:") {
-            return subscriber_camera(py, socket, controls, mode, memory, timeout);
-        }
-        if let Some(pipeline) = device.strip_prefix("gst:") {
-            if let Some(c) = controls.filter(|c| !c.is_empty()) {
-                return Err(invalid(format!(
-                    "controls {c}: a GStreamer pipeline (gst:) has no controls here"
-                )));
-            }
-            return gst_camera(py, pipeline, timeout);
-        }
-        if device == "pattern" {
-            if let Some(c) = controls.filter(|c| !c.is_empty()) {
-                return Err(invalid(format!(
-                    "controls {c}: the pattern source has no controls"
-                )));
-            }
-            if mode != BufferMode::Mmap {
-                return Err(invalid(format!(
-                    "memory {memory:?}: the pattern source has its own (memfd) buffers; \
-                     give \"mmap\" or leave it out"
-                )));
-            }
-            return pattern_camera(format, (w, h), fps, buffers, timeout);
-        }
-        let path = PathBuf::from(device);
-        let mut dev = py.detach(|| Device::open(&path)).map_err(capture_err)?;
-        if let Some(c) = controls {
-            set_controls(&dev, c)?;
-        }
-        dev.set_format(format, w, h).map_err(capture_err)?;
-        if let Some(fps) = fps {
-            dev.set_frame_rate(fps).map_err(capture_err)?;
-        }
-        let config = StreamConfig {
+        let spec = SourceSpec {
+            format: Some(format),
+            size: Some(size),
+            fps,
             buffers,
             mode,
-            ..StreamConfig::default()
+            ..SourceSpec::new(device.map(str::to_owned))
         };
-        let stream = py
-            .detach(|| Stream::new(dev, config))
-            .map_err(|e| capture_err(e.error))?;
-        Ok(Camera {
-            source: Mutex::new(Some(Source::Stream(stream))),
-            timeout,
-        })
+        let camera = open_camera(py, &spec, &options, timeout)?;
+        if kind.is_none() {
+            // The opener picked the source: refuse what it cannot do now.
+            let picked = camera.source.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(source) = picked.as_ref() {
+                let name = source.name().display().to_string();
+                let checked = Kind::of_source(source).check(&name, controls, mode, memory);
+                drop(picked);
+                if let Err(e) = checked {
+                    camera.close(py);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(camera)
     }
 
     /// The built-in pattern source (colour bars and a moving line; works on
@@ -275,19 +283,22 @@ impl Camera {
     #[staticmethod]
     #[pyo3(signature = (format="NV12", size=(640, 480), fps=None, buffers=4, timeout=2.0))]
     fn pattern(
+        py: Python<'_>,
         format: &str,
         size: (i64, i64),
         fps: Option<f64>,
         buffers: i64,
         timeout: f64,
     ) -> PyResult<Camera> {
-        pattern_camera(
-            parse_format(format)?,
-            parse_size(size)?,
+        let spec = SourceSpec {
+            format: Some(parse_format(format)?),
+            size: Some(parse_size(size)?),
             fps,
-            parse_buffers(buffers)?,
-            parse_timeout(timeout)?,
-        )
+            buffers: parse_buffers(buffers)?,
+            ..SourceSpec::new(Some("pattern".into()))
+        };
+        let timeout = parse_timeout(timeout)?;
+        open_camera(py, &spec, &OpenOptions::default(), timeout)
     }
 
     /// The next frame, waiting at most `timeout` seconds (default: the
@@ -301,7 +312,7 @@ impl Camera {
         let frame = py.detach(|| {
             let mut src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
             match src.as_mut() {
-                Some(s) => Ok(s.as_source().next_frame(timeout)),
+                Some(s) => Ok(s.next_frame(timeout)),
                 None => Err(()),
             }
         });
@@ -348,7 +359,7 @@ impl Camera {
         py.detach(|| {
             let mut src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
             match src.as_mut() {
-                Some(Source::Subscriber(s)) => Ok(s.reconnect()),
+                Some(AnySource::Subscriber(s)) => Ok(s.reconnect()),
                 Some(_) => Err(Some(
                     "reconnect: the camera is not a publisher's (unix:PATH)",
                 )),
@@ -359,35 +370,31 @@ impl Camera {
         .map_err(capture_err)
     }
 
-    /// Sets a device control by name: a menu item name (`"100% Red"`) or an int.
+    /// Sets a device control by name: a menu item name (`"100% Red"`) or an
+    /// int. Only V4L2 devices have controls (`InvalidArgument` otherwise).
     fn set_control(&self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
-        match src.as_ref() {
-            Some(Source::Stream(s)) => set_control(s.device(), name, value),
-            Some(Source::Pattern(_)) => Err(invalid(format!(
-                "control {name:?}: the pattern source has no controls"
-            ))),
-            Some(Source::Subscriber(s)) => Err(invalid(format!(
-                "control {name:?}: a publisher's frames (unix:{}) have no controls here",
-                s.name().display()
-            ))),
-            #[cfg(feature = "gstreamer")]
-            Some(Source::Gst(_)) => Err(invalid(format!(
-                "control {name:?}: a GStreamer pipeline's elements have their own properties"
-            ))),
-            None => Err(released("the camera")),
+        let source = src.as_ref().ok_or_else(|| released("the camera"))?;
+        if let AnySource::V4l2(s) = source {
+            return set_control(s.device(), name, value);
         }
+        let kind = Kind::of_source(source);
+        let why = match kind {
+            Kind::Subscriber => kind.no_controls(&format!("unix:{}", source.name().display())),
+            Kind::Gst => Some("a GStreamer pipeline's elements have their own properties".into()),
+            _ => kind.no_controls(&source.name().display().to_string()),
+        };
+        Err(invalid(format!(
+            "control {name:?}: {}",
+            why.unwrap_or_default()
+        )))
     }
 
     /// Counters: `frames`, `dropped`, `buffer_errors`, `buffers`, `planes`,
     /// and `cache` (`hits`, `misses` = imports, `evictions`, `invalidated`, `live`).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
-        let s = src
-            .as_ref()
-            .ok_or_else(|| released("the camera"))?
-            .as_ref()
-            .stats();
+        let s = src.as_ref().ok_or_else(|| released("the camera"))?.stats();
         let d = PyDict::new(py);
         d.set_item("frames", s.frames)?;
         d.set_item("dropped", s.dropped)?;
@@ -411,20 +418,20 @@ impl Camera {
         let f = src
             .as_ref()
             .ok_or_else(|| released("the camera"))?
-            .as_ref()
             .stream_format()
             .clone();
         Ok((f.format.name.to_owned(), f.width, f.height))
     }
 
-    /// The device path, `"pattern"`, or `"unix:PATH"`.
+    /// The device path, `"libcamera:ID"`, `"pattern"`, `"unix:PATH"`, or
+    /// the GStreamer source's name.
     #[getter]
     fn device(&self) -> PyResult<String> {
         let src = self.source.lock().unwrap_or_else(PoisonError::into_inner);
         let src = src.as_ref().ok_or_else(|| released("the camera"))?;
-        let name = src.as_ref().name().display();
+        let name = src.name().display();
         Ok(match src {
-            Source::Subscriber(_) => format!("unix:{name}"),
+            AnySource::Subscriber(_) => format!("unix:{name}"),
             _ => name.to_string(),
         })
     }

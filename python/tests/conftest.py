@@ -19,3 +19,8 @@ def pytest_configure(config):
         "markers",
         "gstreamer: needs a wheel built with the cargo feature gstreamer (Camera(\"gst:...\"))",
     )
+    config.addinivalue_line(
+        "markers",
+        "libcamera: needs an extension built with the cargo feature libcamera "
+        "(Camera(\"libcamera:ID\")) and a libcamera camera (the lab's Virtual0)",
+    )

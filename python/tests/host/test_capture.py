@@ -159,6 +159,32 @@ def test_pattern_device_takes_the_arguments_and_refuses_what_it_cannot_do():
         Camera("pattern", buffers=1)
 
 
+def test_libcamera_needs_the_feature_and_has_no_controls():
+    # The published wheels have no libcamera: the capture crate's opener says
+    # which cargo feature would open it.
+    for device in ("libcamera:Virtual0", "libcamera"):
+        with pytest.raises(zerocam.InvalidArgument, match="cargo feature `libcamera`"):
+            Camera(device)
+    with pytest.raises(zerocam.InvalidArgument, match="controls.*no V4L2 controls"):
+        Camera("libcamera:Virtual0", controls={"Brightness": 1})
+    with pytest.raises(zerocam.InvalidArgument, match='"dmabuf".*libcamera'):
+        Camera("libcamera:Virtual0", memory="dmabuf")
+
+
+@pytest.mark.skipif(bool(glob.glob("/dev/video*")), reason="a V4L2 camera is present")
+def test_no_device_opens_the_pattern_when_no_camera_is_present():
+    # device=None: what `zerocam bench` opens with no device, the first
+    # camera, else the pattern source.
+    with Camera(None, "GREY", (64, 32), buffers=3) as cam:
+        assert cam.device == "pattern" and cam.format == ("GREY", 64, 32)
+        cam.read().release()
+        assert cam.stats()["buffers"] == 3
+    with pytest.raises(zerocam.InvalidArgument, match='"dmabuf".*pattern'):
+        Camera(None, memory="dmabuf")
+    with pytest.raises(zerocam.InvalidArgument, match='pattern: no control named "Test Pattern"'):
+        Camera(None, controls={"Test Pattern": "100% Red"})
+
+
 def test_no_fd_growth_over_300_frames():
     def fds():
         return len(os.listdir("/proc/self/fd"))
