@@ -23,7 +23,7 @@ pub(crate) enum Object {
     /// A frame, and the source it came from (kept open while it lives).
     Frame(crate::capture::FrameObject),
     /// A model-input preprocessor (boxed: it is large, the others small).
-    Preprocessor(Box<Mutex<zerocam_gpu::Preprocessor>>),
+    Preprocessor(Box<Mutex<zerocam_preprocess::Preprocessor>>),
 }
 
 /// The type of an [`Object`], named in errors.

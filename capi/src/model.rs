@@ -8,7 +8,7 @@ pub use run::*;
 
 use std::sync::Mutex;
 
-use zerocam_gpu::{ChannelOrder, Device, Fit, ModelInput, ModelLayout, Preprocessor};
+use zerocam_preprocess::{Backend, ChannelOrder, Fit, ModelInput, ModelLayout, Preprocessor};
 
 use crate::ffi::{call, handle, id, read, Out};
 use crate::handle::{self as table, Kind, Object};
@@ -240,9 +240,9 @@ unsafe fn new(
     // SAFETY: the caller's promise for `input`.
     let input = model_input(&unsafe { read(input, "input") }?)?;
     let device = match device {
-        ZEROCAM_DEVICE_AUTO => Device::Auto,
-        ZEROCAM_DEVICE_CPU => Device::Cpu,
-        ZEROCAM_DEVICE_GPU => Device::Gpu,
+        ZEROCAM_DEVICE_AUTO => Backend::Auto,
+        ZEROCAM_DEVICE_CPU => Backend::Cpu,
+        ZEROCAM_DEVICE_GPU => Backend::Gpu,
         v => {
             return Err(CapiError::InvalidArgument(format!(
                 "device {v} is not a ZEROCAM_DEVICE_* value (0..=2)"
@@ -295,7 +295,7 @@ mod tests {
     fn the_headers_default_ring_depth_is_the_preprocessors() {
         assert_eq!(
             super::ZEROCAM_DEFAULT_RING_DEPTH,
-            zerocam_gpu::DEFAULT_RING_DEPTH
+            zerocam_preprocess::DEFAULT_RING_DEPTH
         );
     }
 }

@@ -6,7 +6,7 @@ use std::ffi::{c_char, CString};
 
 use ::zerocam_tensor::Error as TensorError;
 use zerocam_capture::CaptureError;
-use zerocam_gpu::{ModelInputError, PreprocessError};
+use zerocam_preprocess::{ModelInputError, PreprocessError};
 
 /// What a call returns: `ZEROCAM_OK` or one of the `ZEROCAM_ERROR_*`
 /// codes; `zerocam_last_error()` then says what was wrong.
@@ -198,7 +198,7 @@ fn preprocess_status(e: &PreprocessError) -> zerocam_status {
     use PreprocessError as E;
     match e {
         E::RingFull { .. } => ZEROCAM_ERROR_BUSY,
-        E::NoGpu { .. } | E::NoGlFeature | E::NoDeviceTakes { .. } => ZEROCAM_ERROR_UNSUPPORTED,
+        E::NoGpu { .. } | E::NoGpuFeature | E::NoDeviceTakes { .. } => ZEROCAM_ERROR_UNSUPPORTED,
         E::Tensor(t) => tensor_status(t),
         E::Model(_) | E::BatchSize { .. } | E::ZeroRingDepth { .. } => {
             ZEROCAM_ERROR_INVALID_ARGUMENT
@@ -209,8 +209,8 @@ fn preprocess_status(e: &PreprocessError) -> zerocam_status {
 }
 
 /// The status of a CPU conversion's error.
-fn cpu_status(e: &zerocam_gpu::CpuConvertError) -> zerocam_status {
-    use zerocam_gpu::CpuConvertError as E;
+fn cpu_status(e: &zerocam_preprocess::CpuConvertError) -> zerocam_status {
+    use zerocam_preprocess::CpuConvertError as E;
     match e {
         E::CropOutOfBounds { .. } | E::BatchIndex { .. } => ZEROCAM_ERROR_OUT_OF_BOUNDS,
         E::Tensor(t) => tensor_status(t),

@@ -288,10 +288,11 @@ fn gl_errors_are_typed() {
 fn a_preprocessors_ring_reaches_cuda_and_is_still_reused() {
     // Model inputs into CUDA: each ring destination registers once, and a
     // registration does not count as a holder (the ring keeps reusing).
-    use zerocam_gpu::{ColorSpec, Device, ModelInput, Preprocessor};
+    use zerocam_preprocess::{Backend, ModelInput, Preprocessor};
+    use zerocam_tensor::ColorSpec;
     let _serial = serial();
     let d = double();
-    for device in [Device::Cpu, Device::Gpu] {
+    for device in [Backend::Cpu, Backend::Gpu] {
         d.reset();
         let input = ModelInput::new(32, 32).unwrap();
         let mut pre = Preprocessor::new(input, device)

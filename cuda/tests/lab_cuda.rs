@@ -14,11 +14,24 @@ use zerocam_cuda::{Cuda, CudaFrameExt, CudaPath};
 use zerocam_tensor::{Access, PixelFormat, Tensor, TensorMemory};
 
 mod common;
-#[path = "../../gpu/tests/lab_common/mod.rs"]
-mod lab_common;
 
 use common::double::{double, library, serial};
-use lab_common::{gpu, lock, red_stream, REQUIRE};
+use zerocam_gpu::{ColorSpec, ConvertOptions, Gpu, ImportPolicy};
+use zerocam_test_support::lab::{lock, zink_env};
+use zerocam_test_support::vivid::red_stream;
+
+/// BT.601 limited range, EGLImage import required (no upload fallback).
+const REQUIRE: ConvertOptions = ConvertOptions {
+    crop: None,
+    color: ColorSpec::BT601_LIMITED,
+    import: ImportPolicy::Require,
+};
+
+/// A `Gpu` on zink over lavapipe.
+fn gpu() -> Gpu {
+    zink_env();
+    Gpu::new().unwrap()
+}
 
 const SINGLE: &str = "/dev/video0";
 const MULTI: &str = "/dev/video1";

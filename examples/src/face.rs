@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use litert::{CompilationOptions, CompiledModel, ElementType, Environment, Model, TensorBuffer};
-use zerocam_gpu::{
-    ColorSpec, Device, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout,
-    PreprocessError, Preprocessor,
+use zerocam_preprocess::{
+    Backend, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout, PreprocessError,
+    Preprocessor,
 };
+use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{DType, Tensor, TensorDyn};
 
 use crate::blazeface::{BlazeFaceModel, Decoder, OutputSizeError, KEYPOINTS};
@@ -206,7 +207,7 @@ impl FaceDetector {
     /// [`FaceError::NotBlazeFace`] for a model whose input or outputs are
     /// not BlazeFace's.
     pub fn open(path: &Path) -> Result<FaceDetector, FaceError> {
-        FaceDetector::open_on(path, Device::Auto)
+        FaceDetector::open_on(path, Backend::Auto)
     }
 
     /// As [`open`](FaceDetector::open), making model inputs on `device`
@@ -214,8 +215,8 @@ impl FaceDetector {
     ///
     /// # Errors
     /// As [`open`](FaceDetector::open); [`FaceError::Convert`] for a device
-    /// that cannot be opened (`Device::Gpu` without EGL).
-    pub fn open_on(path: &Path, device: Device) -> Result<FaceDetector, FaceError> {
+    /// that cannot be opened (`Backend::Gpu` without EGL).
+    pub fn open_on(path: &Path, device: Backend) -> Result<FaceDetector, FaceError> {
         let not = |what: String| FaceError::NotBlazeFace {
             path: path.to_path_buf(),
             what,

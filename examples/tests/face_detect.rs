@@ -15,7 +15,7 @@ use std::process::Command;
 
 use zerocam_examples::face::{locate_model, FaceDetector, FaceError};
 use zerocam_examples::still::read_png;
-use zerocam_gpu::ColorSpec;
+use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{Region, Tensor, TensorDyn};
 
 /// scikit-image's `data/astronaut.png` (512x512 RGB, public domain), found

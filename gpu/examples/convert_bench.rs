@@ -16,7 +16,7 @@
 //! Where there is no DMA heap or no dma-buf import (the host), only `upload`
 //! runs, and the first line says so.
 //!
-//! Then the model-input rows ([`Gpu::convert_model`], centre crop): the same
+//! Then the model-input rows ([`Gpu::write_model`], centre crop): the same
 //! frames to a 1x3x640x640 `f32` tensor, ImageNet mean/std, into memory (read
 //! back) and into a PBO (timed with a CPU map of it, which waits for the
 //! GPU); to 640x640x3 `u8` (NHWC) and to 1x3x299x299 `u8` (NCHW, an odd
@@ -26,8 +26,10 @@
 
 use std::time::{Duration, Instant};
 
-use zerocam_gpu::{ConvertOptions, Fit, Gpu, GpuStats, ImportPolicy, ModelInput, ModelLayout};
-use zerocam_tensor::{Access, DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
+use zerocam_gpu::{
+    ChannelLayout, ConvertOptions, Gpu, GpuStats, ImportPolicy, ModelWrite, SampleRect,
+};
+use zerocam_tensor::{Access, DType, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
 
 const BUFFERS: usize = 4;
 
@@ -83,7 +85,7 @@ fn run_model(
     gpu: &Gpu,
     frames: &[Tensor<u8>],
     dst: &TensorDyn,
-    input: &ModelInput,
+    input: &ModelWrite,
     n: usize,
     import: ImportPolicy,
 ) -> (Vec<Duration>, GpuStats) {
@@ -95,7 +97,7 @@ fn run_model(
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
         let t0 = Instant::now();
-        gpu.convert_model_dyn(&frames[i % frames.len()], dst, input, &options, 0)
+        gpu.write_model_dyn(&frames[i % frames.len()], dst, input, &options, 0)
             .unwrap();
         if dst.memory() == TensorMemory::Pbo {
             // A readback into a PBO may still be in flight: a consumer's map
@@ -115,9 +117,9 @@ fn run_model(
 }
 
 /// A model-input destination of `input` in memory or (`pbo`) a PBO.
-fn model_tensor(gpu: &Gpu, input: &ModelInput, pbo: bool) -> TensorDyn {
+fn model_tensor(gpu: &Gpu, input: &ModelWrite, pbo: bool) -> TensorDyn {
     let shape = input.shape();
-    match (input.element_type(), pbo) {
+    match (input.dtype, pbo) {
         (dtype, false) => TensorDyn::new(&shape, dtype, Some(TensorMemory::Mem), None).unwrap(),
         (DType::U8, true) => gpu.pbo_tensor::<u8>(&shape).unwrap().into(),
         (_, true) => gpu.pbo_tensor::<f32>(&shape).unwrap().into(),
@@ -129,24 +131,48 @@ fn model_tensor(gpu: &Gpu, input: &ModelInput, pbo: bool) -> TensorDyn {
 /// u8 NCHW, an odd size whose element ends inside a texel (its last texel
 /// read back byte by byte).
 fn model_rows(gpu: &Gpu, frames: &[Tensor<u8>], import: ImportPolicy, name: &str, n: usize) {
-    let f32s = ModelInput::new(640, 640)
-        .unwrap()
-        .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
-        .unwrap()
-        .fit(Fit::Crop);
-    let u8s = |w, h, layout| {
-        ModelInput::new(w, h)
-            .unwrap()
-            .dtype(DType::U8)
-            .unwrap()
-            .with_layout(layout)
-            .fit(Fit::Crop)
+    // The centre square of the 1280x720 frames, onto the whole input (what
+    // zerocam-preprocess's `Fit::Crop` works out for a square input).
+    let write = |w, h, dtype, layout, gain: [f32; 3], bias| ModelWrite {
+        size: (w, h),
+        batch: 1,
+        layout,
+        dtype,
+        matrix: [gain[0], 0.0, 0.0, 0.0, gain[1], 0.0, 0.0, 0.0, gain[2]],
+        bias,
+        pad: [0.0; 3],
+        range: match dtype {
+            DType::U8 => (0.0, 255.0),
+            _ => (f32::MIN, f32::MAX),
+        },
+        source: SampleRect {
+            x: 280.0,
+            y: 0.0,
+            width: 720.0,
+            height: 720.0,
+        },
+        target: Region::new(0, 0, w, h),
     };
+    // ImageNet mean/std: (rgb - mean) / std.
+    let (mean, std) = ([0.485f32, 0.456, 0.406], [0.229f32, 0.224, 0.225]);
+    let f32s = write(
+        640,
+        640,
+        DType::F32,
+        ChannelLayout::Planes,
+        std.map(|s| 1.0 / s),
+        [0, 1, 2].map(|c| -mean[c] / std[c]),
+    );
+    let u8s = |w, h, layout| write(w, h, DType::U8, layout, [255.0; 3], [0.0; 3]);
     let rows = [
-        (f32s.clone(), false, "f32 mem"),
+        (f32s, false, "f32 mem"),
         (f32s, true, "f32 pbo+map"),
-        (u8s(640, 640, ModelLayout::Nhwc), false, "u8 nhwc mem"),
-        (u8s(299, 299, ModelLayout::Nchw), false, "u8 299 mem"),
+        (
+            u8s(640, 640, ChannelLayout::Interleaved),
+            false,
+            "u8 nhwc mem",
+        ),
+        (u8s(299, 299, ChannelLayout::Planes), false, "u8 299 mem"),
     ];
     for (input, pbo, label) in rows {
         let dst = model_tensor(gpu, &input, pbo);

@@ -43,7 +43,7 @@ pub(crate) enum Pack {
     Rgb,
     /// Channel `c` of four consecutive pixels (one plane of planar RGB).
     Channel(u32),
-    /// Model-input elements (`crate::model_plan::pack_code`).
+    /// Model-input elements (`crate::model::draw_plan::pack_code`).
     Model(i32),
 }
 
@@ -146,7 +146,7 @@ impl TargetGrid {
 
 /// Everything [`Gpu::convert`](crate::Gpu::convert) needs to know, checked.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Plan {
+pub(crate) struct DrawPlan {
     pub source: ImagePlacement,
     /// The source rectangle in pixels of the source's root frame.
     pub crop: Region,
@@ -158,7 +158,7 @@ pub(crate) struct Plan {
     /// Output size in pixels.
     pub out: (usize, usize),
     /// What a model-input conversion writes (`None` for an image destination).
-    pub model: Option<crate::model_plan::ModelDraw>,
+    pub model: Option<crate::model::draw_plan::ModelDraw>,
 }
 
 fn image(t: &Tensor<u8>, role: &'static str) -> Result<ImagePlacement> {
@@ -218,6 +218,26 @@ pub(crate) fn source(src: &Tensor<u8>, crop: Option<Region>) -> Result<(ImagePla
     }
     let abs = Region::new(view.x + crop.x, view.y + crop.y, crop.width, crop.height);
     Ok((p, abs))
+}
+
+/// The part of `src` a conversion samples, relative to `src`: `crop`, or
+/// all of it; checked as [`Gpu::convert`](crate::Gpu::convert) checks a
+/// source (an image of a format it reads, even sizes where chroma is
+/// subsampled, the crop inside). Pure arithmetic, no GL: a caller that
+/// places the source itself (a model input's fit) starts here.
+///
+/// # Errors
+/// [`GpuError::NotAnImage`], [`GpuError::UnsupportedFormat`],
+/// [`GpuError::BadSize`], [`GpuError::CropOutOfBounds`].
+pub fn source_region(src: &Tensor<u8>, crop: Option<Region>) -> Result<Region> {
+    let (p, abs) = source(src, crop)?;
+    let view = p.region;
+    Ok(Region::new(
+        abs.x - view.x,
+        abs.y - view.y,
+        abs.width,
+        abs.height,
+    ))
 }
 
 /// Checks a destination and lays out its grid and rectangles.
@@ -298,13 +318,17 @@ pub(crate) fn target(dst: &Tensor<u8>) -> Result<(RootLayout, TargetGrid, Rects)
 }
 
 /// Plans `convert(src, dst, options)`.
-pub(crate) fn plan(src: &Tensor<u8>, dst: &Tensor<u8>, options: &ConvertOptions) -> Result<Plan> {
+pub(crate) fn plan(
+    src: &Tensor<u8>,
+    dst: &Tensor<u8>,
+    options: &ConvertOptions,
+) -> Result<DrawPlan> {
     let (source, crop) = source(src, options.crop)?;
     let (target_root, grid, rects) = target(dst)?;
     let out = dst
         .placement()
         .map_or((0, 0), |p| (p.region.width, p.region.height));
-    Ok(Plan {
+    Ok(DrawPlan {
         source,
         crop,
         target_label: (target_root.format, target_root.width, target_root.height),

@@ -2,8 +2,6 @@
 
 use zerocam_tensor::{DType, PixelFormat, Region, TensorMemory};
 
-use crate::ModelInputError;
-
 /// A GPU path failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -196,7 +194,9 @@ pub enum GpuError {
         reason: &'static str,
     },
 
-    /// A model-input destination the GPU cannot lay out as RGBA8 texels
+    /// A model-input destination that is not what the
+    /// [`ModelWrite`](crate::ModelWrite) describes (element type, shape,
+    /// batch index, packing) or that the GPU cannot lay out as RGBA8 texels
     /// (its elements do not start on a multiple of their size in the buffer).
     #[error("model-input destination {shape:?} {dtype:?}: {reason}")]
     ModelDestination {
@@ -207,13 +207,6 @@ pub enum GpuError {
         /// What it must be.
         reason: &'static str,
     },
-
-    /// A model input that cannot take this source (a letterbox below one
-    /// pixel) or this destination (another element type or shape, a batch
-    /// index past the batch, elements not packed:
-    /// [`ModelInput::check_destination`](crate::ModelInput::check_destination)).
-    #[error(transparent)]
-    ModelInput(#[from] ModelInputError),
 
     /// An error from a tensor (map, view, fd).
     #[error(transparent)]

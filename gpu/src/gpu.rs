@@ -23,8 +23,8 @@ use std::thread::{JoinHandle, ThreadId};
 use zerocam_cache::GpuCacheStats;
 use zerocam_tensor::Tensor;
 
+use crate::draw_plan::{plan, ConvertOptions};
 use crate::egl::EglContext;
-use crate::plan::{plan, ConvertOptions};
 use crate::poison::{self, Poison, PoisonCell, WhenPoisoned};
 use crate::state::GlState;
 use crate::{GpuError, GpuInfo, Result};

@@ -60,14 +60,11 @@
 #![deny(unsafe_code)]
 
 mod color;
+mod draw_plan;
 mod egl_attributes;
 mod error;
 mod model;
-mod model_plan;
-mod plan;
 
-#[cfg(feature = "gl")]
-mod convert_model;
 #[cfg(feature = "gl")]
 #[allow(unsafe_code)] // the EGL FFI edge: loading EGL, its calls and EGLImages
 mod egl;
@@ -102,15 +99,10 @@ use zerocam_test_support::alloc as test_alloc;
 static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
+pub use draw_plan::{source_region, ConvertOptions, ImportPolicy};
 pub use egl_attributes::drm_fourcc;
 pub use error::{GpuError, Result};
-pub use model::{
-    convert_cpu, is_software_renderer, ChannelOrder, ChosenDevice, CpuConvertError,
-    CpuPreprocessor, Device, DeviceReason, Fit, FitPlacement, ModelInput, ModelInputError,
-    ModelLayout, PreprocessError, PreprocessStats, Preprocessed, Preprocessor, Quantization,
-    SourceRect, DEFAULT_RING_DEPTH, MODEL_DTYPES,
-};
-pub use plan::{ConvertOptions, ImportPolicy};
+pub use model::{ChannelLayout, ModelWrite, SampleRect, WRITE_DTYPES};
 
 #[cfg(feature = "gl")]
 pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};

@@ -1,9 +1,9 @@
 //! The draw: one full-viewport triangle per destination rectangle.
 
 use crate::color;
+use crate::draw_plan::{DrawPlan, Pack};
 use crate::glutil::{self, uniform, TEXTURE_EXTERNAL_OES};
-use crate::model_plan::ModelDraw;
-use crate::plan::{Pack, Plan};
+use crate::model::draw_plan::ModelDraw;
 use crate::source::Bound;
 use crate::target::Prepared;
 use crate::{shaders, Result};
@@ -87,11 +87,11 @@ fn model_source(m: &ModelDraw, source: &Bound) -> [f32; 4] {
 /// Draws every rectangle of `plan` into `target`, sampling `source`.
 pub(crate) fn draw(
     program: &Program,
-    plan: &Plan,
+    plan: &DrawPlan,
     source: &Bound,
     target: &Prepared,
 ) -> Result<()> {
-    let offsets = color::offsets(source.color);
+    let offsets = source.color.ycbcr_offsets();
     let matrix = color::matrix_columns(source.color);
     let (out_w, out_h) = (plan.out.0 as f32, plan.out.1 as f32);
     glutil::bind_framebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);

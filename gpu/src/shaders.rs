@@ -207,7 +207,7 @@ void main() {
 /// The defines and writer of destination `pack` (model inputs from 3 up).
 fn writer(pack: i32) -> String {
     if pack >= 3 {
-        let (dtype, layout) = crate::model_plan::unpack_code(pack);
+        let (dtype, layout) = crate::model::draw_plan::unpack_code(pack);
         format!("#define DTYPE {dtype}\n#define LAYOUT {layout}\n{WRITE_MODEL}")
     } else {
         format!("#define PACK {pack}\n{WRITE}")

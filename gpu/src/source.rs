@@ -6,10 +6,10 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use zerocam_cache::{GpuImageCache, ImageKey};
 use zerocam_tensor::{Access, DeviceBorrow, PixelFormat, Region, RootLayout, Tensor, TensorMemory};
 
+use crate::draw_plan::{DrawPlan, ImportPolicy};
 use crate::egl::EglImage;
 use crate::egl_attributes::source_attribs;
 use crate::glutil::{self, TexUpload, UploadFrom, TEXTURE_EXTERNAL_OES};
-use crate::plan::{ImportPolicy, Plan};
 use crate::state::GlState;
 use crate::{ColorSpec, ConvertOptions, GpuError, Result};
 
@@ -83,7 +83,7 @@ pub(crate) struct Bound {
 /// Imports or uploads `src` and binds it to texture units 0 and 1.
 pub(crate) fn bind(
     st: &mut GlState,
-    plan: &Plan,
+    plan: &DrawPlan,
     src: &Tensor<u8>,
     options: &ConvertOptions,
 ) -> Result<Bound> {
@@ -209,7 +209,7 @@ pub(crate) fn destroy_source(s: SourceImage) {
     drop(s.image);
 }
 
-fn import(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
+fn import(st: &mut GlState, plan: &DrawPlan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
     let root = plan.source.root;
     // The GPU reads the buffer(s) until the draw is done: no CPU writer meanwhile.
     let borrow = src.device_borrow(Access::Read)?;
@@ -281,7 +281,7 @@ fn tex_specs(format: PixelFormat, w: usize, h: usize) -> Option<(i32, [Option<Te
     })
 }
 
-fn upload(st: &mut GlState, plan: &Plan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
+fn upload(st: &mut GlState, plan: &DrawPlan, src: &Tensor<u8>, color: ColorSpec) -> Result<Bound> {
     let view = plan.source.region;
     let format = plan.source.root.format;
     let (kind, specs) =

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use zerocam_cache::GpuImageCache;
 use zerocam_tensor::{Element, Tensor};
 
+use crate::draw_plan::{ConvertOptions, DrawPlan};
 use crate::egl::EglContext;
 use crate::glutil;
-use crate::plan::{ConvertOptions, Plan};
 use crate::poison::PoisonCell;
 use crate::render::Program;
 use crate::source::{SourceImage, Sources};
@@ -35,7 +35,7 @@ pub(crate) struct GlState {
     pub extensions: crate::interop::Extensions,
     pub programs: Programs,
     pub sources: Sources,
-    pub targets: GpuImageCache<crate::plan::TargetGrid, RenderTarget>,
+    pub targets: GpuImageCache<crate::draw_plan::TargetGrid, RenderTarget>,
     pub stats: GpuStats,
     pub pbos: Vec<u32>,
     /// The 4-byte pack buffer of shared texels read back into a PBO
@@ -149,7 +149,7 @@ impl GlState {
     /// Runs a planned conversion.
     pub fn convert<T: Element>(
         &mut self,
-        plan: &Plan,
+        plan: &DrawPlan,
         src: &Tensor<u8>,
         dst: &Tensor<T>,
         options: &ConvertOptions,

@@ -7,10 +7,10 @@ use std::os::fd::AsRawFd;
 use zerocam_cache::ImageKey;
 use zerocam_tensor::{Access, DeviceBorrow, Element, Tensor, TensorMemory};
 
+use crate::draw_plan::{DrawPlan, ImportPolicy, Rect, TargetGrid};
 use crate::egl::EglImage;
 use crate::egl_attributes::target_attribs;
 use crate::glutil::{self, PixelRect, Readback};
-use crate::plan::{ImportPolicy, Plan, Rect, TargetGrid};
 use crate::state::GlState;
 use crate::{GpuError, Result};
 
@@ -31,7 +31,7 @@ pub(crate) struct Prepared {
     _borrow: Option<DeviceBorrow>,
 }
 
-fn too_big(plan: &Plan, max: i32) -> GpuError {
+fn too_big(plan: &DrawPlan, max: i32) -> GpuError {
     GpuError::BadSize {
         what: "destination",
         format: plan.target_label.0,
@@ -58,7 +58,7 @@ fn own_texture(w: i32, h: i32) -> Result<u32> {
 fn imported_texture<T: Element>(
     st: &GlState,
     dst: &Tensor<T>,
-    plan: &Plan,
+    plan: &DrawPlan,
 ) -> Result<(u32, EglImage)> {
     let fd = dst.fd().ok_or(zerocam_tensor::Error::NoFd {
         memory: dst.memory(),
@@ -93,7 +93,7 @@ fn imported_texture<T: Element>(
 
 fn create<T: Element>(
     st: &mut GlState,
-    plan: &Plan,
+    plan: &DrawPlan,
     dst: &Tensor<T>,
     policy: ImportPolicy,
 ) -> Result<RenderTarget> {
@@ -143,7 +143,7 @@ fn create<T: Element>(
 /// Finds or creates the destination root's render target and binds it.
 pub(crate) fn prepare<T: Element>(
     st: &mut GlState,
-    plan: &Plan,
+    plan: &DrawPlan,
     dst: &Tensor<T>,
     policy: ImportPolicy,
 ) -> Result<Prepared> {
@@ -203,7 +203,7 @@ fn scratch_pbo(st: &mut GlState) -> Result<u32> {
 /// 4-byte copy on the CPU, or a scratch buffer and a GPU copy into a PBO.
 pub(crate) fn finish<T: Element>(
     st: &mut GlState,
-    plan: &Plan,
+    plan: &DrawPlan,
     dst: &Tensor<T>,
     target: &Prepared,
 ) -> Result<()> {

@@ -1,9 +1,9 @@
 //! The host's Mesa cannot import a dma-buf (no `EGL_EXT_image_dma_buf_import`)
 //! and the host has no camera: the dma-buf import tests run in the kernel lab
 //! under zink on lavapipe (`cargo lab -p zerocam-gpu --test lab_gpu`, and
-//! `--test lab_gpu_panic` for a panic with dma-buf imports in flight,
-//! `--test lab_model_gpu` for model inputs from and into dma-bufs). This
-//! test names them and checks they are still there and still wired to the lab.
+//! `--test lab_gpu_panic` for a panic with dma-buf imports in flight;
+//! zerocam-preprocess checks its own model-input lab tests). This test
+//! names them and checks they are still there and still wired to the lab.
 #![allow(clippy::unwrap_used)]
 
 const LAB_ONLY: [&str; 7] = [
@@ -21,31 +21,14 @@ const LAB_PANIC: [&str; 2] = [
     "capture_carries_on_after_a_panic_and_a_new_gpu_imports_again",
 ];
 
-const LAB_MODEL: [&str; 3] = [
-    "an_imported_nv12_dma_buf_matches_the_reference",
-    "repeated_frames_of_the_same_buffers_are_not_imported_again",
-    "a_dma_buf_model_tensor_is_rendered_in_place",
-];
-
 /// Checks that `binary` is declared as a lab test target and defines `tests`.
 fn assert_lab_tests(binary: &str, tests: &[&str]) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let decl = format!(
-        "name = \"{binary}\"\npath = \"tests/{binary}.rs\"\nrequired-features = [\"lab\", \"gl\"]"
+    zerocam_test_support::lab::assert_lab_tests(
+        env!("CARGO_MANIFEST_DIR"),
+        binary,
+        &["lab", "gl"],
+        tests,
     );
-    assert!(
-        manifest.contains(&decl),
-        "{binary} is not declared as a lab test target"
-    );
-    let src = std::fs::read_to_string(dir.join(format!("tests/{binary}.rs"))).unwrap();
-    for test in tests {
-        assert!(
-            src.contains(&format!("fn {test}()")),
-            "lab test {test} missing"
-        );
-        println!("runs in the kernel lab (cargo lab-test): {binary}::{test}");
-    }
 }
 
 #[test]
@@ -56,9 +39,4 @@ fn dma_buf_import_tests_run_in_the_kernel_lab() {
 #[test]
 fn gl_thread_panic_tests_with_dma_buf_imports_run_in_the_kernel_lab() {
     assert_lab_tests("lab_gpu_panic", &LAB_PANIC);
-}
-
-#[test]
-fn model_input_tests_on_dma_bufs_run_in_the_kernel_lab() {
-    assert_lab_tests("lab_model_gpu", &LAB_MODEL);
 }

@@ -15,7 +15,8 @@
 
 use std::time::{Duration, Instant};
 
-use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput, ModelLayout};
+use zerocam_preprocess::{CpuPreprocessor, Fit, ModelInput, ModelLayout};
+use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
 
 // Counts every allocation of the process (all_threads).

@@ -28,7 +28,7 @@ impl ModelInput {
     /// It allocates nothing unless it fails.
     ///
     /// ```
-    /// use zerocam_gpu::{ModelInput, ModelInputError};
+    /// use zerocam_preprocess::{ModelInput, ModelInputError};
     /// use zerocam_tensor::{DType, TensorDyn, TensorMemory};
     /// let input = ModelInput::new(4, 2)?.dtype(DType::U8)?; // [1, 3, 2, 4]
     /// let mem = Some(TensorMemory::Mem);
@@ -63,6 +63,7 @@ impl ModelInput {
     }
 
     /// [`check_destination`](ModelInput::check_destination) of a typed tensor.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))] // the GPU backend's
     pub(crate) fn check_tensor<T: Element>(
         &self,
         dst: &Tensor<T>,

@@ -55,7 +55,7 @@ pub struct SourceRect {
 /// centres.
 ///
 /// ```
-/// use zerocam_gpu::{Fit, ModelInput};
+/// use zerocam_preprocess::{Fit, ModelInput};
 /// use zerocam_tensor::Region;
 /// let input = ModelInput::new(640, 640)?.fit(Fit::Letterbox { pad: [114; 3] });
 /// let p = input.place(Region::new(0, 0, 1280, 720))?;
@@ -200,6 +200,17 @@ impl FitPlacement {
             self.source.x + (col as f64 - self.target.x as f64 + 0.5) / sx - 0.5,
             self.source.y + (row as f64 - self.target.y as f64 + 0.5) / sy - 0.5,
         )
+    }
+}
+
+impl crate::ModelInput {
+    /// Where `source` (a rectangle of the frame, in frame pixels) lands in
+    /// this input, by its [`Fit`].
+    ///
+    /// # Errors
+    /// As [`Fit::place`].
+    pub fn place(&self, source: Region) -> Result<FitPlacement, ModelInputError> {
+        self.fit_mode().place(source, self.width(), self.height())
     }
 }
 

@@ -54,7 +54,7 @@ pub struct Quantization {
 /// [`affine`](ModelInput::affine) gives that as one multiply-add per channel.
 ///
 /// ```
-/// use zerocam_gpu::{Fit, ModelInput, ModelLayout};
+/// use zerocam_preprocess::{Fit, ModelInput, ModelLayout};
 /// use zerocam_tensor::DType;
 /// // A torchvision classifier: 1x3x224x224 f32, ImageNet mean/std, centre crop.
 /// let input = ModelInput::new(224, 224)?
@@ -63,7 +63,7 @@ pub struct Quantization {
 ///     .fit(Fit::Crop);
 /// assert_eq!(input.shape(), [1, 3, 224, 224]);
 /// assert_eq!(input.layout(), ModelLayout::Nchw);
-/// # Ok::<(), zerocam_gpu::ModelInputError>(())
+/// # Ok::<(), zerocam_preprocess::ModelInputError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelInput {

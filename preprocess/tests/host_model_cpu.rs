@@ -14,10 +14,11 @@ static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 mod model_reference;
 
 use model_reference::{expected, fit, max_error, read_element, Source};
-use zerocam_gpu::{
-    convert_cpu, ChannelOrder, ColorSpec, CpuConvertError, CpuPreprocessor, Fit, Matrix,
-    ModelInput, ModelInputError, ModelLayout, Range,
+use zerocam_preprocess::{
+    convert_cpu, ChannelOrder, CpuConvertError, CpuPreprocessor, Fit, ModelInput, ModelInputError,
+    ModelLayout,
 };
+use zerocam_tensor::{ColorSpec, Matrix, Range};
 use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
 
 /// The CPU path's formats.

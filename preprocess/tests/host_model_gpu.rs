@@ -12,13 +12,15 @@ mod model_reference;
 
 use model_gpu::{f16_values, frame, input, tolerance, values, MEAN, STD};
 use model_reference::{expected, max_error, Source};
-use zerocam_gpu::{
-    ChannelOrder, ColorSpec, ConvertOptions, Fit, Gpu, GpuError, Matrix, ModelInput,
-    ModelInputError, ModelLayout, Range,
+use zerocam_gpu::{ConvertOptions, Gpu, GpuError};
+use zerocam_preprocess::gpu::{convert_model, convert_model_dyn};
+use zerocam_preprocess::{
+    ChannelOrder, Fit, ModelInput, ModelInputError, ModelLayout, PreprocessError,
 };
 use zerocam_tensor::{
     f16, DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
 };
+use zerocam_tensor::{ColorSpec, Matrix, Range};
 
 /// Converts `src` into a new memory tensor of `input` and returns batch
 /// element `n`'s values.
@@ -28,22 +30,22 @@ fn convert(gpu: &Gpu, src: &Tensor<u8>, input: &ModelInput, opts: &ConvertOption
     match input.element_type() {
         DType::U8 => {
             let t = Tensor::<u8>::new(&shape, mem, None).unwrap();
-            gpu.convert_model(src, &t, input, opts, 0).unwrap();
+            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
             values(&t, 0)
         }
         DType::I8 => {
             let t = Tensor::<i8>::new(&shape, mem, None).unwrap();
-            gpu.convert_model(src, &t, input, opts, 0).unwrap();
+            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
             values(&t, 0)
         }
         DType::F16 => {
             let t = Tensor::<f16>::new(&shape, mem, None).unwrap();
-            gpu.convert_model(src, &t, input, opts, 0).unwrap();
+            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
             f16_values(&t, 0)
         }
         _ => {
             let t = Tensor::<f32>::new(&shape, mem, None).unwrap();
-            gpu.convert_model(src, &t, input, opts, 0).unwrap();
+            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
             values(&t, 0)
         }
     }
@@ -161,9 +163,7 @@ fn the_letterbox_bars_hold_the_pad_and_the_placement_maps_back() {
         .fit(Fit::Letterbox { pad: [114, 0, 255] })
         .with_channels(ChannelOrder::Bgr);
     let t = Tensor::<u8>::new(&i.shape(), Some(TensorMemory::Mem), None).unwrap();
-    let placed = gpu
-        .convert_model(&src, &t, &i, &ConvertOptions::default(), 0)
-        .unwrap();
+    let placed = convert_model(&gpu, &src, &t, &i, &ConvertOptions::default(), 0).unwrap();
     assert_eq!(placed.target, Region::new(0, 8, 32, 16));
     assert_eq!(placed.to_frame(16.0, 16.0), (64.0, 32.0));
     let v = values(&t, 0);
@@ -227,7 +227,7 @@ fn every_source_format_and_a_view_of_a_frame() {
     let crop = input(16, 16, DType::U8, ModelLayout::Nchw).fit(Fit::Crop);
     check(&gpu, &view, &crop, &opts);
     let t = Tensor::<u8>::new(&crop.shape(), Some(TensorMemory::Mem), None).unwrap();
-    let placed = gpu.convert_model(&view, &t, &crop, &opts, 0).unwrap();
+    let placed = convert_model(&gpu, &view, &t, &crop, &opts, 0).unwrap();
     assert_eq!((placed.source.x, placed.source.width), (5.0, 40.0));
 }
 
@@ -246,8 +246,8 @@ fn a_batch_element_is_written_alone_into_one_render_target() {
         frame(PixelFormat::Rgb, 48, 24, None),
     ];
     let opts = ConvertOptions::default();
-    gpu.convert_model(&sources[0], &t, &i, &opts, 2).unwrap();
-    gpu.convert_model(&sources[1], &t, &i, &opts, 0).unwrap();
+    convert_model(&gpu, &sources[0], &t, &i, &opts, 2).unwrap();
+    convert_model(&gpu, &sources[1], &t, &i, &opts, 0).unwrap();
     assert!(
         f16_values(&t, 1).iter().all(|&v| v == 7.0),
         "element 1 untouched"
@@ -269,16 +269,13 @@ fn pbo_shared_memory_and_tensor_dyn_destinations() {
     let src = frame(PixelFormat::Nv12, 64, 48, None);
     let i = input(16, 16, DType::F32, ModelLayout::Nchw).fit(Fit::Crop);
     let pbo = gpu.pbo_tensor::<f32>(&i.shape()).unwrap();
-    gpu.convert_model(&src, &pbo, &i, &ConvertOptions::default(), 0)
-        .unwrap();
+    convert_model(&gpu, &src, &pbo, &i, &ConvertOptions::default(), 0).unwrap();
     let mem = Tensor::<f32>::new(&i.shape(), Some(TensorMemory::Mem), None).unwrap();
     let dyn_mem = TensorDyn::F32(mem.clone());
-    gpu.convert_model_dyn(&src, &dyn_mem, &i, &ConvertOptions::default(), 0)
-        .unwrap();
+    convert_model_dyn(&gpu, &src, &dyn_mem, &i, &ConvertOptions::default(), 0).unwrap();
     assert_eq!(values(&pbo, 0), values(&mem, 0));
     let shm = Tensor::<f32>::new(&i.shape(), Some(TensorMemory::Shm), None).unwrap();
-    gpu.convert_model(&src, &shm, &i, &ConvertOptions::default(), 0)
-        .unwrap();
+    convert_model(&gpu, &src, &shm, &i, &ConvertOptions::default(), 0).unwrap();
     assert_eq!(values(&shm, 0), values(&mem, 0));
     let source = Source::new(&src, Matrix::Bt601, Range::Limited);
     let want = expected(&i, &source, Region::new(0, 0, 64, 48), [0; 3]);
@@ -295,13 +292,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     let i = input(16, 8, DType::F32, ModelLayout::Nchw);
 
     let wrong_type = Tensor::<u8>::new(&i.shape(), mem, None).unwrap();
-    let e = gpu
-        .convert_model(&src, &wrong_type, &i, &opts, 0)
-        .unwrap_err();
+    let e = convert_model(&gpu, &src, &wrong_type, &i, &opts, 0).unwrap_err();
     assert!(
         matches!(
             e,
-            GpuError::ModelInput(ModelInputError::DestinationDType {
+            PreprocessError::Model(ModelInputError::DestinationDType {
                 expected: DType::F32,
                 actual: DType::U8
             })
@@ -310,13 +305,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     );
 
     let wrong_shape = Tensor::<f32>::new(&[1, 8, 16, 3], mem, None).unwrap();
-    let e = gpu
-        .convert_model(&src, &wrong_shape, &i, &opts, 0)
-        .unwrap_err();
+    let e = convert_model(&gpu, &src, &wrong_shape, &i, &opts, 0).unwrap_err();
     assert!(
         matches!(
             e,
-            GpuError::ModelInput(ModelInputError::DestinationShape { .. })
+            PreprocessError::Model(ModelInputError::DestinationShape { .. })
         ),
         "{e}"
     );
@@ -324,11 +317,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     assert!(e.to_string().contains("[1, 3, 8, 16]"), "{e}");
 
     let right = Tensor::<f32>::new(&i.shape(), mem, None).unwrap();
-    let e = gpu.convert_model(&src, &right, &i, &opts, 1).unwrap_err();
+    let e = convert_model(&gpu, &src, &right, &i, &opts, 1).unwrap_err();
     assert!(
         matches!(
             e,
-            GpuError::ModelInput(ModelInputError::BatchIndex { index: 1, batch: 1 })
+            PreprocessError::Model(ModelInputError::BatchIndex { index: 1, batch: 1 })
         ),
         "{e}"
     );
@@ -336,11 +329,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     let tiny = input(8, 8, DType::F32, ModelLayout::Nchw).fit(Fit::Letterbox { pad: [0; 3] });
     let long = frame(PixelFormat::Rgb, 400, 2, None);
     let t = Tensor::<f32>::new(&tiny.shape(), mem, None).unwrap();
-    let e = gpu.convert_model(&long, &t, &tiny, &opts, 0).unwrap_err();
+    let e = convert_model(&gpu, &long, &t, &tiny, &opts, 0).unwrap_err();
     assert!(
         matches!(
             e,
-            GpuError::ModelInput(ModelInputError::LetterboxTooSmall {
+            PreprocessError::Model(ModelInputError::LetterboxTooSmall {
                 source_width: 400,
                 source_height: 2,
                 ..
@@ -350,13 +343,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     );
 
     let u16s = TensorDyn::new(&i.shape(), DType::U16, mem, None).unwrap();
-    let e = gpu
-        .convert_model_dyn(&src, &u16s, &i, &opts, 0)
-        .unwrap_err();
+    let e = convert_model_dyn(&gpu, &src, &u16s, &i, &opts, 0).unwrap_err();
     assert!(
         matches!(
             e,
-            GpuError::ModelInput(ModelInputError::DestinationDType {
+            PreprocessError::Model(ModelInputError::DestinationDType {
                 actual: DType::U16,
                 ..
             })
@@ -374,13 +365,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
     .memory(TensorMemory::Mem)
     .build()
     .unwrap();
-    let e = gpu
-        .convert_model(&src, &padded, &nhwc, &opts, 0)
-        .unwrap_err();
+    let e = convert_model(&gpu, &src, &padded, &nhwc, &opts, 0).unwrap_err();
     assert!(
         matches!(
             &e,
-            GpuError::ModelInput(ModelInputError::DestinationNotPacked { expected, actual })
+            PreprocessError::Model(ModelInputError::DestinationNotPacked { expected, actual })
                 if *expected == [72, 18, 3, 1] && *actual == [80, 20, 3, 1]
         ),
         "{e}"
@@ -390,8 +379,11 @@ fn bad_destinations_and_inputs_are_typed_errors_with_their_values() {
         crop: Some(Region::new(60, 0, 8, 8)),
         ..opts
     };
-    let e = gpu.convert_model(&src, &right, &i, &crop, 0).unwrap_err();
-    assert!(matches!(e, GpuError::CropOutOfBounds { .. }), "{e}");
+    let e = convert_model(&gpu, &src, &right, &i, &crop, 0).unwrap_err();
+    assert!(
+        matches!(e, PreprocessError::Gpu(GpuError::CropOutOfBounds { .. })),
+        "{e}"
+    );
 
     assert_eq!(gpu.stats().unwrap().converts, 0, "nothing ran");
 }

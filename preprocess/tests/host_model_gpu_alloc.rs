@@ -5,6 +5,7 @@
 //! One test in the binary, so nothing else allocates meanwhile.
 #![allow(clippy::unwrap_used)]
 
+use zerocam_preprocess::gpu::convert_model_dyn;
 use zerocam_test_support::alloc as counting_alloc;
 #[global_allocator]
 static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
@@ -14,7 +15,8 @@ mod model_gpu;
 mod model_reference;
 
 use model_gpu::{destination, frame, input};
-use zerocam_gpu::{ConvertOptions, Fit, Gpu, ModelLayout};
+use zerocam_gpu::{ConvertOptions, Gpu};
+use zerocam_preprocess::{Fit, ModelLayout};
 use zerocam_tensor::{DType, PixelFormat, TensorMemory};
 
 /// Allocations per run of `f` over `n` runs: `(on this thread, on others)`.
@@ -52,7 +54,7 @@ fn convert_model_allocates_nothing_on_the_gl_thread() {
             .fit(Fit::Crop);
         let dst = destination(&gpu, &i, memory);
         for n in 0..3 {
-            gpu.convert_model_dyn(&src, &dst, &i, &opts, n).unwrap(); // warm up
+            convert_model_dyn(&gpu, &src, &dst, &i, &opts, n).unwrap(); // warm up
         }
         const N: u64 = 30;
         let (round_trip, stats_gl) = per_call(N, || {
@@ -60,7 +62,7 @@ fn convert_model_allocates_nothing_on_the_gl_thread() {
         });
         let mut k = 0;
         let (caller, gl) = per_call(N, || {
-            gpu.convert_model_dyn(&src, &dst, &i, &opts, k % 3).unwrap();
+            convert_model_dyn(&gpu, &src, &dst, &i, &opts, k % 3).unwrap();
             k += 1;
         });
         println!(

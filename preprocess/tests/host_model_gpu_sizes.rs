@@ -16,7 +16,9 @@ use model_gpu::{
     assert_element, destination, dyn_values, fill_dyn, frame, input, sentinel, tolerance, values,
     MEAN, STD,
 };
-use zerocam_gpu::{ConvertOptions, Fit, Gpu, GpuStats, ModelInput, ModelLayout, MODEL_DTYPES};
+use zerocam_gpu::{ConvertOptions, Gpu, GpuStats};
+use zerocam_preprocess::gpu::{convert_model, convert_model_dyn};
+use zerocam_preprocess::{Fit, ModelInput, ModelLayout, MODEL_DTYPES};
 use zerocam_tensor::{
     f16, DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
 };
@@ -61,8 +63,7 @@ fn check_batch(gpu: &Gpu, sources: &[Tensor<u8>; 3], input: &ModelInput, memory:
     };
     let what = format!("{memory:?}");
     for (step, &n) in order.iter().enumerate() {
-        gpu.convert_model_dyn(&sources[n], &dst, input, &opts, n)
-            .unwrap();
+        convert_model_dyn(&gpu, &sources[n], &dst, input, &opts, n).unwrap();
         if step == 1 {
             let s = sentinel(input.element_type());
             let v = dyn_values(&dst, 1);
@@ -130,7 +131,7 @@ fn a_batch_view_of_a_wider_tensor_starting_inside_a_texel() {
             .fit(Fit::Crop);
         let opts = ConvertOptions::default();
         for n in [1, 0] {
-            gpu.convert_model(&sources[n], &view, &i, &opts, n).unwrap();
+            convert_model(&gpu, &sources[n], &view, &i, &opts, n).unwrap();
         }
         let dst = TensorDyn::U8(view);
         for (n, src) in sources.iter().enumerate().take(2) {
@@ -164,8 +165,7 @@ fn an_f16_image_batch_two_bytes_into_its_buffer() {
     let dst = fill_dyn(&TensorDyn::F16(t));
     let opts = ConvertOptions::default();
     for n in [0, 2, 1] {
-        gpu.convert_model_dyn(&sources[n], &dst, &i, &opts, n)
-            .unwrap();
+        convert_model_dyn(&gpu, &sources[n], &dst, &i, &opts, n).unwrap();
     }
     for (n, src) in sources.iter().enumerate() {
         assert_element(&dst, n, src, &i, &opts, 0.02, "f16 image");
@@ -203,13 +203,12 @@ fn a_steady_stream_repeats_no_gl_work() {
         let dst = destination(&gpu, &i, memory);
         let opts = ConvertOptions::default();
         for (n, f) in frames.iter().enumerate() {
-            gpu.convert_model_dyn(f, &dst, &i, &opts, n).unwrap();
+            convert_model_dyn(&gpu, f, &dst, &i, &opts, n).unwrap();
         }
         let first = gpu.stats().unwrap();
         const N: u64 = 12;
         for k in 0..N as usize {
-            gpu.convert_model_dyn(&frames[k % 3], &dst, &i, &opts, k % 3)
-                .unwrap();
+            convert_model_dyn(&gpu, &frames[k % 3], &dst, &i, &opts, k % 3).unwrap();
         }
         let after = gpu.stats().unwrap();
         assert_eq!(

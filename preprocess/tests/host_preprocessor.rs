@@ -13,10 +13,12 @@ static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 mod model_reference;
 
 use model_reference::{expected, max_error, read_element, Source};
-use zerocam_gpu::{
-    ChosenDevice, ColorSpec, CpuConvertError, Device, DeviceReason, Fit, Gpu, GpuError, ModelInput,
-    ModelInputError, ModelLayout, PreprocessError, Preprocessor, DEFAULT_RING_DEPTH,
+use zerocam_gpu::{Gpu, GpuError};
+use zerocam_preprocess::{
+    Backend, BackendReason, ChosenBackend, CpuConvertError, Fit, ModelInput, ModelInputError,
+    ModelLayout, PreprocessError, Preprocessor, DEFAULT_RING_DEPTH,
 };
+use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
 
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
@@ -72,11 +74,11 @@ fn worst_against_reference(src: &Tensor<u8>, input: &ModelInput, got: &TensorDyn
 fn auto_takes_the_cpu_on_llvmpipe_and_says_why() {
     let renderer = Gpu::new().unwrap().info().renderer.clone();
     assert!(renderer.contains("llvmpipe"), "the host's Mesa: {renderer}");
-    let auto = Preprocessor::new(f32_input(), Device::Auto).unwrap();
-    assert_eq!(auto.device(), ChosenDevice::Cpu);
+    let auto = Preprocessor::new(f32_input(), Backend::Auto).unwrap();
+    assert_eq!(auto.backend(), ChosenBackend::Cpu);
     assert_eq!(
         auto.reason(),
-        &DeviceReason::SoftwareRenderer {
+        &BackendReason::SoftwareRenderer {
             renderer: renderer.clone()
         }
     );
@@ -84,15 +86,15 @@ fn auto_takes_the_cpu_on_llvmpipe_and_says_why() {
         auto.reason().to_string(),
         format!("software rasterizer: {renderer}")
     );
-    let cpu = Preprocessor::new(f32_input(), Device::Cpu).unwrap();
+    let cpu = Preprocessor::new(f32_input(), Backend::Cpu).unwrap();
     assert_eq!(
-        (cpu.device(), cpu.reason()),
-        (ChosenDevice::Cpu, &DeviceReason::Requested)
+        (cpu.backend(), cpu.reason()),
+        (ChosenBackend::Cpu, &BackendReason::Requested)
     );
-    let gpu = Preprocessor::new(f32_input(), Device::Gpu).unwrap();
+    let gpu = Preprocessor::new(f32_input(), Backend::Gpu).unwrap();
     assert_eq!(
-        (gpu.device(), gpu.reason()),
-        (ChosenDevice::Gpu, &DeviceReason::Requested)
+        (gpu.backend(), gpu.reason()),
+        (ChosenBackend::Gpu, &BackendReason::Requested)
     );
     assert_eq!(auto.ring_depth(), DEFAULT_RING_DEPTH);
     assert_eq!(auto.stats().tensors_allocated, 0, "allocated lazily");
@@ -117,11 +119,11 @@ fn gpu_and_cpu_agree_with_the_reference_and_each_other() {
             0.02
         };
         let mut results = Vec::new();
-        for device in [Device::Gpu, Device::Cpu] {
+        for device in [Backend::Gpu, Backend::Cpu] {
             let mut pre = Preprocessor::new(input.clone(), device).unwrap();
             let out = pre.run(&src, None, ColorSpec::default()).unwrap();
             let want_memory = match device {
-                Device::Gpu => TensorMemory::Pbo,
+                Backend::Gpu => TensorMemory::Pbo,
                 _ => TensorMemory::Mem,
             };
             assert_eq!(out.tensor.memory(), want_memory);
@@ -146,7 +148,7 @@ fn gpu_and_cpu_agree_with_the_reference_and_each_other() {
 
 /// The ring on `device`: a free destination is written again (same
 /// buffer), a held one never is, and with all held the call is refused.
-fn ring_rules(device: Device) {
+fn ring_rules(device: Backend) {
     let mut pre = Preprocessor::new(f32_input(), device)
         .unwrap()
         .with_ring_depth(2)
@@ -204,8 +206,8 @@ fn ring_rules(device: Device) {
 
 #[test]
 fn the_ring_reuses_free_destinations_and_never_overwrites_a_held_one() {
-    ring_rules(Device::Cpu);
-    ring_rules(Device::Gpu);
+    ring_rules(Backend::Cpu);
+    ring_rules(Backend::Gpu);
 }
 
 #[test]
@@ -213,7 +215,7 @@ fn steady_state_allocates_nothing_per_frame() {
     let src = picture(PixelFormat::Nv12, 128, 72, 3);
     let color = ColorSpec::default();
     // Results dropped at once: one destination serves every frame.
-    let mut pre = Preprocessor::new(f32_input(), Device::Cpu).unwrap();
+    let mut pre = Preprocessor::new(f32_input(), Backend::Cpu).unwrap();
     for _ in 0..3 {
         pre.run(&src, None, color).unwrap();
     }
@@ -244,7 +246,7 @@ fn steady_state_allocates_nothing_per_frame() {
     assert_eq!(pre.stats().tensors_allocated, 2);
     assert_eq!(pre.stats().cpu_images, 45);
     // On the GPU the call itself allocates (its GL job), the ring does not.
-    let mut gpu = Preprocessor::new(f32_input(), Device::Gpu).unwrap();
+    let mut gpu = Preprocessor::new(f32_input(), Backend::Gpu).unwrap();
     let mut held = gpu.run(&src, None, color).unwrap();
     for _ in 0..10 {
         held = gpu.run(&src, None, color).unwrap();
@@ -261,7 +263,7 @@ fn auto_sends_a_model_input_too_big_for_the_gpu_to_the_cpu() {
     let input = ModelInput::new(64, 5600).unwrap();
     let src = picture(PixelFormat::Rgb, 32, 40, 3);
     let color = ColorSpec::default();
-    let mut gpu = Preprocessor::new(input.clone(), Device::Gpu).unwrap();
+    let mut gpu = Preprocessor::new(input.clone(), Backend::Gpu).unwrap();
     let e = gpu.run(&src, None, color).unwrap_err();
     assert!(
         matches!(
@@ -275,14 +277,14 @@ fn auto_sends_a_model_input_too_big_for_the_gpu_to_the_cpu() {
     );
     let mut auto = Preprocessor::__auto_on_any_gpu(input.clone()).unwrap();
     let out = auto.run(&src, None, color).unwrap();
-    assert_eq!(out.device, ChosenDevice::Cpu, "converted on the CPU");
+    assert_eq!(out.backend, ChosenBackend::Cpu, "converted on the CPU");
     assert!(worst_against_reference(&src, &input, &out.tensor) <= 0.02);
     assert_eq!(auto.stats().cpu_fallbacks, 1);
 }
 
 #[test]
 fn a_huge_ring_depth_allocates_nothing_up_front() {
-    let pre = Preprocessor::new(f32_input(), Device::Cpu)
+    let pre = Preprocessor::new(f32_input(), Backend::Cpu)
         .unwrap()
         .with_ring_depth(usize::MAX)
         .unwrap();
@@ -305,13 +307,17 @@ fn auto_sends_a_source_the_gpu_cannot_take_to_the_cpu() {
         }
     }
     let color = ColorSpec::default();
-    let mut cpu = Preprocessor::new(f32_input(), Device::Cpu).unwrap();
+    let mut cpu = Preprocessor::new(f32_input(), Backend::Cpu).unwrap();
     let want = read_element(&cpu.run(&copy, None, color).unwrap().tensor, 0);
 
     let mut auto = Preprocessor::__auto_on_any_gpu(f32_input()).unwrap();
-    assert_eq!(auto.device(), ChosenDevice::Gpu);
+    assert_eq!(auto.backend(), ChosenBackend::Gpu);
     let out = auto.run(&src, None, color).unwrap();
-    assert_eq!(out.device, ChosenDevice::Cpu, "this frame went to the CPU");
+    assert_eq!(
+        out.backend,
+        ChosenBackend::Cpu,
+        "this frame went to the CPU"
+    );
     assert_eq!(
         out.tensor.memory(),
         TensorMemory::Pbo,
@@ -322,18 +328,18 @@ fn auto_sends_a_source_the_gpu_cannot_take_to_the_cpu() {
     let s = auto.stats();
     assert_eq!((s.cpu_fallbacks, s.cpu_images, s.gpu_images), (1, 1, 0));
     assert_eq!(
-        auto.run(&copy, None, color).unwrap().device,
-        ChosenDevice::Gpu
+        auto.run(&copy, None, color).unwrap().backend,
+        ChosenBackend::Gpu
     );
 
-    let mut gpu = Preprocessor::new(f32_input(), Device::Gpu).unwrap();
+    let mut gpu = Preprocessor::new(f32_input(), Backend::Gpu).unwrap();
     let e = gpu.run(&src, None, color).unwrap_err();
     assert!(
         matches!(
             e,
             PreprocessError::Gpu(GpuError::ForeignPbo { role: "source", .. })
         ),
-        "Device::Gpu does not fall back: {e}"
+        "Backend::Gpu does not fall back: {e}"
     );
 
     // Planar RGB: neither device reads it.
@@ -367,7 +373,7 @@ fn batches_take_one_source_per_image() {
         picture(PixelFormat::Nv12, 40, 40, 2),
     );
     let color = ColorSpec::default();
-    for device in [Device::Cpu, Device::Gpu] {
+    for device in [Backend::Cpu, Backend::Gpu] {
         let mut pre = Preprocessor::new(input.clone(), device).unwrap();
         let e = pre.run(&a, None, color).unwrap_err();
         assert!(
@@ -402,7 +408,7 @@ fn batches_take_one_source_per_image() {
 
 #[test]
 fn bad_inputs_are_typed_errors_with_their_values() {
-    let e = Preprocessor::new(f32_input(), Device::Cpu)
+    let e = Preprocessor::new(f32_input(), Backend::Cpu)
         .unwrap()
         .with_ring_depth(0)
         .unwrap_err();
@@ -412,7 +418,7 @@ fn bad_inputs_are_typed_errors_with_their_values() {
     );
     let src = picture(PixelFormat::Rgb, 48, 32, 1);
     let color = ColorSpec::default();
-    let mut pre = Preprocessor::new(f32_input(), Device::Cpu).unwrap();
+    let mut pre = Preprocessor::new(f32_input(), Backend::Cpu).unwrap();
     let e = pre
         .run(&src, Some(Region::new(40, 0, 16, 16)), color)
         .unwrap_err();
@@ -431,7 +437,7 @@ fn bad_inputs_are_typed_errors_with_their_values() {
         .unwrap()
         .fit(Fit::Letterbox { pad: [0; 3] });
     let wide = picture(PixelFormat::Grey, 400, 2, 1);
-    let mut pre = Preprocessor::new(thin, Device::Cpu).unwrap();
+    let mut pre = Preprocessor::new(thin, Backend::Cpu).unwrap();
     let e = pre.run(&wide, None, color).unwrap_err();
     assert!(
         matches!(

@@ -1,13 +1,14 @@
 //! `Preprocessor` where EGL cannot be loaded (its own test binary: it sets
 //! the process's environment, and looks at the process's mappings and
-//! threads): `Device::Cpu` works without ever loading EGL, `Auto` takes the
-//! CPU and says why, `Device::Gpu` is a typed error naming the library.
+//! threads): `Backend::Cpu` works without ever loading EGL, `Auto` takes the
+//! CPU and says why, `Backend::Gpu` is a typed error naming the library.
 #![allow(clippy::unwrap_used)]
 
-use zerocam_gpu::{
-    ChosenDevice, ColorSpec, Device, DeviceReason, GpuError, ModelInput, PreprocessError,
-    Preprocessor, EGL_LIBRARY_ENV,
+use zerocam_gpu::{GpuError, EGL_LIBRARY_ENV};
+use zerocam_preprocess::{
+    Backend, BackendReason, ChosenBackend, ModelInput, PreprocessError, Preprocessor,
 };
+use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 /// Whether this process has mapped a library named like `name`.
@@ -32,30 +33,30 @@ fn without_egl_the_cpu_serves_and_the_gpu_is_a_typed_error() {
     let color = ColorSpec::default();
 
     // The only test of this binary: nothing else has loaded EGL yet.
-    let mut cpu = Preprocessor::new(input.clone(), Device::Cpu).unwrap();
+    let mut cpu = Preprocessor::new(input.clone(), Backend::Cpu).unwrap();
     cpu.run(&frame, None, color).unwrap();
-    assert!(!mapped("libEGL"), "Device::Cpu loaded EGL");
+    assert!(!mapped("libEGL"), "Backend::Cpu loaded EGL");
     assert!(
         !thread_named("zerocam-gl"),
-        "Device::Cpu started a GL thread"
+        "Backend::Cpu started a GL thread"
     );
 
     std::env::set_var(EGL_LIBRARY_ENV, "/nonexistent/libEGL.so.1");
-    let mut auto = Preprocessor::new(input.clone(), Device::Auto).unwrap();
-    assert_eq!(auto.device(), ChosenDevice::Cpu);
+    let mut auto = Preprocessor::new(input.clone(), Backend::Auto).unwrap();
+    assert_eq!(auto.backend(), ChosenBackend::Cpu);
     assert!(
-        matches!(auto.reason(), DeviceReason::NoEgl { reason } if reason.contains("/nonexistent/libEGL.so.1")),
+        matches!(auto.reason(), BackendReason::NoEgl { reason } if reason.contains("/nonexistent/libEGL.so.1")),
         "{}",
         auto.reason()
     );
     assert!(auto.reason().to_string().starts_with("no EGL: "));
     let out = auto.run(&frame, None, color).unwrap();
     assert_eq!(
-        (out.device, out.tensor.memory()),
-        (ChosenDevice::Cpu, TensorMemory::Mem)
+        (out.backend, out.tensor.memory()),
+        (ChosenBackend::Cpu, TensorMemory::Mem)
     );
 
-    let e = Preprocessor::new(input, Device::Gpu).unwrap_err();
+    let e = Preprocessor::new(input, Backend::Gpu).unwrap_err();
     assert!(
         matches!(
             e,

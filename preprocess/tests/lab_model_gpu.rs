@@ -12,19 +12,33 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
-mod lab_common;
 #[path = "common/model_gpu.rs"]
 mod model_gpu;
 #[path = "common/model_reference.rs"]
 mod model_reference;
 
-use lab_common::{fd_count, gpu, lock, REQUIRE};
 use model_gpu::{
     assert_element, destination, dyn_values, input, reference, sentinel, tolerance, MEAN, STD,
 };
 use model_reference::max_error;
-use zerocam_gpu::{ConvertOptions, Fit, GpuStats, ImportPolicy, ModelInput, ModelLayout};
-use zerocam_tensor::{DType, PixelFormat, Tensor, TensorMemory};
+use zerocam_gpu::{ConvertOptions, Gpu, GpuStats, ImportPolicy};
+use zerocam_preprocess::gpu::convert_model_dyn;
+use zerocam_preprocess::{Fit, ModelInput, ModelLayout};
+use zerocam_tensor::{ColorSpec, DType, PixelFormat, Tensor, TensorMemory};
+use zerocam_test_support::lab::{fd_count, lock, zink_env};
+
+/// BT.601 limited range, EGLImage import required (no upload fallback).
+const REQUIRE: ConvertOptions = ConvertOptions {
+    crop: None,
+    color: ColorSpec::BT601_LIMITED,
+    import: ImportPolicy::Require,
+};
+
+/// A `Gpu` on zink over lavapipe.
+fn gpu() -> Gpu {
+    zink_env();
+    Gpu::new().unwrap()
+}
 
 const W: usize = 320;
 const H: usize = 180;
@@ -111,10 +125,9 @@ fn an_imported_nv12_dma_buf_matches_the_reference() {
     for i in inputs() {
         for memory in [TensorMemory::Mem, TensorMemory::Pbo] {
             let dst = destination(&gpu, &i, memory);
-            gpu.convert_model_dyn(&frame, &dst, &i, &REQUIRE, 0)
-                .unwrap();
+            convert_model_dyn(&gpu, &frame, &dst, &i, &REQUIRE, 0).unwrap();
             let imported = max_off(&dst, &frame, &i);
-            gpu.convert_model_dyn(&frame, &dst, &i, &upload, 0).unwrap();
+            convert_model_dyn(&gpu, &frame, &dst, &i, &upload, 0).unwrap();
             let uploaded = max_off(&dst, &frame, &i);
             println!(
                 "{:?} {:?} {memory:?}: max off by {imported:.4} imported, {uploaded:.4} uploaded",
@@ -164,14 +177,13 @@ fn repeated_frames_of_the_same_buffers_are_not_imported_again() {
         .fit(Fit::Crop);
     let dst = destination(&gpu, &i, TensorMemory::Mem);
     for (n, f) in ring.iter().enumerate() {
-        gpu.convert_model_dyn(f, &dst, &i, &REQUIRE, n).unwrap();
+        convert_model_dyn(&gpu, f, &dst, &i, &REQUIRE, n).unwrap();
     }
     let (first, fds) = (gpu.stats().unwrap(), fd_count());
     assert_eq!(first.images.imports, 2);
     const N: u64 = 10;
     for k in 0..N as usize {
-        gpu.convert_model_dyn(&ring[k % 2], &dst, &i, &REQUIRE, k % 2)
-            .unwrap();
+        convert_model_dyn(&gpu, &ring[k % 2], &dst, &i, &REQUIRE, k % 2).unwrap();
     }
     let after = gpu.stats().unwrap();
     assert_eq!(gl_work(&after), gl_work(&first), "{after:?}");
@@ -221,15 +233,12 @@ fn a_dma_buf_model_tensor_is_rendered_in_place() {
         let before = gpu.stats().unwrap();
         let dst = destination(&gpu, &i, TensorMemory::Dma);
         // Elements 0 and 2 from the uploaded frame, 1 from the imported one.
-        gpu.convert_model_dyn(&uploaded, &dst, &i, &auto, 0)
-            .unwrap();
-        gpu.convert_model_dyn(&uploaded, &dst, &i, &auto, 2)
-            .unwrap();
+        convert_model_dyn(&gpu, &uploaded, &dst, &i, &auto, 0).unwrap();
+        convert_model_dyn(&gpu, &uploaded, &dst, &i, &auto, 2).unwrap();
         let s = sentinel(i.element_type());
         let untouched = dyn_values(&dst, 1).iter().all(|&v| v == s);
         assert!(untouched, "{i:?}: element 1 written by 0 or 2");
-        gpu.convert_model_dyn(&imported, &dst, &i, &REQUIRE, 1)
-            .unwrap();
+        convert_model_dyn(&gpu, &imported, &dst, &i, &REQUIRE, 1).unwrap();
         let after = gpu.stats().unwrap();
         assert_eq!(
             after.readbacks, before.readbacks,

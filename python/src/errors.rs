@@ -9,7 +9,8 @@
 use pyo3::prelude::*;
 use zerocam_capture::share::SubscribeError;
 use zerocam_capture::CaptureError;
-use zerocam_gpu::{CpuConvertError, GpuError, ModelInputError, PreprocessError};
+use zerocam_gpu::GpuError;
+use zerocam_preprocess::{CpuConvertError, ModelInputError, PreprocessError};
 use zerocam_tensor::Error as TensorError;
 
 pyo3::import_exception!(zerocam.errors, InvalidArgument);
@@ -170,8 +171,7 @@ pub fn gpu_err(e: GpuError) -> PyErr {
         GpuError::Tensor(t) => tensor_err(t),
         GpuError::PboMapped { .. } => MapConflict::new_err(msg),
         GpuError::Dup { ref source, .. } => io_error(source, msg),
-        GpuError::ModelInput(_)
-        | GpuError::UnsupportedFormat { .. }
+        GpuError::UnsupportedFormat { .. }
         | GpuError::NotAnImage { .. }
         | GpuError::BadSize { .. }
         | GpuError::CropOutOfBounds { .. }
@@ -213,7 +213,7 @@ pub fn preprocess_err(e: PreprocessError) -> PyErr {
     };
     match e {
         PreprocessError::RingFull { .. } => NoFreeBuffer::new_err(msg),
-        PreprocessError::NoGpu { .. } | PreprocessError::NoGlFeature => DeviceError::new_err(msg),
+        PreprocessError::NoGpu { .. } | PreprocessError::NoGpuFeature => DeviceError::new_err(msg),
         PreprocessError::Gpu(g) => class_of(gpu_err(g)),
         PreprocessError::Cpu(c) => class_of(cpu_err(c)),
         PreprocessError::Tensor(t) => class_of(tensor_err(t)),

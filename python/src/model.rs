@@ -4,12 +4,14 @@
 //! `zerocam.Placement`: where a frame landed in it, with the way back.
 //!
 //! Every refusal is `InvalidArgument` (a `ValueError`) naming the value; the
-//! Rust checks ([`ModelInputError`](zerocam_gpu::ModelInputError)) speak for
+//! Rust checks ([`ModelInputError`](zerocam_preprocess::ModelInputError)) speak for
 //! themselves.
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use zerocam_gpu::{ChannelOrder, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout};
+use zerocam_preprocess::{
+    ChannelOrder, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout,
+};
 use zerocam_tensor::DType;
 
 use crate::convert;

@@ -16,10 +16,9 @@ use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySequence};
-use zerocam_gpu::{
-    ColorSpec, Device, FitPlacement, Matrix, Preprocessed, Preprocessor as RPreprocessor, Range,
-};
+use zerocam_preprocess::{Backend, FitPlacement, Preprocessed, Preprocessor as RPreprocessor};
 use zerocam_tensor::Tensor;
+use zerocam_tensor::{ColorSpec, Matrix, Range};
 
 use crate::errors::{gpu_err, invalid, preprocess_err};
 use crate::format::Region;
@@ -37,11 +36,11 @@ pub struct PyPreprocessor {
     placements: Mutex<Vec<FitPlacement>>,
 }
 
-fn device_arg(s: &str) -> PyResult<Device> {
+fn device_arg(s: &str) -> PyResult<Backend> {
     match s.to_ascii_lowercase().as_str() {
-        "auto" => Ok(Device::Auto),
-        "gpu" => Ok(Device::Gpu),
-        "cpu" => Ok(Device::Cpu),
+        "auto" => Ok(Backend::Auto),
+        "gpu" => Ok(Backend::Gpu),
+        "cpu" => Ok(Backend::Cpu),
         _ => Err(invalid(format!(
             "device {s:?} is not one of \"auto\", \"gpu\", \"cpu\""
         ))),
@@ -199,7 +198,7 @@ impl PyPreprocessor {
     /// `"gpu"` or `"cpu"`: the device it converts on.
     #[getter]
     fn device(&self) -> &'static str {
-        self.lock().device().name()
+        self.lock().backend().name()
     }
 
     /// Why that device (`"requested"`, `"software rasterizer: llvmpipe
@@ -277,7 +276,7 @@ impl PyPreprocessor {
         format!(
             "Preprocessor({}, device='{}' ({}), ring={})",
             self.input.bind(py).get().repr(),
-            pre.device().name(),
+            pre.backend().name(),
             pre.reason(),
             pre.ring_depth()
         )

@@ -82,7 +82,7 @@ mod traits;
 mod unchecked;
 
 pub use access::{DeviceBorrow, FileBorrows};
-pub use color::{ColorSpec, Matrix, Range};
+pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use fd::{dup_fd, dup_fd_number, FdKind};

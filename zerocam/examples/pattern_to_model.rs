@@ -31,14 +31,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .dtype(DType::F32)?
         .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
         .fit(Fit::Crop);
-    let mut preprocessor = Preprocessor::new(input, PreprocessDevice::Auto)?;
+    let mut preprocessor = Preprocessor::new(input, Backend::Auto)?;
     let format = camera.stream_format();
     println!(
         "{spec}: {}x{}, model input {:?} f32 on the {} ({:?})",
         format.width,
         format.height,
         preprocessor.input().shape(),
-        preprocessor.device().name(),
+        preprocessor.backend().name(),
         preprocessor.reason(),
     );
     for _ in 0..10 {

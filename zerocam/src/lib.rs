@@ -17,7 +17,7 @@
 //! let input = ModelInput::new(224, 224)?
 //!     .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
 //!     .fit(Fit::Crop);
-//! let mut preprocessor = Preprocessor::new(input, PreprocessDevice::Auto)?;
+//! let mut preprocessor = Preprocessor::new(input, Backend::Auto)?;
 //! for _ in 0..3 {
 //!     let frame = camera.next_frame(Duration::from_secs(1))?;
 //!     let input = preprocessor.run(frame.tensor(), None, frame.color_spec())?;
@@ -31,7 +31,7 @@
 //! | [`tensor`] | `zerocam-tensor` | the zero-copy tensor: heap, shared memory, DMA-BUF and GL PBO memory, maps, views, identities |
 //! | [`cache`] | `zerocam-cache` | the import caches: a dma-buf imported once, found again by inode |
 //! | [`capture`] | `zerocam-capture` | sources (V4L2, libcamera, GStreamer, the pattern, another process's frames), frames, sharing |
-//! | [`preprocess`] | `zerocam-gpu` | model inputs: `ModelInput`, `Fit`, `Preprocessor` on the CPU or the GPU |
+//! | [`preprocess`] | `zerocam-preprocess` | model inputs: `ModelInput`, `Fit`, `Preprocessor` on the CPU or (feature `gpu`) the GPU |
 //! | [`gpu`] | `zerocam-gpu` | the GL thread, EGLImage import, `convert` (feature `gpu`) |
 //! | `cuda` | `zerocam-cuda` | tensors and frames as CUDA device pointers (feature `cuda`) |
 //!
@@ -53,19 +53,12 @@ pub use zerocam_tensor as tensor;
 
 pub use zerocam_capture::{CaptureError, Frame, FrameSource};
 
-/// Model inputs made from frames: what a model takes ([`ModelInput`](preprocess::ModelInput): size,
-/// layout, element type, normalization or quantization, how the frame fits),
-/// and the [`Preprocessor`](preprocess::Preprocessor) that makes them on the CPU or the GPU into a ring
-/// of reused tensors.
-pub mod preprocess {
-    pub use zerocam_gpu::{
-        convert_cpu, is_software_renderer, ChannelOrder, ChosenDevice, CpuConvertError,
-        CpuPreprocessor, Device, DeviceReason, Fit, FitPlacement, ModelInput, ModelInputError,
-        ModelLayout, PreprocessError, PreprocessStats, Preprocessed, Preprocessor, Quantization,
-        SourceRect, DEFAULT_RING_DEPTH, MODEL_DTYPES,
-    };
-}
-
+/// Model inputs made from frames: what a model takes
+/// ([`ModelInput`](preprocess::ModelInput): size, layout, element type,
+/// normalization or quantization, how the frame fits), and the
+/// [`Preprocessor`](preprocess::Preprocessor) that makes them on the CPU or
+/// the GPU into a ring of reused tensors.
+pub use zerocam_preprocess as preprocess;
 /// Opens a source by its spec, as the `zerocam` CLI, the C API and Python
 /// do: `"pattern"` (the built-in pattern camera), a V4L2 device path
 /// (`"/dev/video0"`), `"libcamera:<id>"` (feature `libcamera`),

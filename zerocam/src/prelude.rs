@@ -2,14 +2,14 @@
 //!
 //! Tensors and their maps, sources and frames, model inputs; with the
 //! feature `gpu`, the GL path; with `cuda`, CUDA and frames as device
-//! pointers. The model-input device choice is [`PreprocessDevice`] here (a
-//! camera device is a [`capture::Device`](crate::capture::Device)).
+//! pointers. Where model inputs are made is a [`Backend`] (a camera device
+//! is a [`capture::Device`](crate::capture::Device)).
 
 pub use crate::open;
 pub use zerocam_capture::open::SourceSpec;
 pub use zerocam_capture::{CaptureError, Frame, FrameSource};
-pub use zerocam_gpu::{
-    Device as PreprocessDevice, Fit, ModelInput, PreprocessError, Preprocessed, Preprocessor,
+pub use zerocam_preprocess::{
+    Backend, Fit, ModelInput, PreprocessError, Preprocessed, Preprocessor,
 };
 pub use zerocam_tensor::{
     Access, ColorSpec, DType, PixelFormat, Region, Tensor, TensorDyn, TensorMapTrait, TensorMemory,

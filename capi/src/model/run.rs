@@ -2,7 +2,7 @@
 //! landed), an image tensor, or a batch of frames into a model input.
 
 use ::zerocam_tensor::{ColorSpec, Region, Tensor};
-use zerocam_gpu::{FitPlacement, PreprocessError, SourceRect};
+use zerocam_preprocess::{FitPlacement, PreprocessError, SourceRect};
 
 use super::zerocam_preprocessor;
 use crate::capture::{with_frame, zerocam_frame};

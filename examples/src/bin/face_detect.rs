@@ -21,7 +21,8 @@ use clap::Parser;
 use zerocam_capture::open::{open, SourceSpec};
 use zerocam_examples::face::{describe, describe_keypoints, locate_model, FaceDetector, Timings};
 use zerocam_examples::still::read_png;
-use zerocam_gpu::{ColorSpec, Device};
+use zerocam_preprocess::Backend;
+use zerocam_tensor::ColorSpec;
 
 /// BlazeFace face detection on camera frames or a PNG.
 #[derive(Parser, Debug)]
@@ -67,9 +68,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // there they stay: stdout has only this example's lines.
     let _ = litert::set_global_log_severity(litert::LogSeverity::Warning);
     let device = match args.preprocess_on.as_str() {
-        "gpu" => Device::Gpu,
-        "cpu" => Device::Cpu,
-        _ => Device::Auto,
+        "gpu" => Backend::Gpu,
+        "cpu" => Backend::Cpu,
+        _ => Backend::Auto,
     };
     let mut detector = FaceDetector::open_on(&path, device)?;
     let threshold = args
@@ -84,7 +85,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let pre = detector.preprocessor();
     println!(
         "model input on the {} ({})",
-        pre.device().name(),
+        pre.backend().name(),
         pre.reason()
     );
     let (mut still, mut camera) = (None, None);

@@ -3,7 +3,7 @@
 
 use zerocam_tensor::{DType, PixelFormat, Region};
 
-use crate::model::ModelInputError;
+use crate::ModelInputError;
 
 /// A CPU conversion ([`CpuPreprocessor::convert`](crate::CpuPreprocessor::convert))
 /// that cannot run. Checks of the source and destination come before any

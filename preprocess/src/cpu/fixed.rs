@@ -12,9 +12,9 @@
 use super::float::Values;
 use super::rows::mulhi;
 use super::source::Layout;
-use crate::model::ModelInput;
-use crate::{ColorSpec, Range};
+use crate::ModelInput;
 use zerocam_tensor::DType;
+use zerocam_tensor::{ColorSpec, Range};
 
 /// Whether `input` takes pixel levels as they are: each channel's affine is
 /// `p` (`u8`) or `p - 128` (`i8`).
@@ -53,7 +53,7 @@ pub(super) struct FixedPixels {
 
 impl FixedPixels {
     pub(super) fn new(layout: &Layout, color: ColorSpec) -> FixedPixels {
-        let m = crate::color::matrix_rows(color);
+        let m = color.rgb_matrix();
         let y_offset = match color.range {
             Range::Limited => 16.0,
             Range::Full => 0.0,

@@ -7,8 +7,8 @@
 //! Each channel row is a contiguous loop of floats (vectorized).
 
 use super::source::Layout;
-use crate::model::{ChannelOrder, ModelInput};
-use crate::ColorSpec;
+use crate::{ChannelOrder, ModelInput};
+use zerocam_tensor::ColorSpec;
 
 /// `v` clamped to `lo..=hi` as two selects (`maxps`/`minps` on x86-64, a
 /// vector each; [`f32::clamp`] asserts `lo <= hi` in the loop).

@@ -95,19 +95,20 @@ pub use error::CpuConvertError;
 use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 
 use super::{FitPlacement, ModelInput, ModelLayout};
-use crate::ColorSpec;
 use fixed::FixedPixels;
 use float::FloatPixels;
 use rows::{PlaneBytes, StreamRows};
 use source::Layout;
 use write::{Frame, OutElem, Pixels, Scratch};
+use zerocam_tensor::ColorSpec;
 
 /// Converts frames to model inputs on the CPU, keeping its taps and scratch
 /// rows between calls: after the first frame of a geometry, a conversion
 /// allocates nothing.
 ///
 /// ```
-/// use zerocam_gpu::{ColorSpec, CpuPreprocessor, Fit, ModelInput};
+/// use zerocam_preprocess::{CpuPreprocessor, Fit, ModelInput};
+/// use zerocam_tensor::ColorSpec;
 /// use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
 /// let input = ModelInput::new(64, 64)?
 ///     .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?

@@ -6,7 +6,7 @@
 use zerocam_tensor::{PixelFormat, ReadOnly, Tensor, TensorMap};
 
 use super::error::CpuConvertError;
-use crate::ColorSpec;
+use zerocam_tensor::ColorSpec;
 
 /// A tensor plane sampled as a grid of texels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -130,8 +130,8 @@ impl Layout {
             let identity = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
             return (identity, [0.0; 3]);
         }
-        let m = crate::color::matrix_rows(color);
-        let o = crate::color::offsets(color).map(|v| v * 255.0);
+        let m = color.rgb_matrix();
+        let o = color.ycbcr_offsets().map(|v| v * 255.0);
         let offset = m.map(|row| -(row[0] * o[0] + row[1] * o[1] + row[2] * o[2]));
         (m, offset)
     }

@@ -15,7 +15,7 @@ use super::fixed::{FixedPixels, Level};
 use super::float::{FloatPixels, Values};
 use super::rows::{blend_rows, PlaneBytes, RowPair, StreamRows};
 use super::source::Layout;
-use crate::model::{ChannelOrder, ModelInput, ModelLayout};
+use crate::{ChannelOrder, ModelInput, ModelLayout};
 
 /// An element type a model input can have.
 pub(super) trait OutElem: Copy + Default {

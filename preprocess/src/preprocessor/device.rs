@@ -1,13 +1,13 @@
 //! Which device a [`Preprocessor`](super::Preprocessor) converts on: what was
-//! asked ([`Device`]), what was chosen ([`ChosenDevice`]) and why
-//! ([`DeviceReason`]), and how `Auto` tells a software rasterizer
+//! asked ([`Backend`]), what was chosen ([`ChosenBackend`]) and why
+//! ([`BackendReason`]), and how `Auto` tells a software rasterizer
 //! ([`is_software_renderer`]).
 
 use std::fmt;
 
 /// The device asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Device {
+pub enum Backend {
     /// The GPU where it is a real one; the CPU where EGL is missing, where
     /// the GL renderer is a software rasterizer ([`is_software_renderer`]),
     /// and, frame by frame, for a source the GPU cannot take.
@@ -21,24 +21,24 @@ pub enum Device {
 
 /// The device a preprocessor converts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChosenDevice {
+pub enum ChosenBackend {
     /// `Gpu::convert_model`, into PBO tensors.
     Gpu,
     /// `CpuPreprocessor`, into heap memory.
     Cpu,
 }
 
-impl ChosenDevice {
+impl ChosenBackend {
     /// `"gpu"` or `"cpu"`.
     pub fn name(self) -> &'static str {
         match self {
-            ChosenDevice::Gpu => "gpu",
-            ChosenDevice::Cpu => "cpu",
+            ChosenBackend::Gpu => "gpu",
+            ChosenBackend::Cpu => "cpu",
         }
     }
 }
 
-impl fmt::Display for ChosenDevice {
+impl fmt::Display for ChosenBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -48,8 +48,8 @@ impl fmt::Display for ChosenDevice {
 /// line (`requested`, `software rasterizer: llvmpipe (LLVM 15.0.6, 256 bits)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum DeviceReason {
-    /// [`Device::Gpu`] or [`Device::Cpu`] was asked for.
+pub enum BackendReason {
+    /// [`Backend::Gpu`] or [`Backend::Cpu`] was asked for.
     Requested,
     /// `Auto`: EGL or GLES could not be loaded (the loader's message).
     NoEgl {
@@ -72,21 +72,21 @@ pub enum DeviceReason {
         /// `GL_RENDERER`.
         renderer: String,
     },
-    /// `Auto` in a build without the crate's `gl` feature.
-    NoGlFeature,
+    /// `Auto` in a build without the crate's `gpu` feature.
+    NoGpuFeature,
 }
 
-impl fmt::Display for DeviceReason {
+impl fmt::Display for BackendReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceReason::Requested => f.write_str("requested"),
-            DeviceReason::NoEgl { reason } => write!(f, "no EGL: {reason}"),
-            DeviceReason::NoContext { reason } => write!(f, "no GLES 3 context: {reason}"),
-            DeviceReason::SoftwareRenderer { renderer } => {
+            BackendReason::Requested => f.write_str("requested"),
+            BackendReason::NoEgl { reason } => write!(f, "no EGL: {reason}"),
+            BackendReason::NoContext { reason } => write!(f, "no GLES 3 context: {reason}"),
+            BackendReason::SoftwareRenderer { renderer } => {
                 write!(f, "software rasterizer: {renderer}")
             }
-            DeviceReason::HardwareRenderer { renderer } => write!(f, "GPU renderer: {renderer}"),
-            DeviceReason::NoGlFeature => f.write_str("built without the gl feature"),
+            BackendReason::HardwareRenderer { renderer } => write!(f, "GPU renderer: {renderer}"),
+            BackendReason::NoGpuFeature => f.write_str("built without the gpu feature"),
         }
     }
 }
@@ -98,7 +98,7 @@ impl fmt::Display for DeviceReason {
 /// Vulkan driver is hardware.
 ///
 /// ```
-/// use zerocam_gpu::is_software_renderer;
+/// use zerocam_preprocess::is_software_renderer;
 /// assert!(is_software_renderer("llvmpipe (LLVM 15.0.6, 256 bits)"));
 /// assert!(!is_software_renderer("Mali-G610 (Panfrost)"));
 /// ```
@@ -130,7 +130,7 @@ mod tests {
             "zink Vulkan 1.3(lavapipe)",
             "softpipe",
             "Software Rasterizer",
-            "ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device (Subzero) (0x0000C0DE)), SwiftShader driver)",
+            "ANGLE (Google, Vulkan 1.3.0 (SwiftShader Backend (Subzero) (0x0000C0DE)), SwiftShader driver)",
         ] {
             assert!(is_software_renderer(s), "{s}");
         }
@@ -155,14 +155,14 @@ mod tests {
 
     #[test]
     fn reasons_read_as_one_line() {
-        let r = DeviceReason::SoftwareRenderer {
+        let r = BackendReason::SoftwareRenderer {
             renderer: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
         };
         assert_eq!(
             r.to_string(),
             "software rasterizer: llvmpipe (LLVM 15.0.6, 256 bits)"
         );
-        assert_eq!(DeviceReason::Requested.to_string(), "requested");
-        assert_eq!(ChosenDevice::Cpu.to_string(), "cpu");
+        assert_eq!(BackendReason::Requested.to_string(), "requested");
+        assert_eq!(ChosenBackend::Cpu.to_string(), "cpu");
     }
 }

@@ -1,23 +1,25 @@
 //! [`PreprocessError`]: why a [`Preprocessor`](super::Preprocessor) could not
 //! be made or could not convert a frame, with the values that say why.
 
-use crate::model::{CpuConvertError, ModelInputError};
-use crate::GpuError;
+use crate::{CpuConvertError, ModelInputError};
+#[cfg(feature = "gpu")]
+use zerocam_gpu::GpuError;
 
 /// A [`Preprocessor`](super::Preprocessor) failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PreprocessError {
-    /// [`Device::Gpu`](super::Device::Gpu) was asked for and the GPU cannot
+    /// [`Backend::Gpu`](super::Backend::Gpu) was asked for and the GPU cannot
     /// be opened (no EGL, no GLES 3 context).
+    #[cfg(feature = "gpu")]
     #[error("device Gpu was asked for, but the GPU cannot be opened: {source}")]
     NoGpu {
         /// `Gpu::new`'s error.
         source: GpuError,
     },
-    /// [`Device::Gpu`](super::Device::Gpu) in a build without the `gl` feature.
-    #[error("device Gpu was asked for, but zerocam-gpu was built without its gl feature")]
-    NoGlFeature,
+    /// [`Backend::Gpu`](super::Backend::Gpu) in a build without the `gpu` feature.
+    #[error("device Gpu was asked for, but zerocam-preprocess was built without its gpu feature")]
+    NoGpuFeature,
     /// A ring of 0 destinations.
     #[error("ring depth {depth}: a preprocessor needs at least 1 destination")]
     ZeroRingDepth {
@@ -44,6 +46,7 @@ pub enum PreprocessError {
         sources: usize,
     },
     /// The GPU refused the conversion.
+    #[cfg(feature = "gpu")]
     #[error("GPU: {0}")]
     Gpu(#[from] GpuError),
     /// The CPU refused the conversion.
@@ -58,6 +61,7 @@ pub enum PreprocessError {
     Tensor(#[from] zerocam_tensor::Error),
     /// Under `Auto` on the GPU, the GPU could not take a source and the CPU
     /// refused it too.
+    #[cfg(feature = "gpu")]
     #[error("neither device takes this source: the GPU refused it ({gpu}), then the CPU ({cpu})")]
     NoDeviceTakes {
         /// Why the GPU refused.

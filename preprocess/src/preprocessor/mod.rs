@@ -2,7 +2,7 @@
 //! of a small ring of destinations.
 //!
 //! One object for a stream of frames: it picks the device once
-//! ([`Device::Auto`]: the GPU where it is real hardware, the CPU on a
+//! ([`Backend::Auto`]: the GPU where it is real hardware, the CPU on a
 //! software rasterizer or without EGL), keeps the CPU path's scratch rows and
 //! the GPU's caches warm, and writes each result into one of `depth`
 //! destinations it owns (PBO tensors on the GPU, heap memory on the CPU),
@@ -17,16 +17,16 @@ mod device;
 mod error;
 mod ring;
 
-pub use device::{is_software_renderer, ChosenDevice, Device, DeviceReason};
+pub use device::{is_software_renderer, Backend, BackendReason, ChosenBackend};
 pub use error::PreprocessError;
 
 use zerocam_tensor::{Region, Tensor, TensorDyn, TensorMemory};
 
 use super::{CpuPreprocessor, FitPlacement, ModelInput};
-use crate::ColorSpec;
-#[cfg(feature = "gl")]
-use crate::{ConvertOptions, Gpu, GpuError, ImportPolicy};
 use ring::Ring;
+#[cfg(feature = "gpu")]
+use zerocam_gpu::{ConvertOptions, Gpu, GpuError, ImportPolicy};
+use zerocam_tensor::ColorSpec;
 
 /// The ring depth [`Preprocessor::new`] gives.
 pub const DEFAULT_RING_DEPTH: usize = 3;
@@ -36,7 +36,7 @@ pub const DEFAULT_RING_DEPTH: usize = 3;
 /// tensor is gone), where the source landed in it, and the device that made it.
 ///
 /// On the GPU the tensor is a PBO of the preprocessor's GL context: it maps
-/// while the preprocessor (or another handle of its [`Gpu`](crate::Gpu))
+/// while the preprocessor (or another handle of its [`Gpu`](zerocam_gpu::Gpu))
 /// lives, and new maps fail with
 /// [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected) after.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub struct Preprocessed {
     /// offsets and the way back to frame pixels.
     pub placement: FitPlacement,
     /// The device that converted it (the CPU for a frame `Auto` sent there).
-    pub device: ChosenDevice,
+    pub backend: ChosenBackend,
 }
 
 impl Preprocessed {
@@ -80,28 +80,29 @@ pub struct PreprocessStats {
 /// of destinations (see the module docs).
 ///
 /// ```
-/// use zerocam_gpu::{ColorSpec, ChosenDevice, Device, Fit, ModelInput, Preprocessor};
+/// use zerocam_preprocess::{Backend, ChosenBackend, Fit, ModelInput, Preprocessor};
+/// use zerocam_tensor::ColorSpec;
 /// use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 /// let input = ModelInput::new(64, 64)?
 ///     .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
 ///     .fit(Fit::Letterbox { pad: [114; 3] });
-/// let mut pre = Preprocessor::new(input, Device::Cpu)?;
+/// let mut pre = Preprocessor::new(input, Backend::Cpu)?;
 /// let frame = Tensor::<u8>::image(128, 72, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
 /// let out = pre.run(&frame, None, ColorSpec::default())?;
 /// assert_eq!(out.tensor.shape(), &[1, 3, 64, 64]);
 /// assert_eq!(out.placement.offset(), (0, 14)); // bars above and below
 /// assert_eq!(out.to_frame_box([0.0, 14.0, 64.0, 50.0]), [0.0, 0.0, 128.0, 72.0]);
-/// assert_eq!(pre.device(), ChosenDevice::Cpu);
+/// assert_eq!(pre.backend(), ChosenBackend::Cpu);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Preprocessor {
     input: ModelInput,
-    device: ChosenDevice,
-    reason: DeviceReason,
-    #[cfg(feature = "gl")]
+    backend: ChosenBackend,
+    reason: BackendReason,
+    #[cfg(feature = "gpu")]
     gpu: Option<Gpu>,
     /// `Auto` chose the GPU: images it cannot take go to the CPU.
-    #[cfg(feature = "gl")]
+    #[cfg(feature = "gpu")]
     fallback: bool,
     cpu: CpuPreprocessor,
     ring: Ring,
@@ -112,7 +113,7 @@ impl std::fmt::Debug for Preprocessor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Preprocessor")
             .field("input", &self.input)
-            .field("device", &self.device)
+            .field("backend", &self.backend)
             .field("reason", &self.reason)
             .field("ring_depth", &self.ring.depth())
             .field("stats", &self.stats)
@@ -121,24 +122,24 @@ impl std::fmt::Debug for Preprocessor {
 }
 
 /// The GPU `device` gives, if any, what it stands for and why.
-#[cfg(feature = "gl")]
-fn open(device: Device) -> Result<(Option<Gpu>, ChosenDevice, DeviceReason), PreprocessError> {
+#[cfg(feature = "gpu")]
+fn open(device: Backend) -> Result<(Option<Gpu>, ChosenBackend, BackendReason), PreprocessError> {
     let opened = match device {
-        Device::Cpu => return Ok((None, ChosenDevice::Cpu, DeviceReason::Requested)),
-        Device::Gpu => {
+        Backend::Cpu => return Ok((None, ChosenBackend::Cpu, BackendReason::Requested)),
+        Backend::Gpu => {
             let gpu = Gpu::new().map_err(|source| PreprocessError::NoGpu { source })?;
-            return Ok((Some(gpu), ChosenDevice::Gpu, DeviceReason::Requested));
+            return Ok((Some(gpu), ChosenBackend::Gpu, BackendReason::Requested));
         }
-        Device::Auto => Gpu::new(),
+        Backend::Auto => Gpu::new(),
     };
     Ok(match opened {
         Err(GpuError::EglUnavailable { reason }) => {
-            (None, ChosenDevice::Cpu, DeviceReason::NoEgl { reason })
+            (None, ChosenBackend::Cpu, BackendReason::NoEgl { reason })
         }
         Err(e) => (
             None,
-            ChosenDevice::Cpu,
-            DeviceReason::NoContext {
+            ChosenBackend::Cpu,
+            BackendReason::NoContext {
                 reason: e.to_string(),
             },
         ),
@@ -148,12 +149,12 @@ fn open(device: Device) -> Result<(Option<Gpu>, ChosenDevice, DeviceReason), Pre
                 // The GL thread ends with its handle, here.
                 (
                     None,
-                    ChosenDevice::Cpu,
-                    DeviceReason::SoftwareRenderer { renderer },
+                    ChosenBackend::Cpu,
+                    BackendReason::SoftwareRenderer { renderer },
                 )
             } else {
-                let reason = DeviceReason::HardwareRenderer { renderer };
-                (Some(gpu), ChosenDevice::Gpu, reason)
+                let reason = BackendReason::HardwareRenderer { renderer };
+                (Some(gpu), ChosenBackend::Gpu, reason)
             }
         }
     })
@@ -162,7 +163,7 @@ fn open(device: Device) -> Result<(Option<Gpu>, ChosenDevice, DeviceReason), Pre
 /// Whether `Auto` sends an image the GPU refused with `e` to the CPU: the
 /// GPU cannot take that source (its format, size or memory) or write that
 /// model input; not a failing GPU or a bad argument.
-#[cfg(feature = "gl")]
+#[cfg(feature = "gpu")]
 fn gpu_cannot_take(e: &GpuError) -> bool {
     match e {
         GpuError::UnsupportedFormat { role, .. }
@@ -181,30 +182,30 @@ impl Preprocessor {
     /// A preprocessor of `input` on `device`, with a ring of
     /// [`DEFAULT_RING_DEPTH`] destinations (none allocated yet).
     ///
-    /// `Device::Auto` opens the GPU to read its renderer and keeps it only
-    /// when it is not a software rasterizer; `Device::Cpu` never loads EGL.
+    /// `Backend::Auto` opens the GPU to read its renderer and keeps it only
+    /// when it is not a software rasterizer; `Backend::Cpu` never loads EGL.
     ///
     /// # Errors
-    /// [`PreprocessError::NoGpu`] for `Device::Gpu` where the GPU cannot be
-    /// opened ([`GpuError::EglUnavailable`](crate::GpuError::EglUnavailable)
-    /// without EGL), [`PreprocessError::NoGlFeature`] for it in a build
-    /// without the `gl` feature.
-    pub fn new(input: ModelInput, device: Device) -> Result<Preprocessor, PreprocessError> {
-        #[cfg(feature = "gl")]
+    /// [`PreprocessError::NoGpu`] for `Backend::Gpu` where the GPU cannot be
+    /// opened ([`GpuError::EglUnavailable`](zerocam_gpu::GpuError::EglUnavailable)
+    /// without EGL), [`PreprocessError::NoGpuFeature`] for it in a build
+    /// without the `gpu` feature.
+    pub fn new(input: ModelInput, device: Backend) -> Result<Preprocessor, PreprocessError> {
+        #[cfg(feature = "gpu")]
         let (gpu, chosen, reason) = open(device)?;
-        #[cfg(not(feature = "gl"))]
+        #[cfg(not(feature = "gpu"))]
         let (chosen, reason) = match device {
-            Device::Gpu => return Err(PreprocessError::NoGlFeature),
-            Device::Cpu => (ChosenDevice::Cpu, DeviceReason::Requested),
-            Device::Auto => (ChosenDevice::Cpu, DeviceReason::NoGlFeature),
+            Backend::Gpu => return Err(PreprocessError::NoGpuFeature),
+            Backend::Cpu => (ChosenBackend::Cpu, BackendReason::Requested),
+            Backend::Auto => (ChosenBackend::Cpu, BackendReason::NoGpuFeature),
         };
         Ok(Preprocessor {
             input,
-            device: chosen,
-            #[cfg(feature = "gl")]
-            fallback: device == Device::Auto && chosen == ChosenDevice::Gpu,
+            backend: chosen,
+            #[cfg(feature = "gpu")]
+            fallback: device == Backend::Auto && chosen == ChosenBackend::Gpu,
             reason,
-            #[cfg(feature = "gl")]
+            #[cfg(feature = "gpu")]
             gpu,
             cpu: CpuPreprocessor::new(),
             ring: Ring::new(DEFAULT_RING_DEPTH)?,
@@ -228,7 +229,7 @@ impl Preprocessor {
     #[cfg(feature = "fault-injection")]
     #[doc(hidden)]
     pub fn __auto_on_any_gpu(input: ModelInput) -> Result<Preprocessor, PreprocessError> {
-        let mut pre = Preprocessor::new(input, Device::Gpu)?;
+        let mut pre = Preprocessor::new(input, Backend::Gpu)?;
         pre.fallback = true;
         Ok(pre)
     }
@@ -238,20 +239,20 @@ impl Preprocessor {
         &self.input
     }
 
-    /// The device it converts on.
-    pub fn device(&self) -> ChosenDevice {
-        self.device
+    /// The backend it converts on.
+    pub fn backend(&self) -> ChosenBackend {
+        self.backend
     }
 
     /// Why that device.
-    pub fn reason(&self) -> &DeviceReason {
+    pub fn reason(&self) -> &BackendReason {
         &self.reason
     }
 
     /// The GPU it converts on (`None` on the CPU): its
     /// [`info`](Gpu::info) and [`stats`](Gpu::stats) (imports, cache
     /// hits, uploads, readbacks).
-    #[cfg(feature = "gl")]
+    #[cfg(feature = "gpu")]
     pub fn gpu(&self) -> Option<&Gpu> {
         self.gpu.as_ref()
     }
@@ -279,7 +280,7 @@ impl Preprocessor {
     /// For a model input of batch 1; see [`run_batch`](Preprocessor::run_batch).
     ///
     /// `src` is any source [`CpuPreprocessor::convert`] and
-    /// [`Gpu::convert_model`](crate::Gpu::convert_model) take: an image
+    /// [`gpu::convert_model`](crate::gpu::convert_model) take: an image
     /// tensor, a view of one, a camera frame's tensor.
     ///
     /// # Errors
@@ -322,12 +323,12 @@ impl Preprocessor {
             });
         }
         let index = {
-            let (input, device) = (&self.input, self.device);
-            #[cfg(feature = "gl")]
+            let (input, device) = (&self.input, self.backend);
+            #[cfg(feature = "gpu")]
             let gpu = self.gpu.as_ref();
             self.ring.acquire(|| {
-                #[cfg(feature = "gl")]
-                if let (ChosenDevice::Gpu, Some(gpu)) = (device, gpu) {
+                #[cfg(feature = "gpu")]
+                if let (ChosenBackend::Gpu, Some(gpu)) = (device, gpu) {
                     return pbo_destination(gpu, input);
                 }
                 let _ = device;
@@ -349,20 +350,20 @@ impl Preprocessor {
             })?
             .clone();
         let mut first = None;
-        let mut device = self.device;
+        let mut backend = self.backend;
         for (n, src) in sources.iter().enumerate() {
             let (placement, on) = self.convert(src, crop, color, &dst, n)?;
             placed(n, placement);
             first.get_or_insert(placement);
-            if on == ChosenDevice::Cpu {
-                device = on;
+            if on == ChosenBackend::Cpu {
+                backend = on;
             }
         }
         let placement = first.ok_or(PreprocessError::BatchSize { batch, sources: 0 })?;
         Ok(Preprocessed {
             tensor: dst,
             placement,
-            device,
+            backend,
         })
     }
 
@@ -375,20 +376,20 @@ impl Preprocessor {
         color: ColorSpec,
         dst: &TensorDyn,
         n: usize,
-    ) -> Result<(FitPlacement, ChosenDevice), PreprocessError> {
-        #[cfg(feature = "gl")]
+    ) -> Result<(FitPlacement, ChosenBackend), PreprocessError> {
+        #[cfg(feature = "gpu")]
         if let Some(gpu) = &self.gpu {
             let options = ConvertOptions {
                 crop,
                 color,
                 import: ImportPolicy::Auto,
             };
-            match gpu.convert_model_dyn(src, dst, &self.input, &options, n) {
+            match crate::gpu::convert_model_dyn(gpu, src, dst, &self.input, &options, n) {
                 Ok(p) => {
                     self.stats.gpu_images += 1;
-                    return Ok((p, ChosenDevice::Gpu));
+                    return Ok((p, ChosenBackend::Gpu));
                 }
-                Err(gpu) if self.fallback && gpu_cannot_take(&gpu) => {
+                Err(PreprocessError::Gpu(gpu)) if self.fallback && gpu_cannot_take(&gpu) => {
                     self.stats.cpu_fallbacks += 1;
                     let p = self
                         .cpu
@@ -398,19 +399,19 @@ impl Preprocessor {
                             cpu: Box::new(cpu),
                         })?;
                     self.stats.cpu_images += 1;
-                    return Ok((p, ChosenDevice::Cpu));
+                    return Ok((p, ChosenBackend::Cpu));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         let p = self.cpu.convert(src, crop, color, &self.input, dst, n)?;
         self.stats.cpu_images += 1;
-        Ok((p, ChosenDevice::Cpu))
+        Ok((p, ChosenBackend::Cpu))
     }
 }
 
 /// A zeroed PBO tensor of `input`'s shape and element type.
-#[cfg(feature = "gl")]
+#[cfg(feature = "gpu")]
 fn pbo_destination(gpu: &Gpu, input: &ModelInput) -> Result<TensorDyn, PreprocessError> {
     use zerocam_tensor::{f16, DType};
     let shape = input.shape();

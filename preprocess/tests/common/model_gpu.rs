@@ -4,7 +4,9 @@
 //! declares as `mod model_reference` beside this one).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use zerocam_gpu::{ColorSpec, ConvertOptions, Gpu, ModelInput, ModelLayout};
+use zerocam_gpu::{ConvertOptions, Gpu};
+use zerocam_preprocess::{ModelInput, ModelLayout};
+use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{
     f16, DType, Element, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory,
 };

@@ -6,8 +6,9 @@
 //! the tensor's bytes come from the crates.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use zerocam_gpu::{ChannelOrder, Fit, Matrix, ModelInput, ModelLayout, Range};
+use zerocam_preprocess::{ChannelOrder, Fit, ModelInput, ModelLayout};
 use zerocam_tensor::{DType, PixelFormat, Region, Tensor, TensorDyn, TensorMapTrait};
+use zerocam_tensor::{Matrix, Range};
 
 /// One plane: `channels` interleaved samples a texel, rows packed.
 struct Plane {
