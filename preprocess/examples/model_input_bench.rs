@@ -9,7 +9,7 @@
 //! by this example's global allocator; the example fails if any case
 //! allocates), and the OpenCV + numpy code that makes the same tensor:
 //!
-//! `cargo run --release -p zerocam-gpu --example model_input_bench [RUNS] [FILTER]`
+//! `cargo run --release -p zerocam-preprocess --example model_input_bench [RUNS] [FILTER]`
 //!
 //! `FILTER` runs only the cases whose name contains it (`f32`, `u8`, ...).
 

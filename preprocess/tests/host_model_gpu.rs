@@ -30,22 +30,22 @@ fn convert(gpu: &Gpu, src: &Tensor<u8>, input: &ModelInput, opts: &ConvertOption
     match input.element_type() {
         DType::U8 => {
             let t = Tensor::<u8>::new(&shape, mem, None).unwrap();
-            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
+            convert_model(gpu, src, &t, input, opts, 0).unwrap();
             values(&t, 0)
         }
         DType::I8 => {
             let t = Tensor::<i8>::new(&shape, mem, None).unwrap();
-            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
+            convert_model(gpu, src, &t, input, opts, 0).unwrap();
             values(&t, 0)
         }
         DType::F16 => {
             let t = Tensor::<f16>::new(&shape, mem, None).unwrap();
-            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
+            convert_model(gpu, src, &t, input, opts, 0).unwrap();
             f16_values(&t, 0)
         }
         _ => {
             let t = Tensor::<f32>::new(&shape, mem, None).unwrap();
-            convert_model(&gpu, src, &t, input, opts, 0).unwrap();
+            convert_model(gpu, src, &t, input, opts, 0).unwrap();
             values(&t, 0)
         }
     }

@@ -63,7 +63,7 @@ fn check_batch(gpu: &Gpu, sources: &[Tensor<u8>; 3], input: &ModelInput, memory:
     };
     let what = format!("{memory:?}");
     for (step, &n) in order.iter().enumerate() {
-        convert_model_dyn(&gpu, &sources[n], &dst, input, &opts, n).unwrap();
+        convert_model_dyn(gpu, &sources[n], &dst, input, &opts, n).unwrap();
         if step == 1 {
             let s = sentinel(input.element_type());
             let v = dyn_values(&dst, 1);

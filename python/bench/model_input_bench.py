@@ -19,7 +19,7 @@ Per case it prints min and median wall time per frame (ms) and the Python
 heap allocated per frame in steady state (`tracemalloc`, bytes, after the
 warm-up): OpenCV allocates its intermediate images each frame; zerocam's
 ring of destinations does not. Rust-side allocations of zerocam are counted
-by `cargo run --release -p zerocam-gpu --example model_input_bench`.
+by `cargo run --release -p zerocam-preprocess --example model_input_bench`.
 """
 
 import statistics

@@ -1,7 +1,7 @@
 //! What the GPU crate's lab tests share: a `Gpu` on zink over lavapipe,
 //! the check that an image is vivid's red (and, from zerocam-test-support,
 //! vivid streams of solid red, one test at a time and the process's fds).
-#![allow(dead_code)] // each lab binary uses its part
+#![allow(dead_code, unused_imports)] // each lab binary uses its part
 
 use zerocam_gpu::{ConvertOptions, Gpu, ImportPolicy};
 use zerocam_tensor::Tensor;
