@@ -3,7 +3,9 @@
 # command (`pip install ./python`, through maturin), run the host pytest suite,
 # then the lab pytest suite inside the kernel lab (vivid, DMA heap), where the
 # guest's own python3 (trixie, with python3-numpy and python3-pytest) imports
-# the same abi3 wheel, unpacked under target/python-lab.
+# the same abi3 wheel, unpacked under target/python-lab; the lab tests marked
+# libcamera run in the same boot with an extension built with the cargo
+# feature libcamera in the guest root (tests/lab/python-libcamera).
 #
 #   bash python/ci.sh            # host + lab
 #   bash python/ci.sh --host     # host only
@@ -84,8 +86,24 @@ rm -rf "$site" && mkdir -p "$site"
 # The guest runs trixie's python3 (3.13): the cp311-abi3 wheel, as pip would pick.
 "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel311" "$site"
 tests/lab/prepare
-tests/lab/run -- env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 \
-    python3 -m pytest -q -p no:cacheprovider python/tests/lab
+# Camera("libcamera:ID") (the tests marked libcamera, on libcamera's virtual
+# camera): the published wheels have no libcamera, so an extension built with
+# the cargo feature libcamera against the guest's libcamera 0.4, in a chroot
+# of the guest root (tests/lab/python-libcamera), runs them in the same boot.
+# ZEROCAM_LAB_LIBCAMERA=0 leaves them out, as it does tests/lab/test-all's.
+lcsite=$root/target/python-lab/site-libcamera
+pytest_lab="python3 -m pytest -q -p no:cacheprovider"
+lab_main=$(printf 'PYTHONPATH=%q %s -m %q python/tests/lab' "$site" "$pytest_lab" "not libcamera")
+if [[ ${ZEROCAM_LAB_LIBCAMERA:-1} != 0 ]]; then
+    tests/lab/python-libcamera "$lcsite"
+    lab_libcamera=$(printf 'PYTHONPATH=%q %s -m libcamera python/tests/lab' "$lcsite" "$pytest_lab")
+else
+    echo "ZEROCAM_LAB_LIBCAMERA=0: the Python libcamera lab tests are left out"
+    lab_libcamera=true
+fi
+# Both in one boot; the status is the first failure's.
+tests/lab/run -- env PYTHONDONTWRITEBYTECODE=1 bash -c \
+    "$lab_main; a=\$?; $lab_libcamera; b=\$?; exit \$((a ? a : b))"
 
 if [[ ${1:-} == --bench ]]; then
     step "benchmark (in the kernel lab's guest)"
