@@ -248,7 +248,7 @@ class Frame:
 class Camera:
     def __init__(
         self,
-        device: str = "/dev/video0",
+        device: Optional[str] = "/dev/video0",
         format: str = "NV12",
         size: Tuple[int, int] = (640, 480),
         fps: Optional[float] = None,
