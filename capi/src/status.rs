@@ -175,9 +175,9 @@ fn capture_status(e: &CaptureError) -> zerocam_status {
             ZEROCAM_ERROR_NOT_FOUND
         }
         #[cfg(feature = "gstreamer")]
-        E::Gst(zerocam_capture::GstError::Eos { .. }) => ZEROCAM_ERROR_END_OF_STREAM,
+        E::Gst(zerocam_capture::gst::GstError::Eos { .. }) => ZEROCAM_ERROR_END_OF_STREAM,
         #[cfg(feature = "gstreamer")]
-        E::Gst(zerocam_capture::GstError::Parse { .. }) => ZEROCAM_ERROR_INVALID_ARGUMENT,
+        E::Gst(zerocam_capture::gst::GstError::Parse { .. }) => ZEROCAM_ERROR_INVALID_ARGUMENT,
         E::InvalidArgument(zerocam_capture::ArgumentError::FeatureMissing { .. })
         | E::LibcameraUnsupported { .. } => ZEROCAM_ERROR_UNSUPPORTED,
         E::InvalidArgument(_)

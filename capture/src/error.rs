@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 
-use crate::{BufferPlan, FormatProblem, FourCc};
+use crate::v4l2::{BufferPlan, FormatProblem};
+use crate::FourCc;
 
 /// What went wrong opening, configuring or streaming from a camera. Every
 /// variant names the device and the values involved.
@@ -92,7 +93,7 @@ pub enum CaptureError {
     },
 
     /// The driver's format reply does not describe whole frames that fit
-    /// their buffers (see [`FormatReply::stream_format`](crate::FormatReply::stream_format)).
+    /// their buffers (see [`FormatReply::stream_format`](crate::v4l2::FormatReply::stream_format)).
     #[error("{path}: the driver's format {fourcc} {width}x{height} cannot be used: {problem}")]
     BadFormat {
         /// The device.
@@ -109,8 +110,8 @@ pub enum CaptureError {
 
     /// The driver granted a buffer count (`VIDIOC_REQBUFS`) outside what the
     /// stream needs: fewer than its minimum plus the frames the caller holds,
-    /// or more than [`MAX_BUFFERS`](crate::MAX_BUFFERS).
-    #[error("{path}: the driver granted {} buffers, outside {}..={}: {plan}", .plan.granted, .plan.needed(), crate::MAX_BUFFERS)]
+    /// or more than [`MAX_BUFFERS`](crate::v4l2::MAX_BUFFERS).
+    #[error("{path}: the driver granted {} buffers, outside {}..={}: {plan}", .plan.granted, .plan.needed(), crate::v4l2::MAX_BUFFERS)]
     BufferGrant {
         /// The device.
         path: PathBuf,
@@ -349,8 +350,8 @@ pub enum ArgumentError {
     /// Zero buffers.
     #[error("buffer count {0} is too small: at least 2 are needed")]
     TooFewBuffers(u32),
-    /// More buffers than zerocam keeps ([`MAX_BUFFERS`](crate::MAX_BUFFERS)).
-    #[error("buffer count {0} is too large: at most {max} are kept", max = crate::MAX_BUFFERS)]
+    /// More buffers than zerocam keeps ([`MAX_BUFFERS`](crate::v4l2::MAX_BUFFERS)).
+    #[error("buffer count {0} is too large: at most {max} are kept", max = crate::v4l2::MAX_BUFFERS)]
     TooManyBuffers(u32),
     /// A hold count of zero ([`StreamConfig::hold`](crate::StreamConfig::hold)).
     #[error("hold count 0: a frame is held from next_frame until it drops, so at least 1")]

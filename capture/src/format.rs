@@ -125,8 +125,8 @@ impl FromStr for CaptureFormat {
 /// Parses `WIDTHxHEIGHT`.
 ///
 /// ```
-/// assert_eq!(zerocam_capture::parse_size("1280x720"), Ok((1280, 720)));
-/// assert!(zerocam_capture::parse_size("1280").is_err());
+/// assert_eq!(zerocam_capture::format::parse_size("1280x720"), Ok((1280, 720)));
+/// assert!(zerocam_capture::format::parse_size("1280").is_err());
 /// ```
 pub fn parse_size(s: &str) -> Result<(u32, u32), ArgumentError> {
     let bad = || ArgumentError::BadSize(s.to_owned());

@@ -29,43 +29,38 @@
 // source (`v4l2/` with its ioctl layer below it, `libcamera_source/`,
 // `gst/`, `pattern/`, and the sharing subscriber in `share/subscriber/`),
 // sharing's publisher and wire format (`share/`), and the opener (`open`).
+// Each is a public module; the root re-exports what most programs use.
 mod error;
-mod format;
-mod frame;
+pub mod format;
+pub mod frame;
 #[cfg(feature = "gstreamer")]
-mod gst;
+pub mod gst;
 #[cfg(any(feature = "libcamera", test))]
-mod libcamera_source;
+pub mod libcamera_source;
 pub mod open;
-mod pattern;
+pub mod pattern;
 pub mod share;
 #[cfg(test)]
 use zerocam_test_support::alloc as test_alloc;
 #[cfg(test)]
 #[global_allocator]
 static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
-mod v4l2;
+pub mod v4l2;
 
 pub use error::{ArgumentError, CaptureError, Result};
-pub use format::{parse_size, CaptureFormat, FourCc, CAPTURE_FORMATS};
-pub use frame::stats::StreamStats;
-pub use frame::{Frame, FrameSource, SharedPlane, Synthesized};
+pub use format::{CaptureFormat, FourCc, CAPTURE_FORMATS};
+pub use frame::{Frame, FrameSource, SharedPlane, StreamStats, Synthesized};
 #[cfg(feature = "gstreamer")]
-pub use gst::{GstError, GstSource};
+pub use gst::GstSource;
 #[cfg(feature = "libcamera")]
 pub use libcamera_source::{
-    libcamera_cameras, quiet_libcamera_log, LibcameraCamera, LibcameraConfig, LibcameraFormat,
-    LibcameraSource,
+    libcamera_cameras, quiet_libcamera_log, LibcameraConfig, LibcameraSource,
 };
-pub use pattern::{rgb_to_yuv, PatternConfig, PatternSource, BARS_RGB};
-pub use v4l2::colorimetry::Colorimetry;
-pub use v4l2::controls::ControlInfo;
-pub use v4l2::device::{
-    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval,
-};
-pub use v4l2::negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
-pub use v4l2::plan::{BufferPlan, DriverMinimum, MAX_BUFFERS};
-pub use v4l2::stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};
+pub use pattern::{PatternConfig, PatternSource};
+pub use v4l2::{capture_devices, BufferMode, Device, Stream, StreamConfig};
+// The negotiated format every source describes its frames with (V4L2's
+// vocabulary, which libcamera, GStreamer, the pattern and sharing reuse).
+pub use v4l2::{Colorimetry, PlaneLayout, StreamFormat};
 pub use zerocam_cache::CacheStats;
 pub use zerocam_tensor as tensor;
 /// The GStreamer crates `GstSource` speaks (`pipeline`, `with_setup`;

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::share::Subscriber;
+use crate::v4l2::NewStreamError;
 use crate::{
-    BufferMode, CaptureError, CaptureFormat, Device, Frame, FrameSource, NewStreamError,
-    PatternConfig, PatternSource, SharedPlane, Stream, StreamConfig, StreamFormat, StreamStats,
+    BufferMode, CaptureError, CaptureFormat, Device, Frame, FrameSource, PatternConfig,
+    PatternSource, SharedPlane, Stream, StreamConfig, StreamFormat, StreamStats,
 };
 
 /// What to open.

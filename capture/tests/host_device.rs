@@ -25,7 +25,7 @@ fn a_node_that_is_not_v4l2_is_refused() {
 
 #[test]
 fn frame_sizes_display_as_a_list_or_a_range() {
-    use zerocam_capture::FrameSizes;
+    use zerocam_capture::v4l2::FrameSizes;
     assert_eq!(
         FrameSizes::Discrete(vec![(320, 180), (640, 480)]).to_string(),
         "320x180, 640x480"

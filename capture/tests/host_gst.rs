@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use zerocam_capture::{CaptureError, FrameSource, GstError, GstSource};
+use zerocam_capture::gst::GstError;
+use zerocam_capture::{CaptureError, FrameSource, GstSource};
 use zerocam_tensor::{Error, PixelFormat};
 
 const WAIT: Duration = Duration::from_secs(5);

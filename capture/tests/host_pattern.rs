@@ -4,9 +4,10 @@
 
 use std::time::{Duration, Instant};
 
+use zerocam_capture::pattern::{rgb_to_yuv, BARS_RGB};
 use zerocam_capture::{
-    rgb_to_yuv, ArgumentError, CaptureError, CaptureFormat, FrameSource, PatternConfig,
-    PatternSource, BARS_RGB, CAPTURE_FORMATS,
+    ArgumentError, CaptureError, CaptureFormat, FrameSource, PatternConfig, PatternSource,
+    CAPTURE_FORMATS,
 };
 use zerocam_tensor::{ColorSpec, PixelFormat, TensorMapTrait, TensorMemory};
 

@@ -9,9 +9,10 @@ use vivid_common::{config, frames, lock, open_fds, red_device, MULTI, SINGLE, WA
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use zerocam_capture::v4l2::DriverMinimum;
 use zerocam_capture::{
-    ArgumentError, BufferMode, CaptureError, CaptureFormat, Device, DriverMinimum, Frame,
-    FrameSource, Stream, StreamConfig, CAPTURE_FORMATS,
+    ArgumentError, BufferMode, CaptureError, CaptureFormat, Device, Frame, FrameSource, Stream,
+    StreamConfig, CAPTURE_FORMATS,
 };
 use zerocam_tensor::{ColorSpec, FdIdentity, PixelFormat, TensorMemory};
 
@@ -385,14 +386,14 @@ fn lab_capture_enumerates_the_device() {
     let _g = lock(MULTI);
     let d = Device::open(MULTI).unwrap();
     assert_eq!(d.info().driver, "vivid");
-    assert_eq!(d.info().api, zerocam_capture::BufferApi::MultiPlanar);
+    assert_eq!(d.info().api, zerocam_capture::v4l2::BufferApi::MultiPlanar);
     assert_eq!(
         Device::open(SINGLE).unwrap().info().api,
-        zerocam_capture::BufferApi::SinglePlanar
+        zerocam_capture::v4l2::BufferApi::SinglePlanar
     );
     let nv12 = zerocam_capture::FourCc(*b"NV12");
     match d.frame_sizes(nv12).unwrap() {
-        zerocam_capture::FrameSizes::Discrete(sizes) => assert!(sizes.contains(&(640, 480))),
+        zerocam_capture::v4l2::FrameSizes::Discrete(sizes) => assert!(sizes.contains(&(640, 480))),
         other => panic!("vivid's webcam input has discrete sizes, got {other:?}"),
     }
     let ivals = d.frame_intervals(nv12, 640, 480).unwrap();

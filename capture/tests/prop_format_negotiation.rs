@@ -16,9 +16,9 @@
 use std::path::Path;
 
 use proptest::prelude::*;
+use zerocam_capture::v4l2::FormatReply;
 use zerocam_capture::{
-    CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, PlaneLayout, StreamFormat,
-    CAPTURE_FORMATS,
+    CaptureError, CaptureFormat, Colorimetry, FourCc, PlaneLayout, StreamFormat, CAPTURE_FORMATS,
 };
 use zerocam_tensor::{ImageLayout, PixelFormat, Tensor, TensorMemory};
 

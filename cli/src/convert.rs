@@ -114,7 +114,8 @@ mod tests {
     #[test]
     fn the_pattern_bars_come_back_with_the_frames_colour_spec() {
         use std::time::Duration;
-        use zerocam_capture::{FrameSource, PatternConfig, PatternSource, BARS_RGB};
+        use zerocam_capture::pattern::BARS_RGB;
+        use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
         let format = "YUYV".parse().unwrap();
         // 8 bars of 8 pixels: sample each bar's middle on row 3 (frame 0's
         // bars start at x = 0; its white line is row 0).

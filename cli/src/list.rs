@@ -3,7 +3,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use zerocam_capture::{CaptureError, Device, FrameSizes};
+use zerocam_capture::v4l2::FrameSizes;
+use zerocam_capture::{CaptureError, Device};
 
 use zerocam_capture::capture_devices;
 

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use zerocam_capture::capture_devices;
+use zerocam_capture::format::parse_size;
 use zerocam_capture::open::SourceSpec;
-use zerocam_capture::{parse_size, BufferMode, CaptureFormat};
+use zerocam_capture::{BufferMode, CaptureFormat};
 use zerocam_cli::{bench, capture, list, probe, serve, CliError};
 
 #[derive(Parser)]

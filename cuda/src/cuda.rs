@@ -14,7 +14,7 @@ use crate::device::Device;
 use crate::host::{key_of, HostKey, HostRegistration};
 use crate::map::{CudaMap, CudaPath, CudaPlane, Keep, MapGeometry};
 pub(crate) use crate::stream::StreamRef;
-use crate::{CudaError, DeviceInfo, Driver, Result};
+use crate::{CudaError, CudaInfo, Driver, Result};
 
 /// Registrations kept per cache (the GPU crate keeps as many EGLImages).
 pub(crate) const CACHE_CAPACITY: usize = 32;
@@ -54,7 +54,7 @@ struct Inner {
     #[cfg(feature = "gl")]
     pub(crate) gl: Mutex<crate::gl::Attachments>,
     stream: StreamRef,
-    info: DeviceInfo,
+    info: CudaInfo,
     host_unregistered: Arc<AtomicU64>,
     maps: AtomicU64,
     device: Arc<Device>,
@@ -145,7 +145,7 @@ impl Cuda {
     }
 
     /// What the device is and can do.
-    pub fn info(&self) -> &DeviceInfo {
+    pub fn info(&self) -> &CudaInfo {
         &self.inner.info
     }
 

@@ -1,5 +1,5 @@
 //! [`Device`]: one CUDA device's primary context, retained for as long as
-//! anything registered on it lives, and [`DeviceInfo`], what it can do.
+//! anything registered on it lives, and [`CudaInfo`], what it can do.
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::Arc;
@@ -73,7 +73,7 @@ impl Device {
     }
 
     /// What the device is and can do.
-    pub fn info(&self, ordinal: i32) -> Result<DeviceInfo> {
+    pub fn info(&self, ordinal: i32) -> Result<CudaInfo> {
         let mut name = [0 as c_char; 256];
         // SAFETY: the buffer's length is passed; the driver NUL-terminates.
         self.driver.check("cuDeviceGetName", unsafe {
@@ -94,7 +94,7 @@ impl Device {
                 .map(|()| v)
         };
         let a = |a| attr(a, "cuDeviceGetAttribute");
-        Ok(DeviceInfo {
+        Ok(CudaInfo {
             ordinal,
             name,
             compute_capability: (
@@ -139,7 +139,7 @@ impl Drop for ContextGuard<'_> {
 
 /// One CUDA device: what it is and which zero-copy paths it offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceInfo {
+pub struct CudaInfo {
     /// The ordinal.
     pub ordinal: i32,
     /// `cuDeviceGetName`, e.g. `Orin` or `NVIDIA H200`.

@@ -47,7 +47,7 @@ mod probe;
 mod stream;
 
 pub use cuda::{Cuda, CudaStats};
-pub use device::DeviceInfo;
+pub use device::CudaInfo;
 pub use driver::{default_library, is_cuda_available, Driver, DEFAULT_LIBRARY, LIBRARY_ENV};
 pub use error::{CudaError, CudaUnavailable, Result};
 #[cfg(feature = "capture")]

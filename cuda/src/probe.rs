@@ -5,7 +5,7 @@ use std::fmt;
 
 use zerocam_tensor::{Access, Tensor, TensorMemory};
 
-use crate::{default_library, Cuda, DeviceInfo};
+use crate::{default_library, Cuda, CudaInfo};
 
 /// Whether one import path worked on a small tensor: `Err` says why not.
 pub type PathCheck = Result<(), String>;
@@ -23,7 +23,7 @@ pub struct CudaProbe {
 #[derive(Debug, Clone)]
 pub struct CudaFound {
     /// The device.
-    pub info: DeviceInfo,
+    pub info: CudaInfo,
     /// (a) host registration of a shared-memory tensor, read back with `cuMemcpyDtoH`.
     pub host: PathCheck,
     /// (c) GL buffer interop of a PBO tensor (needs zerocam's GL thread).

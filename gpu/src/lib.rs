@@ -16,22 +16,13 @@
 //!   [`BufferIdentity`](zerocam_tensor::BufferIdentity) and geometry, so B
 //!   camera buffers make B imports however many frames flow; a destination view
 //!   (a batch element, a tile) is a viewport of its parent's one render target.
-//! - [`CpuPreprocessor`] (and [`convert_cpu`]) makes a [`ModelInput`] on the
-//!   CPU, without EGL, sampling as the GPU does: each plane resampled
-//!   bilinearly with half-pixel centres, then YUV → RGB, normalization,
-//!   quantization and layout row by row into the mapped destination
-//!   (vectorized loops: SSE2 on x86-64, NEON on aarch64).
-//! - [`Gpu::convert_model`] turns the same sources into a model's input
-//!   tensor as a [`ModelInput`] describes it: `u8`, `i8`, `f16` or `f32`,
-//!   NCHW or NHWC, mean/std or quantization, stretch, centre crop or
-//!   letterbox, RGB or BGR, one batch element at a time; the elements' bytes
-//!   are rendered as RGBA8 texels, so it runs on any GLES 3.0 driver.
-//! - [`Preprocessor`] makes a stream of model inputs on a chosen [`Device`]
-//!   (`Auto`: the GPU where its renderer is hardware, the CPU without EGL,
-//!   on a software rasterizer ([`is_software_renderer`]) and for a frame the
-//!   GPU cannot take), into a ring of destinations reused only once nothing
-//!   holds them (PBOs on the GPU, heap memory on the CPU; no allocation per
-//!   frame in steady state).
+//! - [`Gpu::write_model`] renders the same sources into one batch element of
+//!   a model's input tensor as a [`ModelWrite`] describes it: `u8`, `i8`,
+//!   `f16` or `f32`, planes or interleaved, an affine per channel, a fitted
+//!   rectangle and pad; the elements' bytes are rendered as RGBA8 texels, so
+//!   it runs on any GLES 3.0 driver. The model description itself (its
+//!   normalization, fit, the CPU path and the backend choice) is
+//!   zerocam-preprocess's, which makes a `ModelWrite` from it.
 //! - A job that panics on the GL thread poisons the [`Gpu`]: its caller and
 //!   every later call that would use the GL context get
 //!   [`GpuError::Poisoned`] naming the job and the panic's message (never a

@@ -118,11 +118,11 @@ pub fn capture_err(e: CaptureError) -> PyErr {
         // A finite pipeline's end ends the iteration (`for frame in cam`);
         // one that does not parse is a bad argument.
         #[cfg(feature = "gstreamer")]
-        CaptureError::Gst(zerocam_capture::GstError::Eos { .. }) => {
+        CaptureError::Gst(zerocam_capture::gst::GstError::Eos { .. }) => {
             pyo3::exceptions::PyStopIteration::new_err(msg)
         }
         #[cfg(feature = "gstreamer")]
-        CaptureError::Gst(zerocam_capture::GstError::Parse { .. }) => invalid(msg),
+        CaptureError::Gst(zerocam_capture::gst::GstError::Parse { .. }) => invalid(msg),
         CaptureError::InvalidArgument(_)
         | CaptureError::UnsupportedFormat { .. }
         | CaptureError::UnsupportedSize { .. }

@@ -1,13 +1,15 @@
 //! The source-neutral frame core: [`Frame`], the guard a source hands out,
 //! and the [`FrameSource`] trait every source implements; below it, the slot
-//! that keeps a lent buffer from its owner ([`slot`]), the frame's tensor out
-//! of the import cache ([`tensor`]), the memory a plane lives in
-//! ([`plane_memory`]) and the counters ([`stats`]).
+//! that keeps a lent buffer from its owner (`slot`), the frame's tensor out
+//! of the import cache (`tensor`), the memory a plane lives in
+//! (`plane_memory`) and the counters (`stats`: [`StreamStats`]).
 
 pub(crate) mod plane_memory;
 pub(crate) mod slot;
 pub(crate) mod stats;
 pub(crate) mod tensor;
+
+pub use stats::StreamStats;
 
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use zerocam_tensor::{ColorSpec, Tensor};
 
-use crate::{Result, StreamFormat, StreamStats};
+use crate::{Result, StreamFormat};
 
 /// The owner of a frame's buffer: takes it back when the frame drops.
 pub(crate) trait Requeue: Send + Sync {
@@ -196,7 +198,7 @@ impl Frame {
     ///   `validate()` (its Y'CbCr encoding and range), BT.601 limited when the
     ///   pipeline handler leaves it unset.
     /// - The pattern source: BT.601 limited, what it draws with
-    ///   ([`rgb_to_yuv`](crate::rgb_to_yuv)).
+    ///   ([`rgb_to_yuv`](crate::pattern::rgb_to_yuv)).
     ///
     /// For RGB frames there is nothing to convert and the spec only records
     /// the source's colorimetry.

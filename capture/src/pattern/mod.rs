@@ -148,7 +148,7 @@ impl PatternSource {
     ///
     /// # Errors
     /// [`CaptureError::InvalidArgument`] for fewer than 2 buffers or more than
-    /// [`MAX_BUFFERS`](crate::MAX_BUFFERS), or a bad frame rate; [`CaptureError::UnsupportedSize`] for a size the format cannot have
+    /// [`MAX_BUFFERS`](crate::v4l2::MAX_BUFFERS), or a bad frame rate; [`CaptureError::UnsupportedSize`] for a size the format cannot have
     /// (odd sizes with subsampled chroma, zero).
     pub fn new(config: PatternConfig) -> Result<PatternSource> {
         let PatternConfig {
@@ -161,7 +161,7 @@ impl PatternSource {
         if buffers < 2 {
             return Err(ArgumentError::TooFewBuffers(buffers).into());
         }
-        if buffers > crate::MAX_BUFFERS {
+        if buffers > crate::v4l2::MAX_BUFFERS {
             return Err(ArgumentError::TooManyBuffers(buffers).into());
         }
         let interval = match fps {

@@ -12,9 +12,8 @@ use crate::frame::slot::Slot;
 use crate::v4l2::ioctl::error::{IoctlError, ReqbufsError};
 use crate::v4l2::ioctl::{calls, raw};
 use crate::v4l2::plan::{DriverMinimum, CID_MIN_BUFFERS_FOR_CAPTURE};
-use crate::{
-    BufferMode, BufferPlan, CaptureError, Device, FormatProblem, Result, StreamConfig, StreamFormat,
-};
+use crate::v4l2::{BufferPlan, FormatProblem};
+use crate::{BufferMode, CaptureError, Device, Result, StreamConfig, StreamFormat};
 
 /// A stream's buffers, set up and not queued yet.
 pub(crate) struct Buffers {

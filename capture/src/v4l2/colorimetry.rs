@@ -286,13 +286,13 @@ mod tests {
             quantization: raw::QUANTIZATION_FULL_RANGE,
             ..Default::default()
         };
-        let r = crate::FormatReply::from_raw(&f).unwrap();
+        let r = crate::v4l2::FormatReply::from_raw(&f).unwrap();
         let want = fields(COLORSPACE_REC709, 0, QUANTIZATION_FULL_RANGE);
         assert_eq!(r.colorimetry, want);
         assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_FULL);
         // Without the magic, the extended fields are not the driver's: default.
         f.fmt.pix.priv_ = 0; // writing a Copy union field is safe
-        let r = crate::FormatReply::from_raw(&f).unwrap();
+        let r = crate::v4l2::FormatReply::from_raw(&f).unwrap();
         assert_eq!(r.colorimetry.quantization, 0);
         assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_LIMITED);
 
@@ -314,7 +314,7 @@ mod tests {
             ycbcr_enc: raw::YCBCR_ENC_709 as u8,
             ..Default::default()
         };
-        let r = crate::FormatReply::from_raw(&f).unwrap();
+        let r = crate::v4l2::FormatReply::from_raw(&f).unwrap();
         assert_eq!(r.colorimetry.ycbcr_enc, raw::YCBCR_ENC_709);
         assert_eq!(r.stream_format(p).unwrap().color, ColorSpec::BT709_FULL);
     }

@@ -13,7 +13,8 @@ use crate::v4l2::ioctl::error::QuerycapError;
 use crate::v4l2::ioctl::{c_str, calls, raw, IoctlError};
 use zerocam_tensor::ColorSpec;
 
-use crate::{CaptureError, CaptureFormat, Colorimetry, FormatReply, FourCc, Result, StreamFormat};
+use crate::v4l2::FormatReply;
+use crate::{CaptureError, CaptureFormat, Colorimetry, FourCc, Result, StreamFormat};
 
 /// Which buffer API the device speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

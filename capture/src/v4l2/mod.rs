@@ -1,7 +1,10 @@
-//! The V4L2 source: a capture device ([`device`]: capabilities, formats,
-//! controls), the format it agrees to ([`negotiation`], [`colorimetry`]), the
-//! buffers it streams ([`plan`], [`buffers`]) and the stream itself
-//! ([`queue`], [`stream`]), over our typed ioctl layer ([`ioctl`]).
+//! The V4L2 source: a capture device (`device`: capabilities, formats,
+//! controls), the format it agrees to (`negotiation`, `colorimetry`), the
+//! buffers it streams (`plan`, `buffers`) and the stream itself
+//! (`queue`, `stream`), over our typed ioctl layer (`ioctl`). Its public types are re-exported
+//! here; the ones every source shares ([`StreamFormat`], [`PlaneLayout`],
+//! [`Colorimetry`]) and the common ones ([`Device`], [`Stream`]) at the
+//! crate root too.
 
 pub(crate) mod buffers;
 pub(crate) mod colorimetry;
@@ -12,3 +15,12 @@ pub(crate) mod negotiation;
 pub(crate) mod plan;
 pub(crate) mod queue;
 pub(crate) mod stream;
+
+pub use colorimetry::Colorimetry;
+pub use controls::ControlInfo;
+pub use device::{
+    capture_devices, BufferApi, Device, DeviceInfo, FormatDesc, FrameSizes, Interval,
+};
+pub use negotiation::{FormatProblem, FormatReply, PlaneLayout, StreamFormat};
+pub use plan::{BufferPlan, DriverMinimum, MAX_BUFFERS};
+pub use stream::{BufferMode, IntoDeviceError, NewStreamError, Stream, StreamConfig};

@@ -189,7 +189,8 @@ impl FormatReply {
     ///
     /// ```
     /// use std::path::Path;
-    /// use zerocam_capture::{CaptureError, Colorimetry, FormatReply, FourCc, PlaneLayout};
+    /// use zerocam_capture::v4l2::FormatReply;
+    /// use zerocam_capture::{CaptureError, Colorimetry, FourCc, PlaneLayout};
     /// use zerocam_tensor::ColorSpec;
     ///
     /// let mut reply = FormatReply {

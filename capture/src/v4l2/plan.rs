@@ -78,7 +78,7 @@ impl fmt::Display for DriverMinimum {
 /// still has its minimum queued.
 ///
 /// ```
-/// use zerocam_capture::{BufferPlan, DriverMinimum};
+/// use zerocam_capture::v4l2::{BufferPlan, DriverMinimum};
 ///
 /// // A driver that needs 3 buffers queued, a caller holding 2 frames at once.
 /// let plan = BufferPlan::new(4, 2, DriverMinimum::Reported(3))?;

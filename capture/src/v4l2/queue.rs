@@ -17,7 +17,8 @@ use crate::frame::slot::{Slot, SlotState};
 use crate::frame::stats::{Counters, SequenceTracker};
 use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
 use crate::v4l2::ioctl::{raw, BufferQueue, DmaBufPlane, QbufError, QbufPlanes};
-use crate::{BufferMode, BufferPlan, CaptureError, Device, Frame, Result, StreamFormat};
+use crate::v4l2::BufferPlan;
+use crate::{BufferMode, CaptureError, Device, Frame, Result, StreamFormat};
 
 #[derive(Debug)]
 pub(crate) struct State {

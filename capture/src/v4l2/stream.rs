@@ -13,9 +13,9 @@ use crate::frame::slot::{cache_capacity, read_only_planes_of};
 use crate::v4l2::buffers::{set_up, Buffers};
 use crate::v4l2::ioctl::{calls, raw};
 use crate::v4l2::queue::Queue;
+use crate::v4l2::BufferPlan;
 use crate::{
-    BufferPlan, CaptureError, Device, Frame, FrameSource, Result, SharedPlane, StreamFormat,
-    StreamStats,
+    CaptureError, Device, Frame, FrameSource, Result, SharedPlane, StreamFormat, StreamStats,
 };
 
 /// Where a stream's buffers come from.
@@ -53,7 +53,7 @@ impl BufferMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamConfig {
     /// Buffers to ask for at least (2 or more; more are asked when the
-    /// driver's minimum plus `hold` is larger, at most [`MAX_BUFFERS`](crate::MAX_BUFFERS)).
+    /// driver's minimum plus `hold` is larger, at most [`MAX_BUFFERS`](crate::v4l2::MAX_BUFFERS)).
     pub buffers: u32,
     /// Frames the caller holds at once (at least 1): a frame is held from
     /// `next_frame` until it drops. Holding more than this may leave the
@@ -163,7 +163,7 @@ impl Stream {
     /// 0; [`CaptureError::BadFormat`] when the device's format or its buffers
     /// do not fit; [`CaptureError::BufferGrant`] when the driver grants fewer
     /// buffers than its minimum plus the hold (or more than
-    /// [`MAX_BUFFERS`](crate::MAX_BUFFERS)); [`CaptureError::UnsupportedMode`]
+    /// [`MAX_BUFFERS`](crate::v4l2::MAX_BUFFERS)); [`CaptureError::UnsupportedMode`]
     /// when the driver or the machine cannot do the buffer mode (no DMA heap
     /// for `DmaBuf`); ioctl failures.
     pub fn new(device: Device, config: StreamConfig) -> Result<Stream, NewStreamError> {

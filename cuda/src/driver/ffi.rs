@@ -15,7 +15,7 @@ pub type CuDevicePtr = u64;
 
 pub const CUDA_SUCCESS: CuResult = 0;
 
-/// `CUdevice_attribute` values read by [`DeviceInfo`](crate::DeviceInfo).
+/// `CUdevice_attribute` values read by [`CudaInfo`](crate::CudaInfo).
 pub const ATTR_INTEGRATED: c_int = 18;
 pub const ATTR_CAN_MAP_HOST_MEMORY: c_int = 19;
 pub const ATTR_UNIFIED_ADDRESSING: c_int = 41;

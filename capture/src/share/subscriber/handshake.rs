@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use super::{Disconnect, SubscribeError, SubscriberConfig, Terms};
 use crate::share::socket::{self, ReceiveError, Receiver};
 use crate::share::wire::{ClientMessage, ServerMessage, WireFormat};
-use crate::{CaptureError, Colorimetry, FormatReply, Result, StreamFormat, MAX_BUFFERS};
+use crate::v4l2::{FormatReply, MAX_BUFFERS};
+use crate::{CaptureError, Colorimetry, Result, StreamFormat};
 
 /// How long a publisher may take to answer `Hello`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -16,7 +16,8 @@ use crate::frame::plane_memory::PlaneMemory;
 use crate::frame::slot::{Slot, SlotState};
 use crate::v4l2::plan::DriverMinimum;
 use crate::v4l2::queue::Queue;
-use crate::{BufferMode, BufferPlan, CaptureError, Frame, PlaneLayout, StreamFormat};
+use crate::v4l2::BufferPlan;
+use crate::{BufferMode, CaptureError, Frame, PlaneLayout, StreamFormat};
 
 const BUFFERS: u32 = 4;
 const SIZE: u32 = 64 * 4;
