@@ -16,22 +16,9 @@ use zerocam_tensor::{Access, PixelFormat, Tensor, TensorMemory};
 mod common;
 
 use common::double::{double, library, serial};
-use zerocam_gpu::{ColorSpec, ConvertOptions, Gpu, ImportPolicy};
-use zerocam_test_support::lab::{lock, zink_env};
+use zerocam_test_support::gl::{gpu, REQUIRE};
+use zerocam_test_support::lab::lock;
 use zerocam_test_support::vivid::red_stream;
-
-/// BT.601 limited range, EGLImage import required (no upload fallback).
-const REQUIRE: ConvertOptions = ConvertOptions {
-    crop: None,
-    color: ColorSpec::BT601_LIMITED,
-    import: ImportPolicy::Require,
-};
-
-/// A `Gpu` on zink over lavapipe.
-fn gpu() -> Gpu {
-    zink_env();
-    Gpu::new().unwrap()
-}
 
 const SINGLE: &str = "/dev/video0";
 const MULTI: &str = "/dev/video1";

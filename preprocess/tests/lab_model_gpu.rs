@@ -21,24 +21,12 @@ use model_gpu::{
     assert_element, destination, dyn_values, input, reference, sentinel, tolerance, MEAN, STD,
 };
 use model_reference::max_error;
-use zerocam_gpu::{ConvertOptions, Gpu, GpuStats, ImportPolicy};
+use zerocam_gpu::{ConvertOptions, GpuStats, ImportPolicy};
 use zerocam_preprocess::gpu::convert_model_dyn;
 use zerocam_preprocess::{Fit, ModelInput, ModelLayout};
-use zerocam_tensor::{ColorSpec, DType, PixelFormat, Tensor, TensorMemory};
-use zerocam_test_support::lab::{fd_count, lock, zink_env};
-
-/// BT.601 limited range, EGLImage import required (no upload fallback).
-const REQUIRE: ConvertOptions = ConvertOptions {
-    crop: None,
-    color: ColorSpec::BT601_LIMITED,
-    import: ImportPolicy::Require,
-};
-
-/// A `Gpu` on zink over lavapipe.
-fn gpu() -> Gpu {
-    zink_env();
-    Gpu::new().unwrap()
-}
+use zerocam_tensor::{DType, PixelFormat, Tensor, TensorMemory};
+use zerocam_test_support::gl::{gpu, REQUIRE};
+use zerocam_test_support::lab::{fd_count, lock};
 
 const W: usize = 320;
 const H: usize = 180;

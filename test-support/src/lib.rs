@@ -4,7 +4,7 @@
 //! included by `#[path]`: [`alloc`], a global allocator that counts
 //! allocations (a test binary installs it with `#[global_allocator]`),
 //! `lab` (feature `lab`), what lab tests share (one test at a time, fd
-//! counts, EGL on zink), `vivid` (feature `vivid`), vivid streams of solid
+//! counts, EGL on zink), `gl` (feature `gl`), a `Gpu` on zink, `vivid` (feature `vivid`), vivid streams of solid
 //! red, and `cuda_double` (feature `cuda-double`), which
 //! builds and loads the CUDA driver test double. Its own tests check that the docs still say what the
 //! workspace is (`tests/docs_*.rs`). Never a dependency of a product.
@@ -16,6 +16,8 @@ pub mod alloc;
 #[cfg(feature = "cuda-double")]
 #[allow(unsafe_code)] // the FFI edge: the double's exported functions
 pub mod cuda_double;
+#[cfg(feature = "gl")]
+pub mod gl;
 #[cfg(feature = "lab")]
 pub mod lab;
 #[cfg(feature = "vivid")]

@@ -1,25 +1,12 @@
-//! What the GPU crate's lab tests share: a `Gpu` on zink over lavapipe,
-//! the check that an image is vivid's red (and, from zerocam-test-support,
-//! vivid streams of solid red, one test at a time and the process's fds).
+//! What the GPU crate's lab tests share: the check that an image is vivid's
+//! red, and from zerocam-test-support a `Gpu` on zink over lavapipe, vivid
+//! streams of solid red, one test at a time and the process's fds.
 #![allow(dead_code, unused_imports)] // each lab binary uses its part
 
-use zerocam_gpu::{ConvertOptions, Gpu, ImportPolicy};
 use zerocam_tensor::Tensor;
+pub use zerocam_test_support::gl::{gpu, REQUIRE};
 pub use zerocam_test_support::lab::{fd_count, fd_list, lock, zink_env};
 pub use zerocam_test_support::vivid::{format, red_stream};
-
-/// BT.601 limited range, EGLImage import required (no upload fallback).
-pub const REQUIRE: ConvertOptions = ConvertOptions {
-    crop: None,
-    color: zerocam_gpu::ColorSpec::new(zerocam_gpu::Matrix::Bt601, zerocam_gpu::Range::Limited),
-    import: ImportPolicy::Require,
-};
-
-/// A `Gpu` on zink over lavapipe ([`zink_env`]).
-pub fn gpu() -> Gpu {
-    zink_env();
-    Gpu::new().unwrap()
-}
 
 /// Every pixel of an RGB(A) image is vivid's red (BT.601 limited 81,90,239 →
 /// 254,0,0 or so), within 3 steps.
