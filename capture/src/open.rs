@@ -113,6 +113,24 @@ pub struct OpenOptions {
     pub fallback: Option<BufferMode>,
 }
 
+/// What kind of source an [`AnySource`] is. Every kind exists whatever
+/// features this crate was built with, so another crate can match on it
+/// exhaustively (a variant of `AnySource` exists only with its feature,
+/// which a crate using this one cannot test with `cfg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceKind {
+    /// A V4L2 device.
+    V4l2,
+    /// The built-in pattern source.
+    Pattern,
+    /// A publisher's frames (`unix:<socket>`).
+    Subscriber,
+    /// A libcamera camera.
+    Libcamera,
+    /// A GStreamer pipeline.
+    Gst,
+}
+
 /// A source [`open_source`] opened, of the kind the spec named.
 pub enum AnySource {
     /// A V4L2 device's stream.
@@ -130,6 +148,19 @@ pub enum AnySource {
 }
 
 impl AnySource {
+    /// Its kind.
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            AnySource::V4l2(_) => SourceKind::V4l2,
+            AnySource::Pattern(_) => SourceKind::Pattern,
+            AnySource::Subscriber(_) => SourceKind::Subscriber,
+            #[cfg(feature = "libcamera")]
+            AnySource::Libcamera(_) => SourceKind::Libcamera,
+            #[cfg(feature = "gstreamer")]
+            AnySource::Gst(_) => SourceKind::Gst,
+        }
+    }
+
     /// The source as a frame source.
     pub fn as_frame_source(&self) -> &dyn FrameSource {
         match self {

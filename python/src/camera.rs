@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use zerocam_capture::open::{open_source, AnySource, ControlValue, OpenOptions, SourceSpec};
+use zerocam_capture::open::{
+    open_source, AnySource, ControlValue, OpenOptions, SourceKind, SourceSpec,
+};
 use zerocam_capture::{BufferMode, CaptureFormat, Device, FrameSource};
 
 use crate::errors::{capture_err, invalid, released};
@@ -120,15 +122,16 @@ impl Kind {
         })
     }
 
+    /// The kind of an opened source. Matched on [`SourceKind`], not on
+    /// `AnySource`'s variants: those follow zerocam-capture's features,
+    /// which another crate of the build may turn on without this one's.
     fn of_source(source: &AnySource) -> Kind {
-        match source {
-            AnySource::V4l2(_) => Kind::V4l2,
-            AnySource::Pattern(_) => Kind::Pattern,
-            AnySource::Subscriber(_) => Kind::Subscriber,
-            #[cfg(feature = "libcamera")]
-            AnySource::Libcamera(_) => Kind::Libcamera,
-            #[cfg(feature = "gstreamer")]
-            AnySource::Gst(_) => Kind::Gst,
+        match source.kind() {
+            SourceKind::V4l2 => Kind::V4l2,
+            SourceKind::Pattern => Kind::Pattern,
+            SourceKind::Subscriber => Kind::Subscriber,
+            SourceKind::Libcamera => Kind::Libcamera,
+            SourceKind::Gst => Kind::Gst,
         }
     }
 
