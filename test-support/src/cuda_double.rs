@@ -19,8 +19,8 @@ use std::time::SystemTime;
 /// `cuda/tests/double`, beside this crate.
 const DOUBLE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/tests/double");
 
-/// The built double, `cuda-double/libcuda_double.so` in this crate's build
-/// folder (`OUT_DIR`):
+/// The built double, `cuda-double/libcuda_double.so` in the profile's build
+/// folder (`target/debug`):
 /// compiled with the rustc that built the tests the first time a test binary
 /// asks (and whenever a file in `tests/double/` is newer than it).
 ///
@@ -57,7 +57,12 @@ fn fresh(library: &Path, sources: SystemTime) -> bool {
 /// to their own temporary name in the same directory and `rename` it over the
 /// final name (atomic), so none ever sees a half-written library.
 fn build() -> PathBuf {
-    let dir = Path::new(env!("OUT_DIR")).join("cuda-double");
+    // `target/<profile>/cuda-double`, above this crate's `OUT_DIR`
+    // (`target/<profile>/build/zerocam-test-support-<hash>/out`): one copy
+    // whatever features the build gave this crate, so a lab run built with
+    // others (its hash differs) finds the double the host tests built.
+    let out = Path::new(env!("OUT_DIR"));
+    let dir = out.ancestors().nth(3).unwrap_or(out).join("cuda-double");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     let library = dir.join("libcuda_double.so");
     let sources = newest_source();
