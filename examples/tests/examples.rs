@@ -2,11 +2,11 @@
 //! the pattern source and says so; imports = buffers x planes.
 #![allow(clippy::unwrap_used)] // tests may panic
 
-mod common;
+use zerocam_test_support::cmd::run_ok;
 
 #[test]
 fn camera_to_tensor_runs_on_the_pattern_source() {
-    let text = common::run_ok("camera_to_tensor", &["--frames", "12"]);
+    let text = run_ok("camera_to_tensor", &["--frames", "12"]);
     assert!(
         text.lines()
             .next()
@@ -23,7 +23,7 @@ fn camera_to_tensor_runs_on_the_pattern_source() {
 
 #[test]
 fn camera_to_gl_runs_on_the_pattern_source() {
-    let text = common::run_ok("camera_to_gl", &["--frames", "6"]);
+    let text = run_ok("camera_to_gl", &["--frames", "6"]);
     let mut lines = text.lines();
     assert!(lines.next().unwrap().starts_with("GPU: "), "{text}");
     assert!(

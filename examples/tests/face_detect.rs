@@ -5,8 +5,8 @@
 //! MediaPipe's documented normalization, and one-line errors.
 #![allow(clippy::unwrap_used)] // tests may panic
 
-mod common;
 use zerocam_test_support::alloc as counting_alloc;
+use zerocam_test_support::cmd::run_ok;
 #[global_allocator]
 static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
@@ -34,7 +34,7 @@ fn astronaut() -> PathBuf {
 }
 
 fn run(args: &[&str]) -> String {
-    common::run_ok("face_detect", args)
+    run_ok("face_detect", args)
 }
 
 /// The `frame N: ...` lines of an output.

@@ -2,14 +2,14 @@
 #![cfg(feature = "lab")]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
-mod common;
+use zerocam_test_support::cmd::run_ok;
 
-use common::serial;
+use zerocam_test_support::lab::lock as serial;
 
 #[test]
 fn lab_camera_to_tensor_on_vivid_nv12m_dmabuf() {
     let _serial = serial();
-    let text = common::run_ok("camera_to_tensor", &["/dev/video1", "--frames", "40"]);
+    let text = run_ok("camera_to_tensor", &["/dev/video1", "--frames", "40"]);
     assert!(
         text.lines()
             .next()

@@ -3,6 +3,7 @@
 //! What zerocam's tests share across crates, as a crate rather than files
 //! included by `#[path]`: [`alloc`], a global allocator that counts
 //! allocations (a test binary installs it with `#[global_allocator]`),
+//! `cmd` (feature `cmd`), a package's binaries run from its tests,
 //! `lab` (feature `lab`), what lab tests share (one test at a time, fd
 //! counts, EGL on zink), `gl` (feature `gl`), a `Gpu` on zink, `vivid` (feature `vivid`), vivid streams of solid
 //! red, and `cuda_double` (feature `cuda-double`), which
@@ -13,6 +14,8 @@
 
 #[allow(unsafe_code)] // a GlobalAlloc is an unsafe impl by nature
 pub mod alloc;
+#[cfg(feature = "cmd")]
+pub mod cmd;
 #[cfg(feature = "cuda-double")]
 #[allow(unsafe_code)] // the FFI edge: the double's exported functions
 pub mod cuda_double;
