@@ -125,6 +125,13 @@ impl ImportCache {
     /// # Ok::<(), zerocam_tensor::Error>(())
     /// ```
     ///
+    /// A hit whose import is too small for `layout` imports again: the key
+    /// is the file and the offset, not the file's length, and a file that
+    /// grew since (the same memfd lent again, longer, for a larger format)
+    /// must not keep giving the shorter import. When the new import fits it
+    /// replaces the entry (counted as a miss); when it does not either, the
+    /// entry stays.
+    ///
     /// # Errors
     /// Whatever `import` returns; [`Tensor::with_image`]'s errors when
     /// `layout` does not fit the plane, or the import is already an image or
@@ -136,8 +143,28 @@ impl ImportCache {
         import: impl FnOnce() -> Result<Tensor<u8>, E>,
     ) -> Result<Tensor<u8>, E> {
         if let Some(e) = self.entries.get_mut(&key) {
-            self.stats.hits += 1;
-            return Ok(e.image(layout)?);
+            let too_small = match e.image(layout) {
+                Err(err @ zerocam_tensor::Error::BufferTooSmall { .. }) => err,
+                other => {
+                    self.stats.hits += 1;
+                    return Ok(other?);
+                }
+            };
+            // The key names the file, not its length: the file may have grown
+            // since this entry's import (a publisher lending it again, longer,
+            // for a larger format). A new import that fits replaces the entry.
+            let mut fresh = Entry::new(import()?);
+            return match fresh.image(layout) {
+                Ok(image) => {
+                    self.stats.misses += 1;
+                    *e = fresh;
+                    Ok(image)
+                }
+                Err(_) => {
+                    self.stats.hits += 1;
+                    Err(too_small.into())
+                }
+            };
         }
         let mut entry = Entry::new(import()?);
         let image = entry.image(layout)?;
@@ -307,6 +334,30 @@ mod tests {
             Err(zerocam_tensor::Error::BufferTooSmall { .. })
         ));
         assert!(cache.contains(&key), "a hit keeps its entry");
+    }
+
+    #[test]
+    fn a_hit_too_short_for_the_layout_is_imported_again_when_the_file_grew() {
+        // the same file imported short (a span of it), then asked for more
+        let b = Tensor::<u8>::new(&[256], Some(TensorMemory::Shm), None).unwrap();
+        let key = DmaBufKey::of(&b).unwrap();
+        let mut cache = ImportCache::new(4);
+        let span = |len: usize| Tensor::from_peer_fd(b.clone_fd()?, &[len], None);
+        let short = cache.get_image(key, grey(8, 8), || span(64)).unwrap();
+        let long = cache.get_image(key, grey(16, 16), || span(256)).unwrap();
+        assert_eq!(long.shape(), &[16, 16, 1]);
+        assert_ne!(short.buffer_identity(), long.buffer_identity());
+        let again = cache.get_image(key, grey(16, 16), || span(256)).unwrap();
+        assert_eq!(again.buffer_identity(), long.buffer_identity(), "kept");
+        let s = cache.stats();
+        assert_eq!((s.misses, s.hits, s.live), (2, 1, 1));
+        let err = cache.get_image(key, grey(32, 32), || span(256));
+        assert!(matches!(
+            err,
+            Err(zerocam_tensor::Error::BufferTooSmall { needed: 1024, .. })
+        ));
+        let third = cache.get_image(key, grey(16, 16), || span(256)).unwrap();
+        assert_eq!(third.buffer_identity(), long.buffer_identity(), "still");
     }
 
     #[test]

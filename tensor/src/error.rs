@@ -207,6 +207,24 @@ pub enum Error {
         kind: FdKind,
     },
 
+    /// An fd from another process that is not memory the kernel holds for
+    /// it, refused by the peer imports ([`Tensor::from_peer_fd`](crate::Tensor::from_peer_fd),
+    /// [`check_peer_fd`](crate::check_peer_fd)) before any `fstat`,
+    /// `fstatfs` or `mmap` could run the file's filesystem code: a FUSE file
+    /// whose server never answers would hang the caller unkillably, and a
+    /// hugetlbfs file's pages can be punched out (`SIGBUS`).
+    #[error(
+        "fd {fd} is {what}: from another process only a dma-buf or a shmem memfd \
+         sealed with F_SEAL_SHRINK is imported"
+    )]
+    NotPeerMemory {
+        /// The raw fd number (for the message only).
+        fd: i32,
+        /// What the fd is, as far as could be told without asking its
+        /// filesystem (what `/proc/self/fd/N` links to).
+        what: String,
+    },
+
     /// A memfd that allows sealing, passed without write access: adding
     /// `F_SEAL_SHRINK` needs a writable fd (`EPERM`).
     #[error(

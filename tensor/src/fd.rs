@@ -103,6 +103,41 @@ impl fmt::Display for FdKind {
     }
 }
 
+/// Checks an fd taken from another process the way
+/// [`Tensor::from_peer_fd`](crate::Tensor::from_peer_fd) does, and returns its
+/// kind: [`FdKind::DmaBuf`] or [`FdKind::SealedMemfd`] (a shmem memfd; a
+/// sealable one given writable is sealed with `F_SEAL_SHRINK` here).
+///
+/// The kind is learnt before any call that runs the file's filesystem code:
+/// `fcntl(F_GET_SEALS)` (answered from the inode, only shmem and hugetlbfs
+/// files have seals), then `/proc/self/fdinfo/N` (a dma-buf names its
+/// exporter there); only once the file is known to be kernel memory do
+/// `fstatfs` and `fstat` run. So a FUSE file whose server never answers is
+/// refused at once instead of hanging the caller in uninterruptible sleep,
+/// and a hugetlbfs file (a hole punched in it faults `SIGBUS` when the pool
+/// is empty) is refused too. Once it returns `Ok`, `fstat` on `fd`
+/// ([`FdIdentity::of`](crate::FdIdentity::of)) cannot block.
+///
+/// ```
+/// use std::os::fd::AsFd;
+/// use zerocam_tensor::{check_peer_fd, Error, FdKind, Tensor, TensorMemory};
+/// let shm = Tensor::<u8>::new(&[4096], Some(TensorMemory::Shm), None)?;
+/// assert_eq!(check_peer_fd(shm.fd().expect("an fd"))?, FdKind::SealedMemfd);
+/// let (r, _w) = nix::unistd::pipe().expect("a pipe");
+/// assert!(matches!(check_peer_fd(r.as_fd()), Err(Error::NotPeerMemory { .. })));
+/// # Ok::<(), zerocam_tensor::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::NotPeerMemory`] for anything but shmem or a dma-buf (a pipe, a
+/// socket, a regular, FUSE or hugetlbfs file…), naming what it is;
+/// [`Error::ShrinkableFile`] for shmem that can shrink (unsealable, or a
+/// tmpfs file); [`Error::CannotSeal`] for a sealable memfd given read-only;
+/// [`Error::BadFd`] for a closed fd.
+pub fn check_peer_fd(fd: BorrowedFd<'_>) -> Result<FdKind> {
+    Ok(crate::sys::fd::classify(fd, crate::sys::fd::Policy::FromPeer)?.kind)
+}
+
 /// A close-on-exec duplicate of `fd` (`fcntl(F_DUPFD_CLOEXEC)`); the caller
 /// keeps its own.
 ///

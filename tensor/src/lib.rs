@@ -85,7 +85,7 @@ pub use access::{DeviceBorrow, FileBorrows};
 pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use fd::{dup_fd, dup_fd_number, FdKind};
+pub use fd::{check_peer_fd, dup_fd, dup_fd_number, FdKind};
 pub use format::{ImageLayout, PixelFormat};
 pub use half::f16;
 pub use identity::{BufferIdentity, FdIdentity};

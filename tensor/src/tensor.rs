@@ -278,6 +278,39 @@ impl<T: Element> Tensor<T> {
         Self::over_storage(FdStorage::import(fd)?, geom, name)
     }
 
+    /// Imports an fd taken from **another process** (a publisher, a
+    /// compositor): [`from_fd`](Tensor::from_fd)'s rule that the file cannot
+    /// shrink, and more, since the sender may be hostile:
+    /// - only a dma-buf or a shmem memfd sealed with `F_SEAL_SHRINK` is
+    ///   taken, and what the fd is is learnt before any `fstat`, `fstatfs` or
+    ///   `mmap` runs the file's filesystem code ([`check_peer_fd`](crate::check_peer_fd)):
+    ///   a FUSE file whose server never answers, or a hugetlbfs file whose
+    ///   pages a hole punch takes back, is refused with
+    ///   [`Error::NotPeerMemory`];
+    /// - only the bytes `shape` needs are mapped, not the whole file: a sparse
+    ///   file of terabytes costs the address space of the tensor, no more.
+    ///
+    /// ```
+    /// use zerocam_tensor::{Error, Tensor, TensorMemory};
+    /// let shm = Tensor::<u8>::new(&[1 << 20], Some(TensorMemory::Shm), None)?;
+    /// let head = Tensor::<u8>::from_peer_fd(shm.clone_fd()?, &[4096], None)?;
+    /// assert_eq!(head.len(), 4096); // the span asked for, not the 1 MiB file
+    /// let (r, _w) = nix::unistd::pipe().expect("a pipe");
+    /// let e = Tensor::<u8>::from_peer_fd(r, &[16], None).unwrap_err();
+    /// assert!(matches!(e, Error::NotPeerMemory { .. }));
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`check_peer_fd`](crate::check_peer_fd)'s; [`Error::BufferTooSmall`]
+    /// when the file is smaller than the shape. The fd is closed on every
+    /// error.
+    pub fn from_peer_fd(fd: OwnedFd, shape: &[usize], name: Option<&str>) -> Result<Self> {
+        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
+        let len = geom.offset + byte_len(&geom);
+        Self::over_storage(FdStorage::import_peer(fd, len)?, geom, name)
+    }
+
     /// A tensor of `geom` over an imported file, checked to fit in it.
     pub(crate) fn over_storage(
         storage: FdStorage,

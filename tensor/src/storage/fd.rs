@@ -36,6 +36,22 @@ impl FdStorage {
         Self::map(fd, info)
     }
 
+    /// Takes `fd` from another process: classified under
+    /// [`Policy::FromPeer`] (a dma-buf or a sealed shmem memfd, known before
+    /// any call into the file's filesystem), and only its first `len` bytes
+    /// mapped, however large the file is.
+    pub fn import_peer(fd: OwnedFd, len: usize) -> Result<FdStorage> {
+        let mut info = classify(fd.as_fd(), Policy::FromPeer)?;
+        if len > info.size {
+            return Err(Error::BufferTooSmall {
+                needed: len,
+                available: info.size,
+            });
+        }
+        info.size = len;
+        Self::map(fd, info)
+    }
+
     /// Maps an fd whose facts are known. Called by [`import`](Self::import)
     /// and by the unchecked import only: a file classified under
     /// `Policy::AnyMappable` can shrink under the mapping, which is why that

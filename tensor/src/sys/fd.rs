@@ -20,7 +20,22 @@ pub(crate) enum Policy {
     CannotShrink,
     /// Any mappable file, left as it is: the caller vouches for its size.
     AnyMappable,
+    /// An fd from another process: [`Policy::CannotShrink`], and its kind is
+    /// learnt before any call that runs the file's filesystem code (`fstat`,
+    /// `fstatfs`, `mmap` can block forever on a FUSE server that never
+    /// answers): only a shmem memfd (not hugetlbfs, whose pages a hole punch
+    /// takes back: `SIGBUS` when the pool is empty) or a dma-buf.
+    FromPeer,
 }
+
+/// `statfs.f_type` of hugetlbfs (`HUGETLBFS_MAGIC`).
+const HUGETLBFS_MAGIC: u64 = 0x9584_58f6;
+
+/// `statfs.f_type` of tmpfs and the kernel's internal shmem mount (`TMPFS_MAGIC`).
+const TMPFS_MAGIC: u64 = 0x0102_1994;
+
+/// The most bytes of `/proc/self/fdinfo/N` or of a `/proc/self/fd/N` link read.
+const PROC_TEXT_MAX: usize = 4096;
 
 /// The facts an import checks before mapping.
 #[derive(Debug, Clone, Copy)]
@@ -59,33 +74,13 @@ enum Seals {
 pub(crate) fn classify(fd: BorrowedFd<'_>, policy: Policy) -> Result<FdInfo, Error> {
     let raw = fd.as_raw_fd();
     let bad = |op: &'static str| move |errno| Error::BadFd { fd: raw, op, errno };
-    let seals = if super::dmabuf::is_dmabuf(fd).map_err(bad("fstatfs"))? {
+    let seals = if policy == Policy::FromPeer {
+        peer_seals(fd)?
+    } else if super::dmabuf::is_dmabuf(fd).map_err(bad("fstatfs"))? {
         Seals::DmaBuf
     } else {
         match fcntl(fd, FcntlArg::F_GET_SEALS) {
-            Ok(bits) => {
-                let seals = SealFlag::from_bits_truncate(bits);
-                if seals.contains(SealFlag::F_SEAL_SHRINK) {
-                    Seals::Shrink
-                } else if seals.contains(SealFlag::F_SEAL_SEAL) {
-                    Seals::Unsealable
-                } else if policy == Policy::CannotShrink {
-                    // Only SHRINK: growing stays the owner's to allow or seal.
-                    fcntl(fd, FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK)).map_err(|errno| {
-                        match errno {
-                            Errno::EPERM => Error::CannotSeal { fd: raw, errno },
-                            _ => Error::BadFd {
-                                fd: raw,
-                                op: "fcntl(F_ADD_SEALS)",
-                                errno,
-                            },
-                        }
-                    })?;
-                    Seals::Shrink
-                } else {
-                    Seals::Sealable
-                }
-            }
+            Ok(bits) => sealed(fd, bits, policy)?,
             Err(Errno::EINVAL) => Seals::None,
             Err(errno) => return Err(bad("fcntl(F_GET_SEALS)")(errno)),
         }
@@ -106,7 +101,7 @@ pub(crate) fn classify(fd: BorrowedFd<'_>, policy: Policy) -> Result<FdInfo, Err
             errno: Errno::ENODEV,
         });
     }
-    if policy == Policy::CannotShrink && kind.can_shrink() {
+    if policy != Policy::AnyMappable && kind.can_shrink() {
         return Err(Error::ShrinkableFile { fd: raw, kind });
     }
     Ok(FdInfo {
@@ -117,6 +112,120 @@ pub(crate) fn classify(fd: BorrowedFd<'_>, policy: Policy) -> Result<FdInfo, Err
         size: size(fd, &st, kind).map_err(bad("lseek"))?,
         kind,
     })
+}
+
+/// What the seals `bits` of a shmem or hugetlbfs file say, adding
+/// `F_SEAL_SHRINK` to a sealable one unless `policy` is
+/// [`Policy::AnyMappable`].
+fn sealed(fd: BorrowedFd<'_>, bits: i32, policy: Policy) -> Result<Seals, Error> {
+    let raw = fd.as_raw_fd();
+    let seals = SealFlag::from_bits_truncate(bits);
+    Ok(if seals.contains(SealFlag::F_SEAL_SHRINK) {
+        Seals::Shrink
+    } else if seals.contains(SealFlag::F_SEAL_SEAL) {
+        Seals::Unsealable
+    } else if policy != Policy::AnyMappable {
+        // Only SHRINK: growing stays the owner's to allow or seal.
+        fcntl(fd, FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK)).map_err(|errno| match errno {
+            Errno::EPERM => Error::CannotSeal { fd: raw, errno },
+            _ => Error::BadFd {
+                fd: raw,
+                op: "fcntl(F_ADD_SEALS)",
+                errno,
+            },
+        })?;
+        Seals::Shrink
+    } else {
+        Seals::Sealable
+    })
+}
+
+/// The seals of an fd from another process, learnt without running the
+/// file's filesystem code until the file is known to be kernel memory:
+///
+/// 1. `F_GET_SEALS` answers from the inode for shmem and hugetlbfs files
+///    and fails `EINVAL` for every other file, without calling into its
+///    filesystem. A shmem or hugetlbfs file's `fstatfs` is the kernel's own
+///    (no server to wait for): hugetlbfs is refused (a hole punched in it
+///    faults `SIGBUS` when the huge page pool is empty), tmpfs/shmem goes on.
+/// 2. Otherwise `/proc/self/fdinfo/N`, which only the file's own
+///    `show_fdinfo` adds to: a dma-buf's names its exporter (`exp_name:`);
+///    then `fstatfs` (the dma-buf filesystem's, in the kernel) confirms it.
+/// 3. Anything else is refused without a call on it ([`Error::NotPeerMemory`]
+///    naming what `/proc/self/fd/N` links to): a FUSE file whose server never
+///    answers would hang `fstat` or `fstatfs` in uninterruptible sleep.
+fn peer_seals(fd: BorrowedFd<'_>) -> Result<Seals, Error> {
+    let raw = fd.as_raw_fd();
+    let bad = |op: &'static str| move |errno| Error::BadFd { fd: raw, op, errno };
+    let refuse = |what: String| Error::NotPeerMemory { fd: raw, what };
+    match fcntl(fd, FcntlArg::F_GET_SEALS) {
+        Ok(bits) => {
+            let st = nix::sys::statfs::fstatfs(fd).map_err(bad("fstatfs"))?;
+            // f_type is a signed word whose width differs by architecture.
+            match st.filesystem_type().0 as u64 {
+                HUGETLBFS_MAGIC => Err(refuse(format!(
+                    "a hugetlbfs file ({}): a hole punched in it faults SIGBUS when the huge page pool is empty",
+                    link(raw)
+                ))),
+                TMPFS_MAGIC => sealed(fd, bits, Policy::FromPeer),
+                other => Err(refuse(format!(
+                    "a sealable file on filesystem {other:#x} ({})",
+                    link(raw)
+                ))),
+            }
+        }
+        Err(Errno::EINVAL) => {
+            if fdinfo_names_exporter(raw) && super::dmabuf::is_dmabuf(fd).map_err(bad("fstatfs"))? {
+                Ok(Seals::DmaBuf)
+            } else {
+                Err(refuse(format!(
+                    "neither a dma-buf nor shmem ({})",
+                    link(raw)
+                )))
+            }
+        }
+        Err(errno) => Err(bad("fcntl(F_GET_SEALS)")(errno)),
+    }
+}
+
+/// Whether `/proc/self/fdinfo/<raw>` has a dma-buf's `exp_name:` line (only
+/// the dma-buf's `show_fdinfo` writes one). Reading it runs no filesystem
+/// code of the file's; without `/proc`, false.
+fn fdinfo_names_exporter(raw: RawFd) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(format!("/proc/self/fdinfo/{raw}")) else {
+        return false;
+    };
+    let mut text = Vec::with_capacity(256);
+    if file
+        .take(PROC_TEXT_MAX as u64)
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return false;
+    }
+    text.split(|&b| b == b'\n')
+        .any(|l| l.starts_with(b"exp_name:"))
+}
+
+/// What `/proc/self/fd/<raw>` links to (`pipe:[N]`, a path, `/memfd:NAME`),
+/// at most [`PROC_TEXT_MAX`] bytes, for an error message: `readlink` builds
+/// the path from the kernel's dentries and calls no filesystem.
+fn link(raw: RawFd) -> String {
+    match std::fs::read_link(format!("/proc/self/fd/{raw}")) {
+        Ok(path) => {
+            let mut text = path.to_string_lossy().into_owned();
+            if text.len() > PROC_TEXT_MAX {
+                let mut end = PROC_TEXT_MAX;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+            }
+            text
+        }
+        Err(e) => format!("/proc/self/fd/{raw} unreadable: {e}"),
+    }
 }
 
 /// The size of a mappable file: `st_size`, or for a dma-buf with none (kernels
