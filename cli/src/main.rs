@@ -56,9 +56,13 @@ enum Command {
     Serve {
         #[command(flatten)]
         source: SourceArgs,
-        /// The socket path (created with mode 0660).
+        /// The socket path; optional when systemd passes a listening socket
+        /// (LISTEN_FDS=1, fd 3), which is then used instead.
         #[arg(long)]
-        socket: PathBuf,
+        socket: Option<PathBuf>,
+        /// The socket file's mode, octal (when serve binds it).
+        #[arg(long, default_value = "0660", value_parser = parse_mode)]
+        mode: u32,
         /// Allow this user id too (repeatable; the publisher's own uid and root always are).
         #[arg(long = "allow-uid")]
         allow_uid: Vec<u32>,
@@ -71,6 +75,24 @@ enum Command {
         /// The most frames one client holds at once.
         #[arg(long, default_value_t = 2)]
         max_leases: u16,
+        /// The most clients at once (only clients that said Hello count).
+        #[arg(long, default_value_t = 32)]
+        max_clients: usize,
+        /// The most clients of one uid (default: half of --max-clients).
+        #[arg(long)]
+        max_clients_per_uid: Option<usize>,
+        /// The most connections waiting for their Hello; past it the oldest
+        /// of the uid with the most is closed.
+        #[arg(long, default_value_t = 32)]
+        max_pending: usize,
+        /// How long a connection has to say Hello, ms (and any message to
+        /// arrive whole); then it is closed.
+        #[arg(long, default_value_t = 1000)]
+        hello_timeout_ms: u64,
+        /// On SIGTERM/SIGINT/SIGHUP, how long clients have to release their
+        /// frames, ms (a second signal exits at once).
+        #[arg(long, default_value_t = 500)]
+        drain_ms: u64,
         /// Exit when the last client leaves (after one came).
         #[arg(long)]
         once: bool,
@@ -172,25 +194,51 @@ fn run(command: Command) -> Result<String, CliError> {
         Command::Serve {
             source,
             socket,
+            mode,
             allow_uid,
             allow_gid,
             lease_ms,
             max_leases,
+            max_clients,
+            max_clients_per_uid,
+            max_pending,
+            hello_timeout_ms,
+            drain_ms,
             once,
         } => {
+            if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
+                return Err(CliError::Usage(format!(
+                    "--max-clients {max_clients}, --max-clients-per-uid {max_clients_per_uid:?}, \
+                     --max-pending {max_pending}: each must be at least 1"
+                )));
+            }
             let options = serve::ServeOptions {
-                socket,
+                mode,
                 allow_uids: allow_uid,
                 allow_gids: allow_gid,
                 lease: std::time::Duration::from_millis(lease_ms),
                 max_leases,
+                max_clients,
+                max_clients_per_uid,
+                max_pending,
+                hello_timeout: std::time::Duration::from_millis(hello_timeout_ms),
+                drain: std::time::Duration::from_millis(drain_ms),
                 frames: source.frames,
                 once,
+                ..serve::ServeOptions::new(socket)
             };
             serve::serve(&source.spec()?, &options, |line| println!("{line}"))? + "\n"
         }
         Command::Probe { maps } => probe::report(&probe::run(maps)?),
     })
+}
+
+/// `--mode`: an octal file mode such as `0660` or `660`.
+fn parse_mode(s: &str) -> Result<u32, String> {
+    match u32::from_str_radix(s.trim_start_matches("0o"), 8) {
+        Ok(m) if m <= 0o7777 => Ok(m),
+        _ => Err(format!("{s:?} is not an octal file mode (like 0660)")),
+    }
 }
 
 /// clap's message as one line: its first paragraph (what is wrong, with the

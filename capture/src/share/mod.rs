@@ -11,6 +11,8 @@ mod socket;
 mod subscriber;
 mod wire;
 
-pub use publisher::{ClientStats, PublishError, Publisher, PublisherConfig, PublisherStats};
+pub use publisher::{
+    take_systemd_socket, ClientStats, PublishError, Publisher, PublisherConfig, PublisherStats,
+};
 pub use subscriber::{BufferProblem, Disconnect, SubscribeError, Subscriber, SubscriberConfig};
 pub use wire::{GoodbyeReason, WireError};

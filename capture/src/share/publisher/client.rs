@@ -1,9 +1,11 @@
 //! One subscriber as the publisher sees it: its non-blocking socket, the
 //! bytes it sent that are not a whole message yet, whether it said `Hello`,
-//! the frames it holds, the buffers whose fds it has, and its counters.
+//! the frames it holds, the buffers whose fds it has, when it connected and
+//! since when a message of it has been half-sent, and its counters.
 
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
+use std::time::Instant;
 
 use smallvec::SmallVec;
 
@@ -45,8 +47,16 @@ pub(super) struct Client {
     /// Bytes read and not yet a whole message.
     pending: [u8; MAX_MESSAGE],
     filled: usize,
-    /// The frames it may hold at once; `None` until its `Hello`.
+    /// The cap its `Hello` asked for (granted or not), `None` before it.
+    pub hello: Option<u16>,
+    /// The frames it may hold at once; `None` until it was welcomed (a
+    /// connection still `None` is pending: it has no place among
+    /// `max_clients`).
     pub max_leases: Option<u16>,
+    /// When it was accepted (the `Hello` deadline runs from here).
+    pub accepted: Instant,
+    /// Since when `pending` has held part of a message (`None`: nothing).
+    pub partial_since: Option<Instant>,
     /// The ids of the frames it holds.
     pub leases: SmallVec<[u64; 4]>,
     /// The ids of frames taken back while it held them and not released
@@ -70,13 +80,17 @@ pub(super) enum Inbox {
 }
 
 impl Client {
-    /// A client on `sock` (already non-blocking) from process `pid` of `uid`.
-    pub fn new(sock: UnixStream, pid: i32, uid: u32) -> Client {
+    /// A client on `sock` (already non-blocking) from process `pid` of
+    /// `uid`, accepted at `accepted`.
+    pub fn new(sock: UnixStream, pid: i32, uid: u32, accepted: Instant) -> Client {
         Client {
             sock,
             pending: [0; MAX_MESSAGE],
             filled: 0,
+            hello: None,
             max_leases: None,
+            accepted,
+            partial_since: None,
             leases: SmallVec::new(),
             expired: SmallVec::new(),
             has_fds: Vec::new(),
@@ -100,7 +114,16 @@ impl Client {
             let n = match self.sock.read(&mut self.pending[self.filled..]) {
                 Ok(0) => return Inbox::Closed,
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Inbox::Open,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // A message half-sent starts the clock (a client that
+                    // trickles bytes and stalls is closed at the deadline).
+                    if self.filled == 0 {
+                        self.partial_since = None;
+                    } else if self.partial_since.is_none() {
+                        self.partial_since = Some(Instant::now());
+                    }
+                    return Inbox::Open;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return Inbox::Closed, // ECONNRESET and the like: gone
             };
@@ -131,8 +154,12 @@ impl Client {
             .map_err(|e| e.to_string())?;
         self.pending.copy_within(HEADER_LEN + len..self.filled, 0);
         self.filled -= HEADER_LEN + len;
-        match (message, self.max_leases) {
-            (ClientMessage::Hello { max_leases }, None) => Ok(Some(Request::Hello { max_leases })),
+        self.partial_since = None; // a whole message: the clock starts again
+        match (message, self.hello) {
+            (ClientMessage::Hello { max_leases }, None) => {
+                self.hello = Some(max_leases);
+                Ok(Some(Request::Hello { max_leases }))
+            }
             (ClientMessage::Hello { .. }, Some(_)) => Err("a second Hello".into()),
             (ClientMessage::Release { .. }, None) => Err("a Release before Hello".into()),
             (ClientMessage::Release { frame_id }, Some(_)) => Ok(Some(Request::Release(frame_id))),

@@ -24,8 +24,25 @@ pub struct PublisherConfig {
     /// The most frames one client holds at once (default 2; a client may ask
     /// for fewer).
     pub max_leases: u16,
-    /// The most clients at once (default 32); more are told `Full`.
+    /// The most clients at once (default 32); more are told `Full`. Only
+    /// clients that said `Hello` and were welcomed count: a connection that
+    /// has not said `Hello` yet is pending, with its own limit
+    /// ([`max_pending`](Self::max_pending)).
     pub max_clients: usize,
+    /// The most clients of one uid at once (`None`, the default: half of
+    /// `max_clients`, at least 1), so one user's processes cannot take every
+    /// place; more are told `Full`.
+    pub max_clients_per_uid: Option<usize>,
+    /// The most connections waiting for their `Hello` (default 32). A new
+    /// connection past it closes a pending one: the oldest of the uid with
+    /// the most pending connections (`Goodbye(Full)`, `pending_dropped`
+    /// counted), so a flood of idle connections pushes out its own.
+    pub max_pending: usize,
+    /// How long a connection has to complete its `Hello` (default 1 s), and
+    /// how long any message may stay half-sent: past it the connection is
+    /// closed (`Goodbye(ProtocolViolation)`; `handshake_timeouts` or
+    /// `stalled` counted).
+    pub hello_timeout: Duration,
     /// Send a source's read-write fds when it cannot give read-only ones
     /// (libcamera's buffers): clients could then write into frames others
     /// read. Off by default: such a source is refused.
@@ -33,6 +50,13 @@ pub struct PublisherConfig {
 }
 
 impl PublisherConfig {
+    /// The cap on one uid's clients: [`max_clients_per_uid`](Self::max_clients_per_uid),
+    /// or half of [`max_clients`](Self::max_clients) (at least 1).
+    pub fn uid_cap(&self) -> usize {
+        self.max_clients_per_uid
+            .unwrap_or((self.max_clients / 2).max(1))
+    }
+
     /// The defaults, listening at `socket`.
     pub fn new(socket: impl Into<PathBuf>) -> PublisherConfig {
         PublisherConfig {
@@ -43,6 +67,9 @@ impl PublisherConfig {
             lease: Duration::from_secs(2),
             max_leases: 2,
             max_clients: 32,
+            max_clients_per_uid: None,
+            max_pending: 32,
+            hello_timeout: Duration::from_secs(1),
             writable_fds: false,
         }
     }
@@ -51,7 +78,8 @@ impl PublisherConfig {
 /// What a publisher has done so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PublisherStats {
-    /// Clients connected now.
+    /// Clients connected and welcomed now (pending connections are in
+    /// [`pending`](Self::pending)).
     pub clients: usize,
     /// Connections accepted and allowed, ever.
     pub connections: u64,
@@ -67,10 +95,22 @@ pub struct PublisherStats {
     pub expired: u64,
     /// Frames taken back early because the source was short of buffers.
     pub reclaimed: u64,
-    /// Connections refused (credentials not allowed, or too many clients).
+    /// Connections refused (credentials not allowed, or too many clients in
+    /// all or of one uid).
     pub rejected: u64,
     /// Clients disconnected for breaking the protocol.
     pub violations: u64,
-    /// Each connected client.
+    /// Connections waiting for their `Hello` now.
+    pub pending: usize,
+    /// Connections closed because they did not complete `Hello` within
+    /// [`hello_timeout`](PublisherConfig::hello_timeout).
+    pub handshake_timeouts: u64,
+    /// Clients closed because a message of theirs stayed half-sent past
+    /// [`hello_timeout`](PublisherConfig::hello_timeout).
+    pub stalled: u64,
+    /// Pending connections closed to make room for newer ones
+    /// ([`max_pending`](PublisherConfig::max_pending)).
+    pub pending_dropped: u64,
+    /// Each client that was welcomed and is connected now.
     pub per_client: Vec<ClientStats>,
 }

@@ -60,4 +60,24 @@ pub enum PublishError {
         /// The source's error.
         source: Box<CaptureError>,
     },
+    /// The fd given as a listening socket is not one: not a socket, not
+    /// `AF_UNIX`, not a stream, or not listening.
+    #[error("fd {fd} is not a listening Unix stream socket: {why}")]
+    NotAListener {
+        /// The fd number.
+        fd: i32,
+        /// What it is instead.
+        why: String,
+    },
+    /// The socket passed by systemd (`LISTEN_FDS`, `LISTEN_PID`) is not
+    /// what this publisher takes: not exactly one socket, or bad values.
+    #[error("systemd's socket: {why} (LISTEN_PID={pid:?}, LISTEN_FDS={fds:?})")]
+    Activation {
+        /// `LISTEN_PID` as given.
+        pid: Option<String>,
+        /// `LISTEN_FDS` as given.
+        fds: Option<String>,
+        /// What is wrong.
+        why: &'static str,
+    },
 }

@@ -3,12 +3,21 @@
 //! each [`serve_frame`](Publisher::serve_frame) accepts and greets clients,
 //! reads their releases, ends expired leases, then takes one frame and lends
 //! it to every client under its cap.
+//!
+//! Every connection is hostile until it says `Hello`: it waits among at most
+//! `max_pending` others for at most `hello_timeout`, and has no place among
+//! `max_clients` until it is welcomed; one uid has at most
+//! `max_clients_per_uid` places. Lines about clients go through `log`,
+//! rate-limited per uid and kind (`ratelimit.rs`).
 
 mod client;
 mod config;
 mod error;
 mod lent;
 mod listener;
+mod ratelimit;
+#[allow(unsafe_code)] // owning the socket systemd passes as fd 3, once
+mod systemd;
 #[cfg(test)]
 mod tests;
 
@@ -22,10 +31,12 @@ use smallvec::SmallVec;
 pub use client::ClientStats;
 pub use config::{PublisherConfig, PublisherStats};
 pub use error::PublishError;
+pub use systemd::take_systemd_socket;
 
 use client::{Client, Inbox, Request};
 use lent::{LentFrame, LentFrames};
 use listener::Listener;
+use ratelimit::{Kind, LogLimiter};
 
 use crate::share::socket;
 use crate::share::wire::{
@@ -48,6 +59,11 @@ pub struct Publisher<S: FrameSource> {
     shared: Vec<Option<SharedBuffer>>,
     next_id: u64,
     stats: PublisherStats,
+    /// Which lines about clients are logged.
+    limiter: LogLimiter,
+    /// [`begin_stop`](Publisher::begin_stop) was called: every client was
+    /// told, and no connection is accepted.
+    stopping: bool,
 }
 
 impl<S: FrameSource> Publisher<S> {
@@ -58,7 +74,32 @@ impl<S: FrameSource> Publisher<S> {
     /// there, no such folder), [`PublishError::Mode`] when its mode cannot be set.
     pub fn new(source: S, config: PublisherConfig) -> Result<Publisher<S>, PublishError> {
         let listener = Listener::bind(&config.socket, config.mode)?;
-        Ok(Publisher {
+        Ok(Publisher::with_listener(source, config, listener))
+    }
+
+    /// Lends `source`'s frames on `listener`, a socket already bound and
+    /// listening (systemd's, from [`take_systemd_socket`]); `config.socket`
+    /// and `config.mode` are not used to bind, and the socket's file is left
+    /// in place when the publisher drops. `config.socket` becomes the
+    /// socket's own path when it has one (what log lines and errors name).
+    ///
+    /// # Errors
+    /// [`PublishError::NotAListener`] when `listener` is not a listening
+    /// `AF_UNIX` stream socket (what it is instead named).
+    pub fn from_listener(
+        source: S,
+        mut config: PublisherConfig,
+        listener: OwnedFd,
+    ) -> Result<Publisher<S>, PublishError> {
+        let (listener, path) = Listener::from_fd(listener)?;
+        if !path.as_os_str().is_empty() {
+            config.socket = path;
+        }
+        Ok(Publisher::with_listener(source, config, listener))
+    }
+
+    fn with_listener(source: S, config: PublisherConfig, listener: Listener) -> Publisher<S> {
+        Publisher {
             source,
             config,
             listener,
@@ -67,7 +108,9 @@ impl<S: FrameSource> Publisher<S> {
             shared: Vec::new(),
             next_id: 1,
             stats: PublisherStats::default(),
-        })
+            limiter: LogLimiter::default(),
+            stopping: false,
+        }
     }
 
     /// The source.
@@ -75,9 +118,20 @@ impl<S: FrameSource> Publisher<S> {
         &self.source
     }
 
-    /// Clients connected now.
+    /// Clients connected and welcomed now (not the pending connections).
     pub fn clients(&self) -> usize {
-        self.clients.len()
+        self.clients
+            .iter()
+            .filter(|c| c.max_leases.is_some())
+            .count()
+    }
+
+    /// Connections waiting for their `Hello` now.
+    pub fn pending(&self) -> usize {
+        self.clients
+            .iter()
+            .filter(|c| c.max_leases.is_none())
+            .count()
     }
 
     /// Frames taken from the source so far.
@@ -98,8 +152,14 @@ impl<S: FrameSource> Publisher<S> {
     /// The counters so far.
     pub fn stats(&self) -> PublisherStats {
         PublisherStats {
-            clients: self.clients.len(),
-            per_client: self.clients.iter().map(|c| c.stats).collect(),
+            clients: self.clients(),
+            pending: self.pending(),
+            per_client: self
+                .clients
+                .iter()
+                .filter(|c| c.max_leases.is_some())
+                .map(|c| c.stats)
+                .collect(),
             ..self.stats.clone()
         }
     }
@@ -126,9 +186,14 @@ impl<S: FrameSource> Publisher<S> {
     /// when a buffer cannot be shared read-only, [`PublishError::Io`] when
     /// accepting fails.
     pub fn serve_frame(&mut self, timeout: Duration) -> Result<bool, PublishError> {
-        self.accept()?;
+        let now = Instant::now();
+        if !self.stopping {
+            self.accept(now)?;
+        }
         self.read_clients();
-        self.end_expired(Instant::now());
+        self.end_expired(now);
+        self.close_late(now);
+        self.limiter.flush(now, |line| log::warn!("{line}"));
         let buffers = self.source.stats().buffers;
         if buffers > 1 && self.lent.len() + 1 >= buffers {
             self.reclaim_oldest(); // keep one buffer for the source: newest frame wins
@@ -155,37 +220,121 @@ impl<S: FrameSource> Publisher<S> {
         Ok(true)
     }
 
-    /// Accepts every waiting connection: its credentials first, before any
-    /// byte goes to it.
-    fn accept(&mut self) -> Result<(), PublishError> {
-        while let Some(sock) = self.listener.accept().map_err(|source| PublishError::Io {
-            socket: self.config.socket.clone(),
-            op: "accept",
-            source,
-        })? {
+    /// Accepts the waiting connections (at most `max_pending` +
+    /// `max_clients` a step, so a flood of connections cannot keep the
+    /// publisher from its frames): credentials first, before any byte goes
+    /// out. An allowed one waits, pending, for its `Hello`; past
+    /// `max_pending` the oldest pending connection of the uid with the most
+    /// of them is closed.
+    fn accept(&mut self, now: Instant) -> Result<(), PublishError> {
+        let budget = self
+            .config
+            .max_pending
+            .saturating_add(self.config.max_clients);
+        for _ in 0..budget.max(1) {
+            let Some(sock) = self.listener.accept().map_err(|source| PublishError::Io {
+                socket: self.config.socket.clone(),
+                op: "accept",
+                source,
+            })?
+            else {
+                break;
+            };
             let Ok((uid, gid, pid)) = socket::peer_credentials(sock.as_fd()) else {
                 self.stats.rejected += 1;
                 continue;
             };
-            let refusal = if !self.allowed(uid, gid) {
-                Some(GoodbyeReason::NotAllowed)
-            } else if self.clients.len() >= self.config.max_clients {
-                Some(GoodbyeReason::Full)
-            } else {
-                None
-            };
-            if let Some(reason) = refusal {
+            if !self.allowed(uid, gid) {
+                let reason = GoodbyeReason::NotAllowed;
                 let _ = socket::send(sock.as_fd(), &ServerMessage::Goodbye(reason).encode(), &[]);
                 self.stats.rejected += 1;
-                log(&format!(
-                    "refused pid {pid} uid {uid} gid {gid}: {reason:?}"
-                ));
+                self.note(uid, Kind::NotAllowed, now, || {
+                    format!("refused pid {pid} uid {uid} gid {gid}: not allowed")
+                });
                 continue;
             }
+            if self.pending() >= self.config.max_pending.max(1) {
+                self.drop_a_pending(now);
+            }
             self.stats.connections += 1;
-            self.clients.push(Client::new(sock, pid, uid));
+            self.clients.push(Client::new(sock, pid, uid, now));
         }
         Ok(())
+    }
+
+    /// Closes the oldest pending connection of the uid with the most
+    /// pending connections (room for a new one).
+    fn drop_a_pending(&mut self, now: Instant) {
+        let pending = || self.clients.iter().filter(|c| c.max_leases.is_none());
+        let most = pending()
+            .map(|c| c.stats.uid)
+            .max_by_key(|uid| pending().filter(|c| c.stats.uid == *uid).count());
+        let Some(uid) = most else { return };
+        let oldest = self
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.max_leases.is_none() && c.stats.uid == uid)
+            .min_by_key(|(_, c)| c.accepted)
+            .map(|(i, _)| i);
+        if let Some(i) = oldest {
+            let c = self.clients.swap_remove(i);
+            let bye = ServerMessage::Goodbye(GoodbyeReason::Full).encode();
+            let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+            self.stats.pending_dropped += 1;
+            let (pid, max) = (c.stats.pid, self.config.max_pending);
+            self.note(uid, Kind::PendingDropped, now, || {
+                format!(
+                    "closed pid {pid} uid {uid} before its Hello: {max} connections were waiting for theirs"
+                )
+            });
+        }
+    }
+
+    /// Closes the connections past their deadline: no `Hello` within
+    /// `hello_timeout` of being accepted, or a message half-sent for as long.
+    fn close_late(&mut self, now: Instant) {
+        let limit = self.config.hello_timeout;
+        let mut i = 0;
+        while i < self.clients.len() {
+            let c = &self.clients[i];
+            let kind =
+                if c.max_leases.is_none() && now.saturating_duration_since(c.accepted) >= limit {
+                    Kind::HandshakeTimeout
+                } else if c
+                    .partial_since
+                    .is_some_and(|t| now.saturating_duration_since(t) >= limit)
+                {
+                    Kind::Stalled
+                } else {
+                    i += 1;
+                    continue;
+                };
+            let bye = ServerMessage::Goodbye(GoodbyeReason::ProtocolViolation).encode();
+            let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+            let (pid, uid) = (c.stats.pid, c.stats.uid);
+            let ms = limit.as_millis();
+            if kind == Kind::HandshakeTimeout {
+                self.stats.handshake_timeouts += 1;
+                self.note(uid, kind, now, || {
+                    format!("closed pid {pid} uid {uid}: no Hello within {ms} ms")
+                });
+            } else {
+                self.stats.stalled += 1;
+                self.note(uid, kind, now, || {
+                    format!("closed pid {pid} uid {uid}: a message half-sent for {ms} ms")
+                });
+            }
+            self.drop_client(i);
+        }
+    }
+
+    /// Logs `line` unless a line of `kind` about `uid` was logged in the
+    /// last window (then it is only counted, and summed up later).
+    fn note(&mut self, uid: u32, kind: Kind, now: Instant, line: impl FnOnce() -> String) {
+        if self.limiter.allow(uid, kind, now) {
+            log::warn!("{}", line());
+        }
     }
 
     /// Whether a peer of `uid` / `gid` may connect.
@@ -206,20 +355,8 @@ impl<S: FrameSource> Publisher<S> {
             let lent = &mut self.lent;
             let stats = &mut self.stats;
             let inbox = self.clients[i].read(|client, request| match request {
-                Request::Hello { max_leases } => {
-                    let granted = max_leases.clamp(1, cap);
-                    client.max_leases = Some(granted);
-                    let msg = ServerMessage::Welcome {
-                        lease_ms,
-                        max_leases: granted,
-                        buffers,
-                        format,
-                    };
-                    match socket::send(client.sock.as_fd(), &msg.encode(), &[]) {
-                        Ok(true) => Ok(()),
-                        _ => Err("its socket took no Welcome".into()),
-                    }
-                }
+                // Welcomed below, once its place is checked.
+                Request::Hello { .. } => Ok(()),
                 Request::Release(id) => {
                     if client.release(id)? {
                         lent.end_lease(id);
@@ -230,19 +367,85 @@ impl<S: FrameSource> Publisher<S> {
                 }
             });
             match inbox {
-                Inbox::Open => i += 1,
+                Inbox::Open => {
+                    let c = &self.clients[i];
+                    match c.hello {
+                        Some(asked) if c.max_leases.is_none() => {
+                            if self.welcome(i, asked.clamp(1, cap), lease_ms, buffers, format) {
+                                i += 1;
+                            }
+                        }
+                        _ => i += 1,
+                    }
+                }
                 Inbox::Closed => self.drop_client(i),
                 Inbox::Violation(why) => {
                     let c = &self.clients[i];
-                    log(&format!(
-                        "client pid {} uid {}: {why}; disconnected",
-                        c.stats.pid, c.stats.uid
-                    ));
+                    let (pid, uid) = (c.stats.pid, c.stats.uid);
                     let goodbye = ServerMessage::Goodbye(GoodbyeReason::ProtocolViolation);
                     let _ = socket::send(c.sock.as_fd(), &goodbye.encode(), &[]);
                     self.stats.violations += 1;
+                    self.note(uid, Kind::Violation, Instant::now(), || {
+                        format!("client pid {pid} uid {uid}: {why}; disconnected")
+                    });
                     self.drop_client(i);
                 }
+            }
+        }
+    }
+
+    /// Welcomes client `i`, which said `Hello`, when there is a place for it
+    /// (in all, and for its uid); else tells it `Full` and closes it.
+    /// Whether it stays.
+    fn welcome(
+        &mut self,
+        i: usize,
+        granted: u16,
+        lease_ms: u32,
+        buffers: u16,
+        format: WireFormat,
+    ) -> bool {
+        if self.stopping {
+            self.drop_client(i);
+            return false;
+        }
+        let uid = self.clients[i].stats.uid;
+        let served = self.clients();
+        let of_uid = self
+            .clients
+            .iter()
+            .filter(|c| c.max_leases.is_some() && c.stats.uid == uid)
+            .count();
+        let (max, uid_cap) = (self.config.max_clients, self.config.uid_cap());
+        if served >= max || of_uid >= uid_cap {
+            let c = &self.clients[i];
+            let bye = ServerMessage::Goodbye(GoodbyeReason::Full).encode();
+            let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+            self.stats.rejected += 1;
+            let pid = c.stats.pid;
+            self.note(uid, Kind::Full, Instant::now(), || {
+                format!(
+                    "refused pid {pid} uid {uid}: full ({served} of {max} clients, {of_uid} of {uid_cap} of uid {uid})"
+                )
+            });
+            self.drop_client(i);
+            return false;
+        }
+        let c = &mut self.clients[i];
+        let msg = ServerMessage::Welcome {
+            lease_ms,
+            max_leases: granted,
+            buffers,
+            format,
+        };
+        match socket::send(c.sock.as_fd(), &msg.encode(), &[]) {
+            Ok(true) => {
+                c.max_leases = Some(granted);
+                true
+            }
+            _ => {
+                self.drop_client(i); // its socket took no Welcome: gone
+                false
             }
         }
     }
@@ -361,9 +564,7 @@ impl<S: FrameSource> Publisher<S> {
         let planes = match self.source.read_only_planes(index) {
             Ok(p) => p,
             Err(e) if self.config.writable_fds => {
-                log(&format!(
-                    "buffer {index}: {e}; sending read-write fds (writable_fds is on)"
-                ));
+                log::warn!("buffer {index}: {e}; sending read-write fds (writable_fds is on)");
                 writable_planes(frame, self.source.stream_format().format.memory_planes)
                     .map_err(|_| self.not_read_only(index, e))?
             }
@@ -410,13 +611,64 @@ impl<S: FrameSource> Publisher<S> {
         }
     }
 
-    /// Tells every client `reason` and lets them go (their leases end).
+    /// Tells every client `reason` (unless [`begin_stop`](Self::begin_stop)
+    /// told them already) and lets them go (their leases end).
     fn say_goodbye(&mut self, reason: GoodbyeReason) {
         let bye = ServerMessage::Goodbye(reason).encode();
         for c in self.clients.drain(..) {
-            let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+            if !self.stopping {
+                let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+            }
         }
         self.lent.clear();
+    }
+
+    /// Starts a graceful stop: every welcomed client is told
+    /// `Goodbye(Stopping)` now, pending connections are closed, and no
+    /// connection is accepted from here on. Clients keep their leases until
+    /// they release them or close ([`drain`](Self::drain)), or the publisher
+    /// drops (then every buffer goes back and the socket file is removed).
+    pub fn begin_stop(&mut self) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        let bye = ServerMessage::Goodbye(GoodbyeReason::Stopping).encode();
+        self.clients.retain(|c| {
+            if c.max_leases.is_none() {
+                return false; // pending: holds nothing, closed now
+            }
+            let _ = socket::send(c.sock.as_fd(), &bye, &[]);
+            true
+        });
+    }
+
+    /// After [`begin_stop`](Self::begin_stop): reads releases and closes for
+    /// at most `timeout`, returning early once no frame is lent. Gives the
+    /// number of frames still lent (they go back when the publisher drops).
+    pub fn drain(&mut self, timeout: Duration) -> usize {
+        self.begin_stop();
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.read_clients();
+            let now = Instant::now();
+            self.end_expired(now);
+            if self.lent.len() == 0 || now >= deadline {
+                return self.lent.len();
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
+        }
+    }
+
+    /// Whether the publisher bound its socket file itself (and removes it
+    /// when it drops); `false` for a socket passed by systemd.
+    pub fn owns_socket_file(&self) -> bool {
+        self.listener.owns_file()
+    }
+
+    /// Frames lent now (each with at least one lease out).
+    pub fn lent(&self) -> usize {
+        self.lent.len()
     }
 }
 
@@ -424,6 +676,7 @@ impl<S: FrameSource> Drop for Publisher<S> {
     fn drop(&mut self) {
         self.say_goodbye(GoodbyeReason::Stopping);
         self.listener.remove_file();
+        self.limiter.flush_all(|line| log::warn!("{line}"));
     }
 }
 
@@ -458,9 +711,4 @@ fn writable_planes(
             Ok(SharedPlane { fd, length })
         })
         .collect()
-}
-
-/// One line on stderr: what the publisher did about a client.
-fn log(line: &str) {
-    eprintln!("zerocam publisher: {line}");
 }
