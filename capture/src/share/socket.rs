@@ -1,16 +1,19 @@
 //! The syscall edge of frame sharing: one message out with its fds
 //! (`sendmsg` + `SCM_RIGHTS`), one message in with the fds that came with it
 //! (`recvmsg`), and the peer's credentials (`SO_PEERCRED`). Received fds are
-//! owned at once, so none leaks whatever the message turns out to be.
+//! owned at once, so none leaks whatever the message turns out to be: the
+//! control buffer has room for the most fds one `sendmsg` can carry
+//! (`SCM_MAX_FD`), every fd the kernel installed is wrapped before anything
+//! is checked (`MSG_CTRUNC` included), and a message cut by a deadline keeps
+//! its bytes and fds for the next call.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
+use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{
-    getsockopt, recvmsg, sendmsg, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
-};
+use nix::sys::socket::{getsockopt, sendmsg, sockopt, ControlMessage, MsgFlags};
 use smallvec::SmallVec;
 
 use super::wire::{decode_header, Encoded, WireError, HEADER_LEN, MAX_MESSAGE, MAX_PLANES};
@@ -19,12 +22,16 @@ use super::wire::{decode_header, Encoded, WireError, HEADER_LEN, MAX_MESSAGE, MA
 /// more are a protocol error, and closed).
 pub(crate) type ReceivedFds = SmallVec<[OwnedFd; MAX_PLANES]>;
 
-/// Room for this many fds in one `recvmsg`: more than a message may carry,
-/// so a peer sending too many is seen (and every one of them closed).
-const FD_ROOM: usize = MAX_PLANES + 2;
+/// Room for this many fds in one `recvmsg`: `SCM_MAX_FD`, the most one
+/// `sendmsg` can carry, and a stream socket's `recvmsg` returns the fds of
+/// one `sendmsg` at most. So the kernel never has to drop fds for want of
+/// room (it would install some and set `MSG_CTRUNC`), and a peer sending
+/// too many is seen, every one of them closed.
+pub(crate) const FD_ROOM: usize = 253;
 
-/// How long a body may lag behind its header.
-const BODY_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+/// The control buffer's length in `u64`s: `CMSG_SPACE` of [`FD_ROOM`] fds
+/// (a 16-byte header and the fds, 8-byte aligned), rounded up.
+const CMSG_WORDS: usize = (16 + FD_ROOM * std::mem::size_of::<RawFd>()).div_ceil(8) + 1;
 
 /// Sends `msg` with `fds` attached, without waiting: `Ok(false)` when the
 /// peer's socket buffer is full (`EAGAIN`; nothing was sent). A message is
@@ -66,7 +73,8 @@ pub(crate) struct Received<'a> {
 /// Why a message could not be received.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReceiveError {
-    /// Nothing came before the deadline.
+    /// The deadline came first. Part of a message may have come: it is kept
+    /// (bytes and fds), and the next [`Receiver::receive`] goes on from there.
     #[error("no message before the deadline")]
     Timeout,
     /// The peer closed the connection.
@@ -76,7 +84,7 @@ pub(crate) enum ReceiveError {
     #[error(transparent)]
     Wire(#[from] WireError),
     /// More fds came with a message than any message carries, or the
-    /// kernel had to drop some (`MSG_CTRUNC`).
+    /// kernel had to drop some (`MSG_CTRUNC`). Every one that came is closed.
     #[error("{count} fds came with one message (at most {MAX_PLANES})")]
     TooManyFds {
         /// How many came (at least).
@@ -87,12 +95,19 @@ pub(crate) enum ReceiveError {
     Io(#[from] io::Error),
 }
 
-/// Reads whole messages from a blocking-by-deadline socket, reusing its
-/// buffers (nothing is allocated per message but the kernel's fd list).
+/// Reads whole messages from a socket by deadline, reusing its buffers
+/// (nothing is allocated per message). A message the deadline cuts short
+/// stays here, bytes and fds, so the stream never falls out of step: the
+/// next call resumes it. Any other error drops it (the connection is over).
 #[derive(Debug)]
 pub(crate) struct Receiver {
     buf: [u8; MAX_MESSAGE],
-    cmsg: Vec<u8>,
+    /// Bytes of the message under way in `buf`.
+    filled: usize,
+    /// The fds of the message under way.
+    fds: ReceivedFds,
+    /// The control buffer (`u64`s: aligned for `cmsghdr`).
+    cmsg: Box<[u64; CMSG_WORDS]>,
 }
 
 impl Receiver {
@@ -100,88 +115,86 @@ impl Receiver {
     pub fn new() -> Receiver {
         Receiver {
             buf: [0; MAX_MESSAGE],
-            cmsg: nix::cmsg_space!([RawFd; FD_ROOM]),
+            filled: 0,
+            fds: ReceivedFds::new(),
+            cmsg: Box::new([0; CMSG_WORDS]),
         }
     }
 
+    /// Forgets a message under way (its fds close): for a new connection.
+    pub fn reset(&mut self) {
+        self.filled = 0;
+        self.fds.clear();
+    }
+
     /// The next message on `sock`, waiting until `deadline` (`None`: forever).
+    /// A message cut short by the deadline is kept for the next call.
     pub fn receive(
         &mut self,
         sock: BorrowedFd<'_>,
         deadline: Option<Instant>,
     ) -> Result<Received<'_>, ReceiveError> {
-        let mut fds = ReceivedFds::new();
-        self.fill(sock, 0, HEADER_LEN, deadline, &mut fds)?;
+        match self.read_message(sock, deadline) {
+            Ok((kind, len)) => {
+                self.filled = 0;
+                Ok(Received {
+                    kind,
+                    body: &self.buf[HEADER_LEN..HEADER_LEN + len],
+                    fds: std::mem::take(&mut self.fds),
+                })
+            }
+            Err(ReceiveError::Timeout) => Err(ReceiveError::Timeout),
+            Err(e) => {
+                self.reset();
+                Err(e)
+            }
+        }
+    }
+
+    /// Reads the rest of the message under way: its kind and body length.
+    fn read_message(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<(u16, usize), ReceiveError> {
+        self.fill(sock, HEADER_LEN, deadline)?;
         let mut header = [0; HEADER_LEN];
         header.copy_from_slice(&self.buf[..HEADER_LEN]);
         let (kind, len) = decode_header(&header)?;
-        // A body follows its header at once: give it a second even when the
-        // caller's deadline is nearer, so a frame is not cut in two.
-        let body_deadline = deadline.map(|d| d.max(Instant::now() + BODY_GRACE));
-        // A body that never comes is not "no message": the header is
-        // consumed, so the stream is out of step and the peer must go.
-        self.fill(sock, HEADER_LEN, HEADER_LEN + len, body_deadline, &mut fds)
-            .map_err(|e| match e {
-                ReceiveError::Timeout => ReceiveError::Io(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("a {len}-byte body did not follow its header within {BODY_GRACE:?}"),
-                )),
-                e => e,
-            })?;
-        Ok(Received {
-            kind,
-            body: &self.buf[HEADER_LEN..HEADER_LEN + len],
-            fds,
-        })
+        self.fill(sock, HEADER_LEN + len, deadline)?;
+        Ok((kind, len))
     }
 
-    /// Reads `buf[from..to]`, collecting fds.
+    /// Reads until `buf[..to]` is filled, collecting fds.
     fn fill(
         &mut self,
         sock: BorrowedFd<'_>,
-        mut from: usize,
         to: usize,
         deadline: Option<Instant>,
-        fds: &mut ReceivedFds,
     ) -> Result<(), ReceiveError> {
-        while from < to {
+        while self.filled < to {
             wait_readable(sock, deadline)?;
-            let mut iov = [io::IoSliceMut::new(&mut self.buf[from..to])];
-            let msg = match recvmsg::<()>(
-                sock.as_raw_fd(),
-                &mut iov,
-                Some(&mut self.cmsg),
-                MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+            let n = match recv_with_fds(
+                sock,
+                &mut self.buf[self.filled..to],
+                &mut self.cmsg[..],
+                &mut self.fds,
             ) {
-                Ok(m) => m,
-                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(io::Error::from(e).into()),
-            };
-            let truncated = msg.flags.contains(MsgFlags::MSG_CTRUNC);
-            let mut extra = 0;
-            for c in msg.cmsgs().map_err(io::Error::from)? {
-                if let ControlMessageOwned::ScmRights(raw) = c {
-                    for r in raw {
-                        // SAFETY: the kernel just installed `r` in this
-                        // process for us (SCM_RIGHTS); nothing else owns it.
-                        let fd = unsafe { OwnedFd::from_raw_fd(r) };
-                        if fds.len() < MAX_PLANES {
-                            fds.push(fd);
-                        } else {
-                            extra += 1; // closed here
-                        }
-                    }
+                Ok(n) => n,
+                Err(ReceiveError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
                 }
-            }
-            if truncated || extra > 0 {
-                return Err(ReceiveError::TooManyFds {
-                    count: fds.len() + extra.max(1),
-                });
-            }
-            if msg.bytes == 0 {
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
                 return Err(ReceiveError::Closed);
             }
-            from += msg.bytes;
+            self.filled += n;
         }
         Ok(())
     }
@@ -191,6 +204,78 @@ impl Default for Receiver {
     fn default() -> Self {
         Receiver::new()
     }
+}
+
+/// One `recvmsg` into `buf`, without waiting: the bytes read (0 at EOF).
+/// Every fd the kernel installed is owned before anything is checked: up to
+/// [`MAX_PLANES`] in all go to `fds`, the rest close here, and then too
+/// many, or `MSG_CTRUNC` (the kernel dropped some), is
+/// [`ReceiveError::TooManyFds`].
+fn recv_with_fds(
+    sock: BorrowedFd<'_>,
+    buf: &mut [u8],
+    cmsg: &mut [u64],
+    fds: &mut ReceivedFds,
+) -> Result<usize, ReceiveError> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is a valid, empty one (null pointers, zero
+    // lengths); the fields set below point at live buffers of their lengths.
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = cmsg.as_mut_ptr().cast();
+    hdr.msg_controllen = std::mem::size_of_val(cmsg) as _;
+    let flags = libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT;
+    // SAFETY: `hdr` points at `iov` (into `buf`) and `cmsg`, both alive and
+    // exclusively borrowed for the call, with their true lengths; the kernel
+    // writes at most those lengths.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut hdr, flags) };
+    if n < 0 {
+        return Err(io::Error::from(Errno::last()).into());
+    }
+    let mut extra = 0usize;
+    // SAFETY: `hdr` is the header the kernel just filled: msg_control and
+    // msg_controllen describe the control bytes it wrote, which CMSG_FIRSTHDR
+    // and CMSG_NXTHDR walk without leaving.
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(&hdr) };
+    while !c.is_null() {
+        // SAFETY: `c` is a cmsghdr inside the control buffer (see above).
+        let (level, kind, len) = unsafe { ((*c).cmsg_level, (*c).cmsg_type, (*c).cmsg_len) };
+        if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+            // SAFETY: CMSG_LEN only computes a length.
+            let head = unsafe { libc::CMSG_LEN(0) } as usize;
+            // The kernel's cmsg_len; bounded by the buffer all the same.
+            let room = (hdr.msg_controllen as usize).saturating_sub(head);
+            let count =
+                (len as usize).saturating_sub(head).min(room) / std::mem::size_of::<RawFd>();
+            // SAFETY: the data of the cmsghdr `c`, inside the control buffer.
+            let data = unsafe { libc::CMSG_DATA(c) }.cast::<RawFd>();
+            for i in 0..count {
+                // SAFETY: fd `i` of the message's `count`, written by the
+                // kernel inside the control buffer (maybe unaligned).
+                let raw = unsafe { data.add(i).read_unaligned() };
+                // SAFETY: the kernel just installed `raw` in this process
+                // for us (SCM_RIGHTS); nothing else owns it.
+                let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+                if fds.len() < MAX_PLANES {
+                    fds.push(fd);
+                } else {
+                    extra += 1; // closed here
+                }
+            }
+        }
+        // SAFETY: as CMSG_FIRSTHDR: the next header inside the buffer, or null.
+        c = unsafe { libc::CMSG_NXTHDR(&hdr, c) };
+    }
+    if hdr.msg_flags & libc::MSG_CTRUNC != 0 || extra > 0 {
+        let count = fds.len() + extra.max(1);
+        fds.clear();
+        return Err(ReceiveError::TooManyFds { count });
+    }
+    Ok(n as usize)
 }
 
 /// Waits until `sock` is readable (or closed), at most until `deadline`.

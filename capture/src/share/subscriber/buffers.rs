@@ -1,8 +1,9 @@
 //! The publisher's buffers as a subscriber holds them: one [`Slot`] per
 //! buffer index whose fds came, each plane's fd checked and mapped once
-//! (`Tensor::from_fd`'s checks: memory that cannot shrink, as long as the
-//! message says), and every frame's placement checked against them before a
-//! tensor is laid on.
+//! (`Tensor::from_peer_fd`'s checks: a dma-buf or a sealed shmem memfd, told
+//! apart before any call into the file's filesystem; only the span the
+//! message gives is mapped, within the connection's caps), and every frame's
+//! placement checked against them before a tensor is laid on.
 
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -26,6 +27,17 @@ pub(super) type PlaneError = (usize, BufferProblem);
 pub(super) struct Buffers {
     slots: Vec<Option<Slot>>,
     known: Vec<Tensor<u8>>,
+    /// Bytes the connection's buffers map.
+    mapped: u64,
+}
+
+/// The caps on what a connection maps.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Caps {
+    /// The most bytes one buffer's planes span.
+    pub frame: usize,
+    /// The most bytes all the connection's buffers map.
+    pub mapped: usize,
 }
 
 impl Buffers {
@@ -43,6 +55,7 @@ impl Buffers {
             })
             .collect();
         self.slots.resize_with(count, || None);
+        self.mapped = 0;
     }
 
     /// The publisher's buffer count.
@@ -59,6 +72,7 @@ impl Buffers {
         format: &StreamFormat,
         f: &FrameMessage,
         fds: ReceivedFds,
+        caps: Caps,
     ) -> Result<Tensor<u8>, PlaneError> {
         let buffers = self.slots.len();
         let slot = self.slots.get_mut(f.buffer as usize).ok_or((
@@ -76,6 +90,20 @@ impl Buffers {
                 let (expected, found) = (planes, fds.len());
                 return Err((0, BufferProblem::FdCount { expected, found }));
             }
+            // Before any fd is looked at: the bytes the buffer would map.
+            let bytes = f
+                .spans()
+                .iter()
+                .fold(0u64, |sum, s| sum.saturating_add(s.length));
+            if bytes > caps.frame as u64 {
+                let max = caps.frame;
+                return Err((0, BufferProblem::FrameTooLarge { bytes, max }));
+            }
+            let total = self.mapped.saturating_add(bytes);
+            if total > caps.mapped as u64 {
+                let max = caps.mapped;
+                return Err((0, BufferProblem::MappedTooMuch { bytes, total, max }));
+            }
             let mut memory = Vec::with_capacity(planes);
             for (i, (fd, span)) in fds.into_iter().zip(f.spans()).enumerate() {
                 let length = usize::try_from(span.length)
@@ -90,6 +118,7 @@ impl Buffers {
                 memory.push(known_or_import(&mut self.known, fd, length).map_err(|p| (i, p))?);
             }
             *slot = Some(Slot::new(memory));
+            self.mapped = total;
         } else if !fds.is_empty() {
             let found = fds.len();
             return Err((0, BufferProblem::FdCount { expected: 0, found }));
@@ -128,19 +157,24 @@ impl Buffers {
 }
 
 /// The plane of `fd`, `length` bytes: a `known` plane of the same file and
-/// length (taken out of it), or `fd` imported (`Tensor::from_fd` checks it).
+/// length (taken out of it), or `fd`'s first `length` bytes imported
+/// (`Tensor::from_peer_fd`: a dma-buf or a sealed shmem memfd, known before
+/// anything runs the file's filesystem code, and only the span mapped).
 fn known_or_import(
     known: &mut Vec<Tensor<u8>>,
     fd: OwnedFd,
     length: usize,
 ) -> Result<PlaneMemory, BufferProblem> {
+    // First the kind (no call into the file's filesystem): `fstat` on a FUSE
+    // file whose server never answers would never return.
+    zerocam_tensor::check_peer_fd(fd.as_fd())?;
     let file = FdIdentity::of(fd.as_fd()).map_err(BufferProblem::Fstat)?;
     let same = known
         .iter()
         .position(|t| t.fd_identity() == Some(file) && t.len() == length);
     let tensor = match same {
         Some(i) => known.swap_remove(i), // `fd` closes: the same file
-        None => Tensor::from_fd(fd, &[length], None)?,
+        None => Tensor::from_peer_fd(fd, &[length], None)?,
     };
     PlaneMemory::owned(tensor).ok_or(BufferProblem::Tensor(zerocam_tensor::Error::NoFd {
         memory: zerocam_tensor::TensorMemory::Shm,

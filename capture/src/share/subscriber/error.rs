@@ -96,6 +96,28 @@ pub enum BufferProblem {
     /// The fd could not be inspected (`fstat`).
     #[error("fstat of the fd failed: {0}")]
     Fstat(nix::errno::Errno),
+    /// A buffer's planes are longer in all than a frame may be
+    /// ([`SubscriberConfig::max_frame_bytes`](super::SubscriberConfig::max_frame_bytes)).
+    #[error("its planes are {bytes} bytes in all, more than a frame's {max}")]
+    FrameTooLarge {
+        /// The sum of the buffer's plane lengths, as the message gives them.
+        bytes: u64,
+        /// The cap.
+        max: usize,
+    },
+    /// Mapping the buffer would take the connection's mapped bytes past
+    /// [`SubscriberConfig::max_mapped_bytes`](super::SubscriberConfig::max_mapped_bytes).
+    #[error(
+        "mapping its {bytes} bytes would make {total} mapped on the connection, more than {max}"
+    )]
+    MappedTooMuch {
+        /// The buffer's bytes.
+        bytes: u64,
+        /// What the connection would map in all with it.
+        total: u64,
+        /// The cap.
+        max: usize,
+    },
     /// The fd is not memory the frame fits in: `Tensor::from_fd`'s checks
     /// (a pipe or socket, a file that can shrink, a file smaller than the
     /// length), or the frame's layout does not fit its planes.
@@ -153,6 +175,17 @@ pub enum SubscribeError {
         plane: usize,
         /// What was wrong.
         problem: BufferProblem,
+    },
+    /// More fds came with one message than any message carries (all of
+    /// them are closed), or the kernel had to drop some (`MSG_CTRUNC`).
+    #[error("{socket}: {count} fds came with one message (at most {max})")]
+    TooManyFds {
+        /// The socket path.
+        socket: PathBuf,
+        /// How many came (at least).
+        count: usize,
+        /// The most a message carries (one per memory plane).
+        max: usize,
     },
     /// The socket failed.
     #[error("{socket}: {source}")]

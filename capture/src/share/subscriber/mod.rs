@@ -41,15 +41,39 @@ pub struct SubscriberConfig {
     pub max_leases: u16,
     /// The import cache's capacity; `None`: every buffer plane twice.
     pub cache_capacity: Option<usize>,
+    /// How long connecting may take, `connect` and the publisher's `Welcome`
+    /// together (a listener that never accepts, or never answers, is a
+    /// [`CaptureError::Timeout`] after it). Default 5 s.
+    pub connect_timeout: Duration,
+    /// The most bytes one buffer's planes may span, as the publisher's
+    /// message gives them; more is [`BufferProblem::FrameTooLarge`].
+    /// Default [`SubscriberConfig::DEFAULT_MAX_FRAME_BYTES`].
+    pub max_frame_bytes: usize,
+    /// The most bytes a connection maps, all its buffers' planes together;
+    /// more is [`BufferProblem::MappedTooMuch`]. Only the span each plane
+    /// needs is mapped, never the rest of a larger file. Default
+    /// [`SubscriberConfig::DEFAULT_MAX_MAPPED_BYTES`].
+    pub max_mapped_bytes: usize,
 }
 
 impl SubscriberConfig {
-    /// The publisher at `socket`, 2 leases, the default cache.
+    /// [`max_frame_bytes`](Self::max_frame_bytes)' default: 256 MiB (an 8K
+    /// RGBA frame is 132 MiB).
+    pub const DEFAULT_MAX_FRAME_BYTES: usize = 256 << 20;
+
+    /// [`max_mapped_bytes`](Self::max_mapped_bytes)' default: 1 GiB.
+    pub const DEFAULT_MAX_MAPPED_BYTES: usize = 1 << 30;
+
+    /// The publisher at `socket`, 2 leases, the default cache, a 5 s
+    /// connect timeout, the default caps on mapped bytes.
     pub fn new(socket: impl Into<PathBuf>) -> SubscriberConfig {
         SubscriberConfig {
             socket: socket.into(),
             max_leases: 2,
             cache_capacity: None,
+            connect_timeout: Duration::from_secs(5),
+            max_frame_bytes: Self::DEFAULT_MAX_FRAME_BYTES,
+            max_mapped_bytes: Self::DEFAULT_MAX_MAPPED_BYTES,
         }
     }
 }
@@ -106,7 +130,8 @@ impl Subscriber {
     /// [`SubscribeError::Connect`] when nothing listens there;
     /// [`SubscribeError::Disconnected`] when the publisher refuses
     /// (`Goodbye(NotAllowed)`, `Goodbye(Full)`) or closes;
-    /// [`CaptureError::Timeout`] when it does not answer in 5 s;
+    /// [`CaptureError::Timeout`] when it does not accept or answer within
+    /// `connect_timeout`;
     /// [`SubscribeError::Wire`] / [`SubscribeError::Protocol`] for a bad
     /// answer; [`CaptureError::UnsupportedFormat`] / [`CaptureError::BadFormat`]
     /// for a format zerocam cannot take.
@@ -251,9 +276,13 @@ impl FrameSource for Subscriber {
             let socket = self.socket();
             return Err(self.fail(SubscribeError::Protocol { socket, what }));
         }
+        let caps = buffers::Caps {
+            frame: self.config.max_frame_bytes,
+            mapped: self.config.max_mapped_bytes,
+        };
         let tensor = self
             .buffers
-            .frame_tensor(&mut self.cache, &self.format, &f, fds);
+            .frame_tensor(&mut self.cache, &self.format, &f, fds, caps);
         let tensor = match tensor {
             Ok(t) => t,
             Err((plane, problem)) => {
