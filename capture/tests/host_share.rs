@@ -266,6 +266,127 @@ fn a_peer_not_allowed_gets_no_fd() {
     assert_eq!(stats.connections, 0, "{stats:?}");
 }
 
+/// Opens `n` connections to `socket` that each send `bytes` (maybe none)
+/// and then nothing: idle, or slowloris (a partial Hello, stalled).
+fn hostile_flood(socket: &std::path::Path, n: usize, bytes: &[u8]) -> Vec<UnixStream> {
+    (0..n)
+        .map(|_| {
+            let mut s = UnixStream::connect(socket).unwrap();
+            // The publisher may have pushed it out already: a reset then.
+            let _ = s.write_all(bytes);
+            s
+        })
+        .collect()
+}
+
+/// 200 connections that never say `Hello` (idle, or a partial `Hello` and a
+/// stall), then a real client: it gets frames within 2 s (on main the
+/// first 32 took every place, for good), and every hostile connection was
+/// closed by the publisher (pushed out by newer ones, or at the 1 s `Hello`
+/// deadline) and saw at most a `Goodbye`, never a frame or an fd.
+fn flooding_connections_lock_nobody_out() {
+    let partial_hello = &message(1, HELLO, &[2, 0, 0, 0])[..6];
+    for (what, bytes) in [("idle", &[][..]), ("slowloris", partial_hello)] {
+        let serving = Serving::start(what, pattern("NV12", Some(100.0)), |_| {});
+        let flood = hostile_flood(&serving.socket, 200, bytes);
+        let t = std::time::Instant::now();
+        let mut sub = Subscriber::connect(&serving.socket).expect("a real client connects");
+        for _ in 0..10 {
+            sub.next_frame(WAIT).unwrap();
+        }
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "{what}: 10 frames took {took:?}"
+        );
+        // Past the deadline every hostile connection is closed.
+        std::thread::sleep(Duration::from_millis(1300));
+        for mut s in flood {
+            s.set_read_timeout(Some(WAIT)).unwrap();
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got); // to its end, or a reset
+            assert!(
+                got.is_empty() || (got.len() == 16 && got.starts_with(b"ZCSH")),
+                "{what}: at most a Goodbye: {got:02x?}"
+            );
+        }
+        drop(sub);
+        let (stats, ended) = serving.stop();
+        println!("{what}: {stats:?}");
+        assert_eq!(ended, Ok(()));
+        assert_eq!(
+            stats.handshake_timeouts + stats.pending_dropped,
+            200,
+            "{what}: every hostile connection closed: {stats:?}"
+        );
+        assert_eq!(stats.connections, 201, "{what}: {stats:?}");
+        assert_eq!(stats.rejected, 0, "{what}: nobody was told Full: {stats:?}");
+    }
+}
+
+/// A client that said `Hello` and then sends half a `Release` and stalls is
+/// closed at the same deadline (`stalled`), with `Goodbye(ProtocolViolation)`.
+fn a_half_sent_message_is_closed_at_the_deadline() {
+    let serving = Serving::start("stall", pattern("NV12", Some(100.0)), |c| {
+        c.hello_timeout = Duration::from_millis(300);
+    });
+    let mut sock = UnixStream::connect(&serving.socket).unwrap();
+    sock.write_all(&message(1, HELLO, &[1, 0, 0, 0])).unwrap();
+    sock.write_all(&message(1, RELEASE, &1u64.to_le_bytes())[..5])
+        .unwrap();
+    sock.set_read_timeout(Some(WAIT)).unwrap();
+    let mut got = Vec::new();
+    let _ = sock.read_to_end(&mut got); // until the publisher closes
+    let goodbye = message(1, 0x103, &[4, 0, 0, 0]);
+    assert!(got.ends_with(&goodbye), "{got:02x?}");
+    let (stats, _) = serving.stop();
+    assert_eq!(stats.stalled, 1, "{stats:?}");
+    assert_eq!(stats.handshake_timeouts, 0, "it said Hello: {stats:?}");
+}
+
+/// One uid's 64 clients (this process, root) take at most half the places
+/// (16 of 32); uid 65534 (a child, allowed with `allow_uids`) still gets
+/// frames, while 64 idle connections of root wait too.
+fn one_uid_cannot_take_every_place() {
+    let serving = Serving::start("peruid", pattern("NV12", Some(100.0)), |c| {
+        c.allow_uids = vec![65534];
+    });
+    std::fs::set_permissions(&serving.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let mut held = Vec::new();
+    let mut full = 0;
+    for _ in 0..64 {
+        match Subscriber::connect(&serving.socket) {
+            Ok(s) => held.push(s),
+            Err(CaptureError::Share(zerocam_capture::share::SubscribeError::Disconnected {
+                reason:
+                    zerocam_capture::share::Disconnect::Goodbye(
+                        zerocam_capture::share::GoodbyeReason::Full,
+                    ),
+                ..
+            })) => full += 1,
+            Err(e) => panic!("a typed refusal, not {e}"),
+        }
+    }
+    assert_eq!((held.len(), full), (16, 48), "half of 32 places for uid 0");
+    let idle = hostile_flood(&serving.socket, 64, &[]);
+    let (exe_dir, exe) = exe_for_other_users();
+    let child = Command::new(&exe)
+        .args(["--child", "count"])
+        .arg(&serving.socket)
+        .arg("20")
+        .uid(65534)
+        .gid(65534)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("a child as uid 65534 (the test runs as root)");
+    let r = finish_child(child);
+    let _ = std::fs::remove_dir_all(&exe_dir);
+    assert_eq!(assert_same_pixels(&r, &serving.sums), 20);
+    drop((held, idle));
+    let (stats, _) = serving.stop();
+    assert_eq!(stats.rejected, 48, "{stats:?}");
+}
+
 /// No publisher at the path: a typed error, not a panic.
 fn no_publisher_is_a_typed_error() {
     let e = Subscriber::connect(socket_path("nobody")).unwrap_err();
@@ -310,6 +431,18 @@ fn main() {
         (
             "a_peer_not_allowed_gets_no_fd",
             a_peer_not_allowed_gets_no_fd,
+        ),
+        (
+            "flooding_connections_lock_nobody_out",
+            flooding_connections_lock_nobody_out,
+        ),
+        (
+            "a_half_sent_message_is_closed_at_the_deadline",
+            a_half_sent_message_is_closed_at_the_deadline,
+        ),
+        (
+            "one_uid_cannot_take_every_place",
+            one_uid_cannot_take_every_place,
         ),
     ]);
 }
