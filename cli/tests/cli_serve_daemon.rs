@@ -6,6 +6,8 @@
 //! frames each with 200 idle connections kept open (frames counted).
 #![allow(clippy::unwrap_used)] // tests may panic
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -375,4 +377,28 @@ fn idle_connections_cost_bench_clients_no_frames() {
         "no bench client was refused: {last}"
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Caps of 0 and a mode that is not octal: one line naming the value.
+#[test]
+fn bad_caps_and_modes_are_one_line() {
+    for (flag, value) in [
+        ("--max-clients", "0"),
+        ("--max-pending", "0"),
+        ("--max-clients-per-uid", "0"),
+        ("--mode", "999"),
+    ] {
+        let err = common::fails(&[
+            "serve",
+            "pattern",
+            "--socket",
+            "/nonexistent/x.sock",
+            flag,
+            value,
+        ]);
+        assert!(
+            err.contains(flag) || err.contains(value),
+            "{flag} {value}: {err}"
+        );
+    }
 }
