@@ -248,9 +248,8 @@ fn recv_with_fds(
             // SAFETY: CMSG_LEN only computes a length.
             let head = unsafe { libc::CMSG_LEN(0) } as usize;
             // The kernel's cmsg_len; bounded by the buffer all the same.
-            let room = (hdr.msg_controllen as usize).saturating_sub(head);
-            let count =
-                (len as usize).saturating_sub(head).min(room) / std::mem::size_of::<RawFd>();
+            let room = as_len(hdr.msg_controllen).saturating_sub(head);
+            let count = as_len(len).saturating_sub(head).min(room) / std::mem::size_of::<RawFd>();
             // SAFETY: the data of the cmsghdr `c`, inside the control buffer.
             let data = unsafe { libc::CMSG_DATA(c) }.cast::<RawFd>();
             for i in 0..count {
@@ -276,6 +275,12 @@ fn recv_with_fds(
         return Err(ReceiveError::TooManyFds { count });
     }
     Ok(n as usize)
+}
+
+/// A control length as `usize` (0 if it were not one): `size_t` in glibc,
+/// `socklen_t` (`u32`) in musl.
+fn as_len<T: TryInto<usize>>(len: T) -> usize {
+    len.try_into().unwrap_or(0) // never: both fit a usize
 }
 
 /// Waits until `sock` is readable (or closed), at most until `deadline`.
