@@ -33,6 +33,10 @@
 mod error;
 pub mod format;
 pub mod frame;
+/// The fuzz targets' entry points (`fuzz/`): not an API.
+#[cfg(any(feature = "fuzzing", test))]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "gstreamer")]
 pub mod gst;
 #[cfg(any(feature = "libcamera", test))]

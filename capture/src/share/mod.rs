@@ -11,6 +11,17 @@ mod socket;
 mod subscriber;
 mod wire;
 
+// The decoders and the receiver, for the fuzz targets' entry points
+// (`crate::fuzzing`, feature `fuzzing`) and their regression tests.
+#[cfg(any(feature = "fuzzing", test))]
+pub(crate) use {
+    socket::{ReceiveError, Receiver},
+    wire::{decode_header, ClientMessage, ServerMessage, HEADER_LEN, MAX_MESSAGE},
+};
+// The fuzzing tests' seeds are real messages.
+#[cfg(test)]
+pub(crate) use wire::{FrameMessage, PlaneSpan, WireFormat};
+
 pub use publisher::{
     take_systemd_socket, ClientStats, PublishError, Publisher, PublisherConfig, PublisherStats,
 };
