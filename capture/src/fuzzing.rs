@@ -280,10 +280,15 @@ fn unread(sock: &UnixStream) -> usize {
 /// Writes `stream` into `sock` in chunks `specs` describe (cycled; each
 /// byte: size `(b & 63) + 1`, `b >> 6` fds attached), waiting after each
 /// chunk until the reader took it, so the reader sees every split; then
-/// ends the stream. Returns the fds sent.
-fn write_chunks(sock: UnixStream, stream: &[u8], specs: &[u8], done: &AtomicBool) -> usize {
-    let fd = spare_fd();
-    let raw = [fd; 3];
+/// ends the stream. `raw` are the fds a chunk attaches (its first `b >> 6`).
+/// Returns the fds sent.
+fn write_chunks(
+    sock: UnixStream,
+    stream: &[u8],
+    specs: &[u8],
+    raw: [RawFd; 3],
+    done: &AtomicBool,
+) -> usize {
     let mut rest = stream;
     let mut sent_fds = 0;
     for &spec in specs.iter().cycle() {
@@ -361,8 +366,9 @@ pub fn check_receiver(data: &[u8]) -> Option<StreamOutcome> {
 fn receive_all(stream: &[u8], specs: &[u8]) -> StreamOutcome {
     let (ours, theirs) = UnixStream::pair().expect("a socket pair");
     let done = AtomicBool::new(false);
+    let raw = [spare_fd(); 3];
     std::thread::scope(|s| {
-        let writer = s.spawn(|| write_chunks(theirs, stream, specs, &done));
+        let writer = s.spawn(|| write_chunks(theirs, stream, specs, raw, &done));
         let mut receiver = Receiver::new();
         let mut messages = Vec::new();
         let end = loop {
@@ -394,6 +400,157 @@ fn receive_all(stream: &[u8], specs: &[u8]) -> StreamOutcome {
             fds_sent,
         }
     })
+}
+
+// ---------------------------------------------------------------------------
+// 2b. A whole subscriber against a hostile publisher.
+
+/// The name of the publisher's memfds in [`check_subscriber`].
+const PUBLISHED: &str = "zerocam-fuzz-published";
+
+/// How many fds of this process are a memfd named `name`.
+fn open_memfds(name: &str) -> usize {
+    let name = format!("/memfd:{name} (deleted)");
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| {
+        d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|l| l.as_os_str() == name.as_str())
+            .count()
+    })
+}
+
+/// This process's listening socket, made once.
+fn publisher_socket() -> &'static (std::os::unix::net::UnixListener, std::path::PathBuf) {
+    static SOCKET: OnceLock<(std::os::unix::net::UnixListener, std::path::PathBuf)> =
+        OnceLock::new();
+    SOCKET.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("zerocam-fuzz-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let l = std::os::unix::net::UnixListener::bind(&path).expect("a listening socket");
+        l.set_nonblocking(true).expect("non-blocking accept");
+        (l, path)
+    })
+}
+
+/// What a subscriber made of a hostile publisher's stream.
+#[derive(Debug)]
+pub struct SubscriberOutcome {
+    /// Frames it gave: width, height and fourcc name.
+    pub frames: Vec<(usize, usize, &'static str)>,
+    /// The error that ended it.
+    pub end: String,
+}
+
+/// `data` as what a publisher sends a [`Subscriber`](crate::share::Subscriber):
+/// `data[0] % 16 + 1` chunk specs (as [`check_receiver`]'s; the fds a chunk
+/// attaches are the first of three files), the three files (seal u8, length
+/// u32 each), then the stream (a Welcome, frames, ...). The subscriber
+/// connects, reads the Welcome and takes frames until an error. Invariants:
+/// never a panic, a timeout or a hang; every frame has the Welcome's size
+/// and format, and its planes' bytes lie inside the publisher's files and
+/// read as those files' bytes; once it is dropped, no copy of the files'
+/// fds is left open.
+pub fn check_subscriber(data: &[u8]) -> Option<SubscriberOutcome> {
+    use crate::FrameSource;
+    let (&first, rest) = data.split_first()?;
+    let n = usize::from(first % 16) + 1;
+    let specs = rest.get(..n)?;
+    let mut b = Bytes(rest.get(n..)?);
+    let cases: Vec<FileCase> = (0..3)
+        .map(|_| {
+            let c = file_case(&mut b);
+            FileCase {
+                len: c.len % (MAX_CHECKED_PLANE as usize + 1),
+                ..c
+            }
+        })
+        .collect();
+    let stream = b.0;
+    let (listener, path) = publisher_socket();
+    let files: Vec<(OwnedFd, FileCase, zerocam_tensor::FdIdentity)> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let fd = named_memory_file(PUBLISHED, c, 10 + i as u32);
+            let id = zerocam_tensor::FdIdentity::of(fd.as_fd()).expect("fstat");
+            (fd, c, id)
+        })
+        .collect();
+    let raw = [0, 1, 2].map(|i| files[i].0.as_raw_fd());
+    let done = AtomicBool::new(false);
+    let outcome = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let give_up = Instant::now() + Duration::from_secs(10);
+            let sock = loop {
+                match listener.accept() {
+                    Ok((sock, _)) => break Some(sock),
+                    Err(_) if done.load(Ordering::Acquire) || Instant::now() > give_up => {
+                        break None
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_micros(50)),
+                }
+            };
+            let sock = sock?;
+            sock.set_nonblocking(false).expect("a blocking socket");
+            Some(write_chunks(sock, stream, specs, raw, &done))
+        });
+        let mut frames = Vec::new();
+        let end = match crate::share::Subscriber::connect(path) {
+            Err(e) => e,
+            Ok(mut sub) => {
+                let format = sub.stream_format().clone();
+                let end = loop {
+                    match sub.next_frame(Duration::from_secs(10)) {
+                        Ok(frame) => {
+                            let t = frame.tensor();
+                            let (w, h) = (format.width as usize, format.height as usize);
+                            assert_eq!((t.width(), t.height()), (Some(w), Some(h)), "{format:?}");
+                            assert_eq!(t.format(), Some(format.format.pixel));
+                            check_published(t, &files);
+                            frames.push((w, h, format.format.name));
+                        }
+                        Err(e) => break e,
+                    }
+                };
+                drop(sub);
+                end
+            }
+        };
+        done.store(true, Ordering::Release);
+        let _ = writer.join().expect("the publisher thread");
+        if matches!(end, crate::CaptureError::Timeout { .. }) {
+            panic!("a subscriber timed out on a stream that ends: {end}");
+        }
+        SubscriberOutcome {
+            frames,
+            end: end.to_string(),
+        }
+    });
+    assert_eq!(
+        open_memfds(PUBLISHED),
+        files.len(),
+        "the subscriber left copies of the publisher's fds open: {outcome:?}"
+    );
+    Some(outcome)
+}
+
+/// A frame's planes checked inside the publisher's `files`, found by
+/// identity.
+fn check_published(t: &Tensor<u8>, files: &[(OwnedFd, FileCase, zerocam_tensor::FdIdentity)]) {
+    let file_of = |p: &Tensor<u8>| {
+        let id = p.fd_identity().expect("a frame plane with a file");
+        files
+            .iter()
+            .enumerate()
+            .find(|f| f.1 .2 == id)
+            .map(|(i, f)| (f.1.len, 10 + i as u32))
+            .expect("a frame plane in a file the publisher sent")
+    };
+    let planes = t.format().map_or(1, PixelFormat::plane_count);
+    for i in 0..planes {
+        let p = t.plane(i).expect("a plane of a frame");
+        let file = file_of(&p);
+        check_inside(&p, &[file], 0);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -539,11 +696,16 @@ fn pattern(seed: u32, i: usize) -> u8 {
 
 /// A memfd of `case.len` bytes of `pattern(seed, _)`, sealed as it says.
 fn memory_file(case: FileCase, seed: u32) -> OwnedFd {
+    named_memory_file("zerocam-fuzz", case, seed)
+}
+
+/// [`memory_file`] under another name.
+fn named_memory_file(name: &str, case: FileCase, seed: u32) -> OwnedFd {
     let flags = match case.seal {
         Seal::Unsealable => MFdFlags::MFD_CLOEXEC,
         _ => MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
     };
-    let fd = memfd_create("zerocam-fuzz", flags).expect("memfd_create");
+    let fd = memfd_create(name, flags).expect("memfd_create");
     let mut file = File::from(fd);
     let bytes: Vec<u8> = (0..case.len).map(|i| pattern(seed, i)).collect();
     file.write_all(&bytes).expect("the file's bytes");

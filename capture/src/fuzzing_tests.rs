@@ -398,3 +398,57 @@ fn tensor_cases_map_inside_their_files() {
     assert!(ok >= inputs.len() - 3, "{ok} of {}", inputs.len());
     seeds("tensor_from_fd", &inputs);
 }
+
+/// Streams of a real publisher: its Welcome, a frame in buffer 0 with the
+/// buffer's fds (one file per memory plane, as long as the plane), the same
+/// buffer again without, and a Goodbye; each message in one or two chunks.
+fn subscriber_inputs() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for f in real_formats() {
+        let wire = WireFormat::of(&f).expect("wire");
+        let planes = f.planes.len() as u8;
+        let specs = [55u8, 59 | (planes << 6), 59, 59, 59, 15];
+        let mut v = vec![(specs.len() - 1) as u8];
+        v.extend_from_slice(&specs);
+        for i in 0..3 {
+            v.push(0); // sealed against shrinking
+            let len = f.planes.get(i).map_or(64, |p| p.size);
+            v.extend_from_slice(&len.to_le_bytes());
+        }
+        let welcome = ServerMessage::Welcome {
+            lease_ms: 500,
+            max_leases: 2,
+            buffers: 4,
+            format: wire,
+        };
+        v.extend_from_slice(welcome.encode().as_bytes());
+        v.extend_from_slice(
+            ServerMessage::Frame(frame_of(&f, 0, true, None))
+                .encode()
+                .as_bytes(),
+        );
+        v.extend_from_slice(
+            ServerMessage::Frame(frame_of(&f, 0, false, None))
+                .encode()
+                .as_bytes(),
+        );
+        v.extend_from_slice(
+            ServerMessage::Goodbye(GoodbyeReason::Stopping)
+                .encode()
+                .as_bytes(),
+        );
+        out.push(v);
+    }
+    out
+}
+
+#[test]
+fn a_real_publishers_stream_gives_its_frames() {
+    let inputs = subscriber_inputs();
+    for input in &inputs {
+        let outcome = check_subscriber(input).expect("an input");
+        assert_eq!(outcome.frames.len(), 2, "{outcome:?}");
+        assert!(outcome.end.contains("the publisher stopped"), "{outcome:?}");
+    }
+    seeds("subscriber", &inputs);
+}
