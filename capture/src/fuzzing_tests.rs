@@ -452,3 +452,31 @@ fn a_real_publishers_stream_gives_its_frames() {
     }
     seeds("subscriber", &inputs);
 }
+
+/// A fuzz input, written as hex (whitespace ignored).
+fn hex(s: &str) -> Vec<u8> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    digits
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).expect("ascii"), 16).expect("hex"))
+        .collect()
+}
+
+/// The subscriber target's first crash, a wrong invariant of the check, not
+/// of the subscriber: a YUYV 16x8 frame whose span says 512 bytes of a
+/// 262,138-byte memfd. `Tensor::from_peer_fd` maps only the span, so the
+/// frame's buffer is a prefix of the file (the check wanted all of it).
+#[test]
+fn a_frame_maps_only_its_span_of_a_larger_file() {
+    let input = hex(
+        "05377b3b3b3b0f0200004000000000000000400000005a435348010001012c000000f401000002000400595559561000
+         0000080000000101010000000000400000000002000000000000000000005a435348010002016c000000e80300000000
+         0000000000000700000015cd5b0700000000000200000000000000000000020100005955595610000000080000000101
+         010000000000400000000002000000000000000000000002000000000000000000000000000000000000000000000000
+         0000000000005a43532e010002016c000000e803000000000000000000000700000015cd5b0700000000000200000000
+         0000000000000200000059555956100000000000000000000000000000000000000000000000005a4353480000020100
+         0059555956100000000800000001010100010003010400000001000000",
+    );
+    let outcome = check_subscriber(&input).expect("an input");
+    assert_eq!(outcome.frames, [(16, 8, "YUYV")], "{outcome:?}");
+}
