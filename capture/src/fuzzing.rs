@@ -319,7 +319,9 @@ fn write_chunks(
 
 /// `data` as a stream from a peer, through the socket receiver both sides
 /// use ([`Receiver`]): `data[0] % 16 + 1` chunk specs follow it, the rest is
-/// the stream. Invariants: the messages and the end are exactly what the
+/// the stream; with bit 4 of `data[0]` set the reader is impatient (each
+/// receive's deadline is now, and a timeout is retried: a message cut by
+/// the deadline must resume where it stopped). Invariants: the messages and the end are exactly what the
 /// stream holds read at once, however it is split (with fds attached, a
 /// prefix of them ending in `TooManyFds`); never a timeout or an I/O error;
 /// at most two fds per message, never more than were sent; no fd left open.
@@ -329,7 +331,7 @@ pub fn check_receiver(data: &[u8]) -> Option<StreamOutcome> {
     let specs = rest.get(..n)?;
     let stream = &rest[n..];
     spare_fd();
-    let outcome = receive_all(stream, specs);
+    let outcome = receive_all(stream, specs, first & 16 != 0);
     assert_eq!(open_spares(), 1, "fds left open by {outcome:?}");
     let (expected, end) = model(stream);
     let got: Vec<(u16, &[u8])> = outcome
@@ -362,8 +364,9 @@ pub fn check_receiver(data: &[u8]) -> Option<StreamOutcome> {
 }
 
 /// Reads messages from a socket pair until the receiver stops, while a
-/// thread writes `stream` into the other end chunk by chunk.
-fn receive_all(stream: &[u8], specs: &[u8]) -> StreamOutcome {
+/// thread writes `stream` into the other end chunk by chunk; `impatient`:
+/// with deadlines of now, retrying timeouts.
+fn receive_all(stream: &[u8], specs: &[u8], impatient: bool) -> StreamOutcome {
     let (ours, theirs) = UnixStream::pair().expect("a socket pair");
     let done = AtomicBool::new(false);
     let raw = [spare_fd(); 3];
@@ -371,9 +374,13 @@ fn receive_all(stream: &[u8], specs: &[u8]) -> StreamOutcome {
         let writer = s.spawn(|| write_chunks(theirs, stream, specs, raw, &done));
         let mut receiver = Receiver::new();
         let mut messages = Vec::new();
+        let give_up = Instant::now() + Duration::from_secs(10);
         let end = loop {
-            let deadline = Instant::now() + Duration::from_secs(10);
+            let deadline = if impatient { Instant::now() } else { give_up };
             match receiver.receive(ours.as_fd(), Some(deadline)) {
+                Err(ReceiveError::Timeout) if impatient && Instant::now() < give_up => {
+                    std::thread::yield_now();
+                }
                 Ok(r) => {
                     // What each side then does with it.
                     let _ = ServerMessage::decode(r.kind, r.body);
@@ -455,7 +462,7 @@ pub fn check_subscriber(data: &[u8]) -> Option<SubscriberOutcome> {
         .map(|_| {
             let c = file_case(&mut b);
             FileCase {
-                len: c.len % (MAX_CHECKED_PLANE as usize + 1),
+                len: c.len % (MAX_READ_PLANE + 1),
                 ..c
             }
         })
@@ -559,15 +566,16 @@ fn check_published(t: &Tensor<u8>, files: &[(OwnedFd, FileCase, zerocam_tensor::
 // ---------------------------------------------------------------------------
 // 3. A driver's format reply.
 
-/// The largest plane the check lays a frame on (bigger ones are checked up
-/// to `stream_format`).
-const MAX_CHECKED_PLANE: u32 = 256 << 10;
+/// The largest plane the format check reads through a map (bigger ones are
+/// laid and checked by their numbers), and the largest file the subscriber
+/// check makes.
+const MAX_READ_PLANE: usize = 256 << 10;
 
 /// `reply` through [`FormatReply::stream_format`]. Invariants: an accepted
 /// format is the reply's fourcc and size with the format's memory planes,
-/// and — when its planes are small enough to allocate here — a frame laid
-/// on buffers of exactly its planes' `sizeimage` (as a V4L2 stream or a
-/// subscriber lays one) comes out, with the format's size, and maps.
+/// and a frame laid on buffers of exactly its planes' `sizeimage` (as a
+/// V4L2 stream or a subscriber lays one) comes out, with the format's size,
+/// each plane inside its buffer (and read through a map when small).
 pub fn check_format_reply(reply: &FormatReply) -> Result<StreamFormat, String> {
     let format = reply
         .stream_format(Path::new("/dev/fuzz"))
@@ -576,42 +584,47 @@ pub fn check_format_reply(reply: &FormatReply) -> Result<StreamFormat, String> {
     assert_eq!((format.width, format.height), (reply.width, reply.height));
     assert_eq!(format.planes.len(), format.format.memory_planes);
     assert_eq!(format.planes.len(), usize::from(reply.num_planes));
-    let small = format
+    assert!(
+        format.planes.iter().all(|p| p.size > 0),
+        "{format:?} accepted with an empty plane"
+    );
+    // Buffers of exactly `sizeimage` (sparse memfds: any size is cheap).
+    let planes: Vec<PlaneMemory> = format
         .planes
         .iter()
-        .all(|p| p.size > 0 && p.size <= MAX_CHECKED_PLANE);
-    if small {
-        let planes: Vec<PlaneMemory> = format
-            .planes
-            .iter()
-            .map(|p| {
-                let t = Tensor::<u8>::new(&[p.size as usize], Some(TensorMemory::Shm), None)
-                    .expect("a memfd plane");
-                PlaneMemory::owned(t).expect("a plane with an fd")
-            })
-            .collect();
-        let mut cache = ImportCache::new(4);
-        let t = frame_tensor_at(
-            &mut cache,
-            &format,
-            &planes,
-            &[0, 0],
-            None,
-            &mut Composed::default(),
-        )
-        .unwrap_or_else(|e| {
-            panic!("{format:?} accepted, but its buffers cannot hold a frame: {e}")
-        });
-        assert_eq!(t.width(), Some(format.width as usize));
-        assert_eq!(t.height(), Some(format.height as usize));
-        assert_eq!(t.format(), Some(format.format.pixel));
-        for i in 0..format.format.pixel.plane_count() {
-            let plane = t.plane(i).expect("a plane of the frame");
+        .map(|p| {
+            let t = Tensor::<u8>::new(&[p.size as usize], Some(TensorMemory::Shm), None)
+                .expect("a memfd plane");
+            PlaneMemory::owned(t).expect("a plane with an fd")
+        })
+        .collect();
+    let mut cache = ImportCache::new(4);
+    let t = frame_tensor_at(
+        &mut cache,
+        &format,
+        &planes,
+        &[0, 0],
+        None,
+        &mut Composed::default(),
+    )
+    .unwrap_or_else(|e| panic!("{format:?} accepted, but its buffers cannot hold a frame: {e}"));
+    assert_eq!(t.width(), Some(format.width as usize));
+    assert_eq!(t.height(), Some(format.height as usize));
+    assert_eq!(t.format(), Some(format.format.pixel));
+    for i in 0..format.format.pixel.plane_count() {
+        let plane = t.plane(i).expect("a plane of the frame");
+        let pin = plane.pin_host().expect("a pin of the frame");
+        let buffer = if format.planes.len() == 2 { i } else { 0 };
+        let end = pin.buffer_offset() + pin.len();
+        assert!(
+            end <= format.planes[buffer].size as usize,
+            "plane {i} ends at {end}: {format:?}"
+        );
+        if pin.len() <= MAX_READ_PLANE {
+            drop(pin);
             let map = plane.map_read().expect("a map of the frame");
             assert!(map.iter().all(|&b| b == 0));
         }
-    } else if format.planes.iter().any(|p| p.size == 0) {
-        panic!("{format:?} accepted with an empty plane");
     }
     Ok(format)
 }

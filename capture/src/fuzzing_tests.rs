@@ -146,6 +146,13 @@ fn receiver_inputs() -> Vec<Vec<u8>> {
         ];
         out.push(receiver_input(specs[i % specs.len()], &stream));
     }
+    // An impatient reader (bit 4): deadlines of now, timeouts retried.
+    let mut impatient = out[0].clone();
+    impatient[0] |= 16;
+    out.push(impatient);
+    let mut impatient = out[3].clone();
+    impatient[0] |= 16;
+    out.push(impatient);
     let client: Vec<u8> = client_messages().concat();
     out.push(receiver_input(&[3, 7], &client));
     out.push(receiver_input(&[63], &server[0][..20])); // cut in its body
