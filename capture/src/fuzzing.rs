@@ -92,7 +92,7 @@ fn ignored(kind: u16, body: &[u8], i: usize) -> bool {
 /// `data` as the publisher reads a client's message: the header, then its
 /// body. `None` when `data` is too short for either; else the decoded
 /// message (its `Debug`) or the typed error. Panics when the decoder breaks
-/// an invariant (see [`check_message`]).
+/// an invariant (see `check_message`).
 pub fn check_client_message(data: &[u8]) -> Option<Result<String, WireError>> {
     check_message::<ClientMessage>(data, &CLIENT_KINDS)
 }
@@ -318,7 +318,7 @@ fn write_chunks(
 }
 
 /// `data` as a stream from a peer, through the socket receiver both sides
-/// use ([`Receiver`]): `data[0] % 16 + 1` chunk specs follow it, the rest is
+/// use (`share::socket::Receiver`): `data[0] % 16 + 1` chunk specs follow it, the rest is
 /// the stream; with bit 4 of `data[0]` set the reader is impatient (each
 /// receive's deadline is now, and a timeout is retried: a message cut by
 /// the deadline must resume where it stopped). Invariants: the messages and the end are exactly what the
