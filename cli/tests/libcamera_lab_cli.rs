@@ -1,12 +1,19 @@
 //! The `zerocam` CLI on libcamera's virtual camera `Virtual0`, in the kernel
 //! lab; built against the guest root's libcamera (`tests/lab/libcamera-build`,
-//! run by `tests/lab/test-all`).
+//! run by `tests/lab/test-all`), and the virtual camera lent to two
+//! subscribers the way `zerocam serve` lends a camera.
 #![cfg(all(feature = "lab", feature = "libcamera"))]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod common;
 
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
 use common::{fails, serial, zerocam as run};
+use zerocam_capture::open::{open, SourceSpec};
+use zerocam_capture::share::{Publisher, PublisherConfig, Subscriber};
+use zerocam_capture::{FrameSource, StreamFormat, StreamStats};
 
 #[test]
 fn lab_libcamera_cli_list_shows_the_virtual_camera() {
@@ -111,4 +118,137 @@ fn lab_libcamera_cli_default_source_is_the_libcamera_camera() {
             .starts_with("libcamera:Virtual0 (libcamera)"),
         "{v}"
     );
+}
+
+/// Without `writable_fds`, `zerocam serve` refuses libcamera's read-write
+/// buffers at the first frame (before any client could get an fd): one line
+/// naming the buffer, exit 1, the socket file removed.
+#[test]
+fn lab_libcamera_cli_serve_refuses_read_write_buffers() {
+    let _serial = serial();
+    let dir = socket_dir("refused");
+    let socket = dir.join("cam.sock");
+    let err = fails(&[
+        "serve",
+        "libcamera:Virtual0",
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    assert!(err.contains("buffer 0 cannot be shared read-only"), "{err}");
+    assert!(!socket.exists(), "the socket file is removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What one client of the virtual camera saw.
+#[derive(Debug)]
+struct Seen {
+    format: StreamFormat,
+    shapes: Vec<Vec<usize>>,
+    bytes_used: Vec<usize>,
+    lumas: Vec<u8>,
+    stats: StreamStats,
+}
+
+/// A client taking `n` frames from `socket`, reading row 0's first luma of each.
+fn take_frames(socket: &Path, n: usize) -> Seen {
+    let mut sub = Subscriber::connect(socket).unwrap();
+    let format = sub.stream_format().clone();
+    let (mut shapes, mut bytes_used, mut lumas) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        let f = sub.next_frame(Duration::from_secs(20)).unwrap();
+        shapes.push(f.tensor().shape().to_vec());
+        bytes_used.push(f.bytes_used());
+        lumas.push(f.tensor().plane(0).unwrap().map_read().unwrap()[0]);
+    }
+    Seen {
+        format,
+        shapes,
+        bytes_used,
+        lumas,
+        stats: sub.stats(),
+    }
+}
+
+/// `Virtual0` served the way `zerocam serve` serves it, with `writable_fds`
+/// on (its buffers are read-write dma-bufs): two clients each take 12
+/// frames of NV12 640x480 — one dma-buf per buffer, shape `[720, 640]`,
+/// 460,800 bytes, a bar's luma in row 0 — importing each buffer once.
+#[test]
+fn lab_libcamera_cli_served_with_writable_fds_to_two_clients() {
+    let _serial = serial();
+    let dir = socket_dir("writable");
+    let socket = dir.join("cam.sock");
+    let opened = open(&SourceSpec {
+        format: Some("NV12".parse().unwrap()),
+        size: Some((640, 480)),
+        read_only: true, // as serve asks: libcamera cannot, hence writable_fds
+        ..SourceSpec::new(Some("libcamera:Virtual0".into()))
+    })
+    .unwrap();
+    let mut publisher = Publisher::new(
+        opened.source,
+        PublisherConfig {
+            writable_fds: true,
+            lease: Duration::from_secs(10),
+            ..PublisherConfig::new(&socket)
+        },
+    )
+    .unwrap();
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let socket = socket.clone();
+            std::thread::spawn(move || take_frames(&socket, 12))
+        })
+        .collect();
+    let t = Instant::now();
+    while !clients.iter().all(std::thread::JoinHandle::is_finished) {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "clients still waiting"
+        );
+        publisher.serve_frame(Duration::from_millis(100)).unwrap();
+    }
+    let stats = publisher.stats();
+    drop(publisher);
+    assert!(!socket.exists(), "the socket file is removed");
+    let buffers = 4; // the virtual camera's
+    for c in clients {
+        let seen = c.join().unwrap();
+        let f = &seen.format;
+        assert_eq!(
+            (f.format, f.width, f.height, f.planes.len()),
+            ("NV12".parse().unwrap(), 640, 480, 1),
+            "{seen:?}"
+        );
+        assert!(seen.shapes.iter().all(|s| s == &[720, 640]), "{seen:?}");
+        assert!(
+            seen.bytes_used.iter().all(|&b| b == 640 * 480 * 3 / 2),
+            "{seen:?}"
+        );
+        assert!(
+            seen.lumas
+                .iter()
+                .all(|y| [235, 210, 169, 144, 107, 82, 41, 16].contains(y)),
+            "{seen:?}"
+        );
+        assert_eq!(seen.stats.frames, 12, "{seen:?}");
+        let cache = seen.stats.cache;
+        assert!(
+            (1..=buffers).contains(&cache.misses),
+            "each buffer imported once: {seen:?}"
+        );
+        assert_eq!(cache.hits + cache.misses, 12, "{seen:?}");
+    }
+    assert_eq!(stats.connections, 2, "{stats:?}");
+    assert_eq!(stats.violations, 0, "{stats:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn socket_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "zerocam-lab-libcamera-serve-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
