@@ -93,6 +93,11 @@ enum Command {
         /// frames, ms (a second signal exits at once).
         #[arg(long, default_value_t = 500)]
         drain_ms: u64,
+        /// Lend read-write fds where the camera cannot give read-only ones
+        /// (libcamera's buffers): any client could then write into frames the
+        /// others read. Without it such a camera is refused.
+        #[arg(long)]
+        writable_fds: bool,
         /// Exit when the last client leaves (after one came).
         #[arg(long)]
         once: bool,
@@ -204,6 +209,7 @@ fn run(command: Command) -> Result<String, CliError> {
             max_pending,
             hello_timeout_ms,
             drain_ms,
+            writable_fds,
             once,
         } => {
             if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
@@ -223,6 +229,7 @@ fn run(command: Command) -> Result<String, CliError> {
                 max_pending,
                 hello_timeout: std::time::Duration::from_millis(hello_timeout_ms),
                 drain: std::time::Duration::from_millis(drain_ms),
+                writable_fds,
                 frames: source.frames,
                 once,
                 ..serve::ServeOptions::new(socket)

@@ -46,6 +46,9 @@ pub struct ServeOptions {
     pub hello_timeout: Duration,
     /// On a stop signal, how long clients have to release their frames.
     pub drain: Duration,
+    /// Lend read-write fds where the source cannot give read-only ones
+    /// (libcamera's buffers): clients could write into frames others read.
+    pub writable_fds: bool,
     /// Stop after this many frames (`None`: never, or as `once` says).
     pub frames: Option<u64>,
     /// Stop when the last client leaves (after at least one came).
@@ -68,6 +71,7 @@ impl ServeOptions {
             max_pending: config.max_pending,
             hello_timeout: config.hello_timeout,
             drain: Duration::from_millis(500),
+            writable_fds: config.writable_fds,
             frames: None,
             once: false,
         }
@@ -183,6 +187,7 @@ pub fn serve(
         max_clients_per_uid: options.max_clients_per_uid,
         max_pending: options.max_pending,
         hello_timeout: options.hello_timeout,
+        writable_fds: options.writable_fds,
         ..PublisherConfig::new(options.socket.clone().unwrap_or_default())
     };
     let description = opened.description;
