@@ -21,7 +21,10 @@ use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::sys::memfd::{memfd_create, MFdFlags};
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use zerocam_cache::ImportCache;
-use zerocam_tensor::{ImageLayout, PixelFormat, PlaneDescriptor, Region, Tensor, TensorMemory};
+use zerocam_tensor::capsule::{self, ZerocamTensorV1};
+use zerocam_tensor::{
+    ImageLayout, PixelFormat, PlaneDescriptor, Region, Tensor, TensorDyn, TensorMemory,
+};
 
 use crate::frame::plane_memory::PlaneMemory;
 use crate::frame::tensor::{frame_tensor_at, Composed};
@@ -898,7 +901,7 @@ pub fn check_tensor(case: &TensorCase) -> Result<Vec<usize>, String> {
 }
 
 /// An image tensor and each of its planes, checked inside their files.
-fn check_image(t: &Tensor<u8>, files: &[(usize, u32)]) {
+fn check_image<T: zerocam_tensor::Element>(t: &Tensor<T>, files: &[(usize, u32)]) {
     let placement = t.placement();
     let planes = placement.as_ref().map_or(1, |p| p.root.planes().len());
     let split = placement
@@ -916,6 +919,136 @@ fn check_image(t: &Tensor<u8>, files: &[(usize, u32)]) {
             check_inside(&p, files, buffer);
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// 5. The `zerocam.tensor.v1` capsule's import (`Tensor.from_zerocam`'s decoding).
+
+/// One fuzz case of the capsule target: the file its fd is, and the struct
+/// (its `fd` is set to the file's number).
+#[derive(Debug, Clone, Copy)]
+pub struct CapsuleCase {
+    /// The file.
+    pub file: FileCase,
+    /// The capsule's struct.
+    pub desc: ZerocamTensorV1,
+}
+
+/// `zerocam_tensor::capsule::import` of `case.desc` over a memfd of
+/// `case.file`. Invariants: a file that can shrink is refused; anything else
+/// is a typed error or a tensor of exactly the capsule's shape, strides and
+/// element type (and format, for an image) whose bytes (and each plane's) lie
+/// inside the file and read as the file's bytes at that place. Returns the
+/// shape, or the error.
+pub fn check_capsule(case: &CapsuleCase) -> Result<Vec<usize>, String> {
+    let file = FileCase {
+        len: case.file.len.min(MAX_FILE),
+        ..case.file
+    };
+    let fd = memory_file(file, 1);
+    let mut desc = case.desc;
+    desc.fd = fd.as_raw_fd();
+    let r = capsule::import(&desc, fd);
+    assert!(
+        !(r.is_ok() && file.seal == Seal::Unsealable),
+        "an unsealable memfd was imported"
+    );
+    let t = r.map_err(|e| e.to_string())?;
+    let n = desc.ndim as usize;
+    let want = |v: &[i64]| v[..n].iter().map(|&x| x as usize).collect::<Vec<_>>();
+    assert_eq!(t.shape(), &want(&desc.shape)[..], "the capsule's shape");
+    assert_eq!(
+        t.strides(),
+        Some(want(&desc.strides)),
+        "the capsule's strides"
+    );
+    assert_eq!(Some(t.dtype()), capsule::dtype_of(desc.dtype));
+    let image = desc.format[0] != 0;
+    assert_eq!(
+        t.format().is_some(),
+        image,
+        "an image iff a format is named"
+    );
+    if image {
+        assert_eq!(t.plane_offset(), desc.byte_offset as usize);
+    }
+    let files = [(file.len, 1)];
+    match &t {
+        TensorDyn::U8(t) => check_image(t, &files),
+        TensorDyn::I8(t) => check_image(t, &files),
+        TensorDyn::U16(t) => check_image(t, &files),
+        TensorDyn::I16(t) => check_image(t, &files),
+        TensorDyn::U32(t) => check_image(t, &files),
+        TensorDyn::I32(t) => check_image(t, &files),
+        TensorDyn::F16(t) => check_image(t, &files),
+        TensorDyn::F32(t) => check_image(t, &files),
+        TensorDyn::F64(t) => check_image(t, &files),
+        other => panic!("a {} tensor the check does not know", other.dtype()),
+    }
+    Ok(t.shape().to_vec())
+}
+
+/// A capsule case from bytes: the file (seal u8, length u32), then the
+/// struct's fields in its C order, little-endian, `fd` left out: abi
+/// (u32), dtype code, bits (u8 each) and lanes (u16), ndim (u32),
+/// byte offset (u64), 8 dims and 8 strides (i64 each), the format name (16
+/// bytes), width, height, row stride (u32 each).
+pub fn capsule_case_from_bytes(data: &[u8]) -> CapsuleCase {
+    let mut b = Bytes(data);
+    let file = file_case(&mut b);
+    let abi_version = b.u32();
+    let dtype = capsule::DLDataType {
+        code: b.u8(),
+        bits: b.u8(),
+        lanes: u16::from_le_bytes([b.u8(), b.u8()]),
+    };
+    let ndim = b.u32();
+    let byte_offset = b.size() as u64;
+    let shape = std::array::from_fn(|_| b.size() as i64);
+    let strides = std::array::from_fn(|_| b.size() as i64);
+    let format = b.take::<16>();
+    CapsuleCase {
+        file,
+        desc: ZerocamTensorV1 {
+            abi_version,
+            fd: -1,
+            dtype,
+            ndim,
+            byte_offset,
+            shape,
+            strides,
+            format,
+            width: b.u32(),
+            height: b.u32(),
+            row_stride: b.u32(),
+        },
+    }
+}
+
+/// The bytes [`capsule_case_from_bytes`] reads back as `case`.
+pub fn capsule_case_bytes(case: &CapsuleCase) -> Vec<u8> {
+    let d = &case.desc;
+    let seal = match case.file.seal {
+        Seal::Shrink => 0u8,
+        Seal::ShrinkGrow => 1,
+        Seal::Sealable => 2,
+        Seal::Unsealable => 3,
+    };
+    let mut v = vec![seal];
+    v.extend_from_slice(&(case.file.len as u32).to_le_bytes());
+    v.extend_from_slice(&d.abi_version.to_le_bytes());
+    v.extend_from_slice(&[d.dtype.code, d.dtype.bits]);
+    v.extend_from_slice(&d.dtype.lanes.to_le_bytes());
+    v.extend_from_slice(&d.ndim.to_le_bytes());
+    v.extend_from_slice(&d.byte_offset.to_le_bytes());
+    for x in d.shape.iter().chain(&d.strides) {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.extend_from_slice(&d.format);
+    for x in [d.width, d.height, d.row_stride] {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v
 }
 
 // ---------------------------------------------------------------------------

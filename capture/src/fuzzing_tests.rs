@@ -487,3 +487,80 @@ fn a_frame_maps_only_its_span_of_a_larger_file() {
     let outcome = check_subscriber(&input).expect("an input");
     assert_eq!(outcome.frames, [(16, 8, "YUYV")], "{outcome:?}");
 }
+
+/// Real capsules, as `__zerocam_tensor__` exports them: an NV12 image, a
+/// batch of RGB images with padded rows, planar RGB with padded planes
+/// (float32), a plain float64 array.
+fn capsule_inputs() -> Vec<Vec<u8>> {
+    use zerocam_tensor::capsule::{dl_dtype, MAX_DIMS};
+    use zerocam_tensor::DType;
+    let case = |dtype: DType,
+                shape: &[i64],
+                strides: &[i64],
+                image: Option<(&str, u32, u32, u32)>,
+                len: usize| {
+        let mut desc = ZerocamTensorV1 {
+            abi_version: 1,
+            fd: -1,
+            dtype: dl_dtype(dtype),
+            ndim: shape.len() as u32,
+            byte_offset: 0,
+            shape: [0; MAX_DIMS],
+            strides: [0; MAX_DIMS],
+            format: [0; 16],
+            width: 0,
+            height: 0,
+            row_stride: 0,
+        };
+        desc.shape[..shape.len()].copy_from_slice(shape);
+        desc.strides[..strides.len()].copy_from_slice(strides);
+        if let Some((name, w, h, stride)) = image {
+            desc.format[..name.len()].copy_from_slice(name.as_bytes());
+            (desc.width, desc.height, desc.row_stride) = (w, h, stride);
+        }
+        let file = FileCase {
+            len,
+            seal: Seal::Shrink,
+        };
+        capsule_case_bytes(&CapsuleCase { file, desc })
+    };
+    vec![
+        // NV12 64x48: [72, 64] rows of 64 bytes (luma, then chroma).
+        case(
+            DType::U8,
+            &[72, 64],
+            &[64, 1],
+            Some(("NV12", 64, 48, 64)),
+            64 * 72,
+        ),
+        // 3 RGB 8x4 images, rows of 32 bytes.
+        case(
+            DType::U8,
+            &[3, 4, 8, 3],
+            &[128, 32, 3, 1],
+            Some(("RGB", 8, 4, 32)),
+            384,
+        ),
+        // PLANAR_RGB 4x2 float32, rows of 16 bytes, planes 64 apart.
+        case(
+            DType::F32,
+            &[3, 2, 4],
+            &[64, 16, 4],
+            Some(("PLANAR_RGB", 4, 2, 16)),
+            256,
+        ),
+        // A 5x6 float64 array.
+        case(DType::F64, &[5, 6], &[48, 8], None, 240),
+    ]
+}
+
+#[test]
+fn real_capsules_import_inside_their_files() {
+    let inputs = capsule_inputs();
+    for input in &inputs {
+        let case = capsule_case_from_bytes(input);
+        assert_eq!(&capsule_case_bytes(&case), input);
+        check_capsule(&case).expect("a real capsule imports");
+    }
+    seeds("capsule_import", &inputs);
+}

@@ -25,47 +25,20 @@
 //!   and refuses a capsule whose shape or strides differ from the rebuilt ones.
 
 use std::ffi::{c_void, CStr};
-use std::os::fd::{AsRawFd, IntoRawFd};
+use std::os::fd::IntoRawFd;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use zerocam_tensor::{DType, ImageLayout, TensorDyn};
+use zerocam_tensor::capsule::{self as wire, CapsuleError, MAX_DIMS};
+use zerocam_tensor::TensorDyn;
 
-use crate::dlpack::{dl_dtype, DLDataType};
+pub use zerocam_tensor::capsule::ZerocamTensorV1;
+
 use crate::errors::{import_err, invalid, tensor_err, MapConflict};
-use crate::format::PixelFormat;
 use crate::tensor::dup_fd;
 
 /// The capsule name.
 pub const NAME: &CStr = c"zerocam.tensor.v1";
-const MAX_DIMS: usize = 8;
-
-/// What the capsule points to (C layout; see the module docs).
-#[repr(C)]
-pub struct ZerocamTensorV1 {
-    /// 1.
-    pub abi_version: u32,
-    /// A dup of the buffer's fd, owned by the capsule.
-    pub fd: i32,
-    /// Element type (DLPack code and bits).
-    pub dtype: DLDataType,
-    /// Number of dims (≤ 8).
-    pub ndim: u32,
-    /// Offset of the first element in the fd, bytes.
-    pub byte_offset: u64,
-    /// Shape (first `ndim` entries).
-    pub shape: [i64; MAX_DIMS],
-    /// Byte strides (first `ndim` entries).
-    pub strides: [i64; MAX_DIMS],
-    /// Pixel format name (NUL-terminated; empty for arrays).
-    pub format: [u8; 16],
-    /// Image width (0 for arrays).
-    pub width: u32,
-    /// Image height (0 for arrays).
-    pub height: u32,
-    /// Image row stride in bytes (0 for arrays).
-    pub row_stride: u32,
-}
 
 unsafe extern "C" fn destructor(capsule: *mut ffi::PyObject) {
     // SAFETY: CPython calls this once with our capsule; its pointer is the
@@ -106,7 +79,7 @@ pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>
     let mut s = ZerocamTensorV1 {
         abi_version: 1,
         fd: -1,
-        dtype: dl_dtype(t.dtype()),
+        dtype: wire::dl_dtype(t.dtype()),
         ndim: shape.len() as u32,
         byte_offset: t.plane_offset() as u64,
         shape: [0; MAX_DIMS],
@@ -147,14 +120,9 @@ pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>
     unsafe { Bound::from_owned_ptr_or_err(py, cap) }
 }
 
-fn dtype_of(d: DLDataType) -> Option<DType> {
-    DType::ALL.into_iter().find(|&x| {
-        let y = dl_dtype(x);
-        y.code == d.code && y.bits == d.bits
-    })
-}
-
-/// `Tensor.from_zerocam(obj)`: imports what `obj.__zerocam_tensor__()` hands over.
+/// `Tensor.from_zerocam(obj)`: imports what `obj.__zerocam_tensor__()` hands
+/// over. The fields are decoded by [`zerocam_tensor::capsule::import`]; here
+/// the capsule is opened and its fd duplicated.
 pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
     let cap = obj.call_method0("__zerocam_tensor__")?;
     // SAFETY: `PyCapsule_GetPointer` checks the type and the name (NULL and
@@ -167,112 +135,19 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
     }
     // SAFETY: as above; read only.
     let s = unsafe { &*p.cast::<ZerocamTensorV1>() };
-    if s.abi_version != 1 || s.ndim == 0 || s.ndim as usize > MAX_DIMS {
-        return Err(invalid(format!(
-            "zerocam capsule: ABI {} with {} dims is not supported",
-            s.abi_version, s.ndim
-        )));
-    }
-    let dtype = dtype_of(s.dtype).ok_or_else(|| invalid("zerocam capsule: unknown dtype"))?;
+    // The header first, as before the fd is duplicated.
+    wire::check_header(s).map_err(|e| capsule_err(e, s.fd))?;
     let fd = dup_fd(s.fd)?;
-    let n = s.ndim as usize;
-    let bad = || invalid("zerocam capsule: a dimension, stride or offset is out of range");
-    let shape = s.shape[..n]
-        .iter()
-        .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(bad)?;
-    let strides = s.strides[..n]
-        .iter()
-        .map(|&st| usize::try_from(st).ok())
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(bad)?;
-    let offset = usize::try_from(s.byte_offset).map_err(|_| bad())?;
-    if s.format[0] != 0 {
-        let name = CStr::from_bytes_until_nul(&s.format)
-            .ok()
-            .and_then(|n| n.to_str().ok())
-            .ok_or_else(|| invalid("zerocam capsule: bad format name"))?;
-        let format = PixelFormat::from_name(name)?.rust();
-        // A file without a size (a pipe, a socket) gets one element: `from_fd`
-        // then refuses it, naming what it is.
-        let size = file_size(&fd).unwrap_or(dtype.size());
-        let whole = TensorDyn::from_fd(fd, &[size / dtype.size()], dtype, None)
-            .map_err(|e| import_err(e, s.fd))?;
-        return import_image(whole, format, s, &shape, &strides, offset);
-    }
-    let contiguous = {
-        let mut want = dtype.size();
-        let mut ok = offset == 0;
-        for (d, st) in shape.iter().zip(&strides).rev() {
-            ok &= *st == want;
-            want = want.saturating_mul(*d);
-        }
-        ok
-    };
-    if !contiguous {
-        return Err(invalid(format!(
-            "zerocam capsule: a strided or offset array (offset {offset}, shape {shape:?}, \
-             strides {strides:?}) cannot be imported yet"
-        )));
-    }
-    TensorDyn::from_fd(fd, &shape, dtype, None).map_err(|e| import_err(e, s.fd))
+    wire::import(s, fd).map_err(|e| capsule_err(e, s.fd))
 }
 
-/// The image a capsule describes: its format fields (`format`, `width`,
-/// `height`, `row_stride`, `byte_offset`) and what only the shape and strides
-/// carry — a batch (one leading dim more than an image has) and the step
-/// between the planes of a planar image (the stride of its plane dim). The
-/// rebuilt image must have exactly the capsule's shape and strides, else the
-/// import is refused: a producer's geometry is never reinterpreted.
-fn import_image(
-    whole: TensorDyn,
-    format: zerocam_tensor::PixelFormat,
-    s: &ZerocamTensorV1,
-    shape: &[usize],
-    strides: &[usize],
-    offset: usize,
-) -> PyResult<TensorDyn> {
-    let (width, height, row_stride) = (s.width as usize, s.height as usize, s.row_stride as usize);
-    let mut layout = ImageLayout::new(width, height, format)
-        .with_row_stride(row_stride)
-        .with_start_offset(offset);
-    let build = |layout: ImageLayout| whole.clone().with_image(layout).map_err(tensor_err);
-    if format == zerocam_tensor::PixelFormat::PlanarRgb && shape.len() >= 3 {
-        // [N?, 3, H, W]: the plane dim's stride is the plane step.
-        layout = layout.with_plane_offset(strides[shape.len() - 3]);
+/// A capsule error as the Python exception: the fd's errors as an import of
+/// the capsule's fd number, the image's as a tensor error, the others
+/// `InvalidArgument`.
+fn capsule_err(e: CapsuleError, fd: i32) -> PyErr {
+    match e {
+        CapsuleError::Import(e) => import_err(e, fd),
+        CapsuleError::Image(e) => tensor_err(e),
+        e => invalid(e.to_string()),
     }
-    let mut t = build(layout)?;
-    if shape.len() == t.shape().len() + 1 {
-        t = build(layout.with_batch(shape[0]))?;
-    }
-    let got = t.strides();
-    if t.shape() != shape || got.as_deref() != Some(strides) {
-        return Err(invalid(format!(
-            "zerocam capsule: a {width}x{height} {format} image with row stride {row_stride} \
-             at offset {offset} has shape {:?} and strides {:?}, but the capsule gives shape \
-             {shape:?} and strides {strides:?}: not imported",
-            t.shape(),
-            got.unwrap_or_default()
-        )));
-    }
-    Ok(t)
-}
-
-/// The file's size, by `lseek`, with the file offset (shared with the
-/// producer's fd) put back where it was; `None` when it has none. A dma-buf
-/// answers only `SEEK_END` and `SEEK_SET` at offset 0 (`SEEK_CUR` is
-/// `EINVAL`): its offset means nothing, and is put back at 0.
-fn file_size(fd: &std::os::fd::OwnedFd) -> Option<usize> {
-    let raw = fd.as_raw_fd();
-    // SAFETY: lseek on an fd we own; no memory is touched.
-    let here = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
-    // SAFETY: as above.
-    let end = unsafe { libc::lseek(raw, 0, libc::SEEK_END) };
-    if end < 0 {
-        return None;
-    }
-    // SAFETY: as above; back to the offset read first (0 for a dma-buf).
-    unsafe { libc::lseek(raw, here.max(0), libc::SEEK_SET) };
-    usize::try_from(end).ok()
 }

@@ -57,6 +57,7 @@
 
 mod access;
 mod buffer;
+pub mod capsule;
 mod color;
 mod dtype;
 mod error;
