@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use common::read_until;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use zerocam_capture::share::{Disconnect, SubscribeError, Subscriber};
@@ -51,21 +52,6 @@ fn start(mut cmd: Command) -> (Child, BufReader<ChildStdout>, String) {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let line = read_until(&mut out, "serving at");
     (child, out, line)
-}
-
-/// Reads lines until one starts with `word`; that line.
-fn read_until(out: &mut BufReader<ChildStdout>, word: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "serve ended before {word:?}"
-        );
-        if line.starts_with(word) {
-            return line;
-        }
-    }
 }
 
 fn signal(child: &Child, s: Signal) {

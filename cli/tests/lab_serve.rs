@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Barrier};
@@ -23,7 +23,7 @@ use zerocam_capture::share::{Disconnect, SubscribeError, Subscriber};
 use zerocam_capture::{BufferMode, CaptureError, Device, FrameSource, Stream, StreamConfig};
 use zerocam_test_support::lab::fd_list;
 
-use common::serial;
+use common::{read_until, serial};
 
 const ZEROCAM: &str = env!("CARGO_BIN_EXE_zerocam");
 /// How long a client or the new stream waits for a frame (emulated guest).
@@ -50,21 +50,6 @@ fn serve(path: &str, format: &str, memory: &str, socket: &Path) -> (Child, BufRe
     let line = read_until(&mut out, "serving at");
     assert!(line.contains(socket.to_str().unwrap()), "{line}");
     (child, out)
-}
-
-/// Reads lines until one starts with `word`; that line.
-fn read_until(out: &mut BufReader<ChildStdout>, word: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "serve ended before {word:?}"
-        );
-        if line.starts_with(word) {
-            return line;
-        }
-    }
 }
 
 /// What one client saw: how the stream ended for it, and the subscriber

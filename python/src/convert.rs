@@ -36,29 +36,25 @@ pub struct DTypeCodes {
     /// The `struct`-module format of the buffer protocol.
     #[cfg_attr(not(feature = "buffer-protocol"), allow(dead_code))]
     pub buffer_format: &'static CStr,
-    /// The DLPack type code (`kDLInt` 0, `kDLUInt` 1, `kDLFloat` 2); the bits
-    /// are the element size.
-    pub dl_code: u8,
 }
 
 /// The spellings of `dtype`: an arm per dtype, so a new one fails to build
 /// here instead of passing as another type.
 pub const fn codes(dtype: DType) -> DTypeCodes {
-    let (typestr, buffer_format, dl_code) = match dtype {
-        DType::U8 => ("|u1", c"B", 1),
-        DType::I8 => ("|i1", c"b", 0),
-        DType::U16 => ("<u2", c"H", 1),
-        DType::I16 => ("<i2", c"h", 0),
-        DType::U32 => ("<u4", c"I", 1),
-        DType::I32 => ("<i4", c"i", 0),
-        DType::F16 => ("<f2", c"e", 2),
-        DType::F32 => ("<f4", c"f", 2),
-        DType::F64 => ("<f8", c"d", 2),
+    let (typestr, buffer_format) = match dtype {
+        DType::U8 => ("|u1", c"B"),
+        DType::I8 => ("|i1", c"b"),
+        DType::U16 => ("<u2", c"H"),
+        DType::I16 => ("<i2", c"h"),
+        DType::U32 => ("<u4", c"I"),
+        DType::I32 => ("<i4", c"i"),
+        DType::F16 => ("<f2", c"e"),
+        DType::F32 => ("<f4", c"f"),
+        DType::F64 => ("<f8", c"d"),
     };
     DTypeCodes {
         typestr,
         buffer_format,
-        dl_code,
     }
 }
 

@@ -18,9 +18,9 @@ use std::ffi::{c_void, CStr};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use zerocam_tensor::capsule::{dl_dtype, DLDataType};
 use zerocam_tensor::{Access, DType, TensorDyn};
 
-use crate::convert;
 use crate::errors::MapConflict;
 use crate::lease::{BracketEnd, ExportToken, Keep, MapLease};
 
@@ -39,18 +39,6 @@ pub const DL_CUDA_HOST: i32 = 3;
 struct DLDevice {
     device_type: i32,
     device_id: i32,
-}
-
-/// `DLDataType`: code (0 int, 1 uint, 2 float), bits, lanes.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct DLDataType {
-    /// Type code.
-    pub code: u8,
-    /// Bits per element.
-    pub bits: u8,
-    /// Lanes (1).
-    pub lanes: u16,
 }
 
 #[repr(C)]
@@ -89,16 +77,6 @@ struct DLManagedTensorVersioned {
 const FLAG_READ_ONLY: u64 = 1;
 const LEGACY: &CStr = c"dltensor";
 const VERSIONED: &CStr = c"dltensor_versioned";
-
-/// The DLPack type of `dtype` (see [`convert::codes`]).
-pub fn dl_dtype(dtype: DType) -> DLDataType {
-    DLDataType {
-        code: convert::codes(dtype).dl_code,
-        // At most 8 bytes: the cast cannot truncate.
-        bits: (dtype.size() * 8) as u8,
-        lanes: 1,
-    }
-}
 
 /// What the managed tensor owns: the shape and strides arrays it points to,
 /// and what keeps the data valid (a CPU map's [`ExportToken`], a CUDA map).

@@ -28,3 +28,19 @@ pub fn fails(args: &[&str]) -> String {
     );
     err
 }
+
+/// Reads a child's stdout lines until one starts with `word`; that line.
+pub fn read_until(out: &mut std::io::BufReader<std::process::ChildStdout>, word: &str) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "serve ended before {word:?}"
+        );
+        if line.starts_with(word) {
+            return line;
+        }
+    }
+}
