@@ -29,7 +29,7 @@ use std::os::fd::IntoRawFd;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use zerocam_tensor::capsule::{self as wire, CapsuleError, MAX_DIMS};
+use zerocam_tensor::capsule::{self as wire, CapsuleError};
 use zerocam_tensor::TensorDyn;
 
 pub use zerocam_tensor::capsule::ZerocamTensorV1;
@@ -63,48 +63,7 @@ pub fn export<'py>(py: Python<'py>, t: &TensorDyn) -> PyResult<Bound<'py, PyAny>
             "no zerocam capsule for this tensor: {e}; use __dlpack__"
         ))
     })?;
-    let strides = t.strides().ok_or_else(|| {
-        invalid(format!(
-            "a tensor of shape {:?} has no uniform strides: export each plane",
-            t.shape()
-        ))
-    })?;
-    let shape = t.shape();
-    if shape.len() > MAX_DIMS {
-        return Err(invalid(format!(
-            "{} dims: the capsule holds at most {MAX_DIMS}",
-            shape.len()
-        )));
-    }
-    let mut s = ZerocamTensorV1 {
-        abi_version: 1,
-        fd: -1,
-        dtype: wire::dl_dtype(t.dtype()),
-        ndim: shape.len() as u32,
-        byte_offset: t.plane_offset() as u64,
-        shape: [0; MAX_DIMS],
-        strides: [0; MAX_DIMS],
-        format: [0; 16],
-        width: 0,
-        height: 0,
-        row_stride: 0,
-    };
-    for (i, (&d, &st)) in shape.iter().zip(&strides).enumerate() {
-        s.shape[i] = d as i64;
-        s.strides[i] = st as i64;
-    }
-    if let Some(f) = t.format() {
-        let name = f.name().as_bytes();
-        s.format[..name.len()].copy_from_slice(name);
-        let field = |what: &str, v: Option<usize>| {
-            let v = v.unwrap_or(0);
-            u32::try_from(v)
-                .map_err(|_| invalid(format!("image {what} {v} does not fit the capsule's u32")))
-        };
-        s.width = field("width", t.width())?;
-        s.height = field("height", t.height())?;
-        s.row_stride = field("row stride", t.row_stride())?;
-    }
+    let mut s = wire::describe(t, -1).map_err(|e| invalid(e.to_string()))?;
     s.fd = fd.into_raw_fd();
     let p = Box::into_raw(Box::new(s));
     // SAFETY: `p` is a live boxed struct, the name static; the destructor frees both.

@@ -141,6 +141,27 @@ pub enum CapsuleError {
     /// [`TensorDyn::with_image`] refused the image.
     #[error("{0}")]
     Image(Error),
+    /// [`describe`]: a tensor whose elements are not evenly strided (an
+    /// image of several planes at unrelated offsets).
+    #[error("a tensor of shape {shape:?} has no uniform strides: export each plane")]
+    NoUniformStrides {
+        /// Its shape.
+        shape: Vec<usize>,
+    },
+    /// [`describe`]: more dims than the struct holds.
+    #[error("{ndim} dims: the capsule holds at most {MAX_DIMS}")]
+    TooManyDims {
+        /// The tensor's dims.
+        ndim: usize,
+    },
+    /// [`describe`]: an image field past the struct's `u32`.
+    #[error("image {what} {value} does not fit the capsule's u32")]
+    FieldTooLarge {
+        /// `width`, `height` or `row stride`.
+        what: &'static str,
+        /// Its value.
+        value: usize,
+    },
 }
 
 /// The image a capsule names, rebuilt, and the geometry it gives instead
@@ -203,6 +224,53 @@ pub fn check_header(desc: &ZerocamTensorV1) -> Result<DType, CapsuleError> {
         });
     }
     dtype_of(desc.dtype).ok_or(CapsuleError::UnknownDtype)
+}
+
+/// The struct that describes `t` over `fd` (the exporter's own dup of
+/// `t`'s fd, which the capsule then owns): what `__zerocam_tensor__` hands
+/// over, and what [`import`] reads back.
+///
+/// # Errors
+/// [`CapsuleError::NoUniformStrides`], [`CapsuleError::TooManyDims`],
+/// [`CapsuleError::FieldTooLarge`].
+pub fn describe(t: &TensorDyn, fd: i32) -> Result<ZerocamTensorV1, CapsuleError> {
+    let shape = t.shape();
+    let strides = t.strides().ok_or_else(|| CapsuleError::NoUniformStrides {
+        shape: shape.to_vec(),
+    })?;
+    if shape.len() > MAX_DIMS {
+        return Err(CapsuleError::TooManyDims { ndim: shape.len() });
+    }
+    let mut s = ZerocamTensorV1 {
+        abi_version: 1,
+        fd,
+        dtype: dl_dtype(t.dtype()),
+        // At most MAX_DIMS: checked above.
+        ndim: shape.len() as u32,
+        byte_offset: t.plane_offset() as u64,
+        shape: [0; MAX_DIMS],
+        strides: [0; MAX_DIMS],
+        format: [0; 16],
+        width: 0,
+        height: 0,
+        row_stride: 0,
+    };
+    for (i, (&d, &st)) in shape.iter().zip(&strides).enumerate() {
+        s.shape[i] = d as i64;
+        s.strides[i] = st as i64;
+    }
+    if let Some(f) = t.format() {
+        let name = f.name().as_bytes();
+        s.format[..name.len()].copy_from_slice(name);
+        let field = |what: &'static str, v: Option<usize>| {
+            let value = v.unwrap_or(0);
+            u32::try_from(value).map_err(|_| CapsuleError::FieldTooLarge { what, value })
+        };
+        s.width = field("width", t.width())?;
+        s.height = field("height", t.height())?;
+        s.row_stride = field("row stride", t.row_stride())?;
+    }
+    Ok(s)
 }
 
 /// The tensor `desc` describes over `fd` (a duplicate of `desc.fd`, which is
@@ -325,31 +393,7 @@ mod tests {
     use crate::{Tensor, TensorMemory};
 
     fn desc(t: &TensorDyn, fd: i32) -> ZerocamTensorV1 {
-        let mut s = ZerocamTensorV1 {
-            abi_version: 1,
-            fd,
-            dtype: dl_dtype(t.dtype()),
-            ndim: t.shape().len() as u32,
-            byte_offset: t.plane_offset() as u64,
-            shape: [0; MAX_DIMS],
-            strides: [0; MAX_DIMS],
-            format: [0; 16],
-            width: 0,
-            height: 0,
-            row_stride: 0,
-        };
-        let strides = t.strides().expect("uniform strides");
-        for (i, (&d, &st)) in t.shape().iter().zip(&strides).enumerate() {
-            s.shape[i] = d as i64;
-            s.strides[i] = st as i64;
-        }
-        if let Some(f) = t.format() {
-            s.format[..f.name().len()].copy_from_slice(f.name().as_bytes());
-            s.width = t.width().unwrap_or(0) as u32;
-            s.height = t.height().unwrap_or(0) as u32;
-            s.row_stride = t.row_stride().unwrap_or(0) as u32;
-        }
-        s
+        describe(t, fd).expect("describable")
     }
 
     fn round_trip(t: TensorDyn) -> TensorDyn {
