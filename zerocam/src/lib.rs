@@ -45,6 +45,10 @@ pub use zerocam_cache as cache;
 pub use zerocam_capture as capture;
 #[cfg(feature = "cuda")]
 pub use zerocam_cuda as cuda;
+/// Frames out: JPEG, H.264 on a V4L2 memory-to-memory encoder or in
+/// software, GStreamer encoders (feature `gstreamer`), and a
+/// [`Recorder`](encode::Recorder) that writes MP4 files.
+pub use zerocam_encode as encode;
 /// The GPU path: the GL thread on surfaceless EGL, PBO tensors, dma-buf
 /// frames imported once as EGLImages, `convert` (feature `gpu`).
 #[cfg(feature = "gpu")]
