@@ -24,6 +24,7 @@ pub mod error;
 pub mod gst;
 pub mod jpeg;
 pub mod m2m;
+pub mod output_kind;
 pub mod recorder;
 pub mod software;
 
