@@ -11,6 +11,7 @@ pub(crate) mod colorimetry;
 pub(crate) mod controls;
 pub(crate) mod device;
 pub(crate) mod ioctl;
+pub mod m2m;
 pub(crate) mod negotiation;
 pub(crate) mod plan;
 pub(crate) mod queue;

@@ -28,6 +28,9 @@ macro_rules! call {
     };
 }
 
+mod m2m;
+pub use m2m::*;
+
 /// [`VIDIOC_QUERYCAP`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-querycap.html).
 #[doc(alias = "VIDIOC_QUERYCAP")]
 pub fn querycap(fd: BorrowedFd<'_>) -> Result<raw::Capability, QuerycapError> {
@@ -138,7 +141,7 @@ pub fn querybuf(
     attach_planes(&mut b, &mut planes);
     call!(raw::vidioc_querybuf, fd, &mut b)?;
     let mut lengths = [0; raw::MAX_PLANES];
-    if type_ == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+    if raw::is_mplane(type_) {
         for (l, p) in lengths.iter_mut().zip(&planes) {
             *l = p.length;
         }
@@ -161,7 +164,7 @@ pub fn qbuf(
     index: u32,
     handles: QbufPlanes<'_>,
 ) -> Result<(), QbufError> {
-    let multi = type_ == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE;
+    let multi = raw::is_mplane(type_);
     let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
     let mut b = match handles {
         QbufPlanes::Mmap => raw::Buffer::new(type_, raw::MEMORY_MMAP, index),
@@ -196,6 +199,17 @@ pub fn qbuf(
 /// non-blocking fd, [`DqbufError::Io`] in vb2's fatal error state.
 #[doc(alias = "VIDIOC_DQBUF")]
 pub fn dqbuf(fd: BorrowedFd<'_>, type_: u32, memory: u32) -> Result<Dequeued, DqbufError> {
+    dqbuf_flags(fd, type_, memory).map(|(d, _)| d)
+}
+
+/// [`dqbuf`], with the buffer's `V4L2_BUF_FLAG_*` (a codec reads `LAST` and
+/// `KEYFRAME` there).
+#[doc(alias = "VIDIOC_DQBUF")]
+pub fn dqbuf_flags(
+    fd: BorrowedFd<'_>,
+    type_: u32,
+    memory: u32,
+) -> Result<(Dequeued, u32), DqbufError> {
     let mut planes = [raw::Plane::default(); raw::MAX_PLANES];
     let mut b = raw::Buffer::new(type_, memory, 0);
     attach_planes(&mut b, &mut planes);
@@ -210,7 +224,7 @@ pub fn dqbuf(fd: BorrowedFd<'_>, type_: u32, memory: u32) -> Result<Dequeued, Dq
         error: b.flags & raw::BUF_FLAG_ERROR != 0,
         planes: [DequeuedPlane::default(); raw::MAX_PLANES],
     };
-    if type_ == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+    if raw::is_mplane(type_) {
         for (d, p) in d.planes.iter_mut().zip(&planes) {
             *d = DequeuedPlane {
                 bytes_used: p.bytesused,
@@ -220,12 +234,12 @@ pub fn dqbuf(fd: BorrowedFd<'_>, type_: u32, memory: u32) -> Result<Dequeued, Dq
     } else {
         d.planes[0].bytes_used = b.bytesused;
     }
-    Ok(d)
+    Ok((d, b.flags))
 }
 
 /// Points a multi-planar buffer at `planes` (no effect on single-planar types).
-fn attach_planes(b: &mut raw::Buffer, planes: &mut [raw::Plane; raw::MAX_PLANES]) {
-    if b.type_ == raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+pub(super) fn attach_planes(b: &mut raw::Buffer, planes: &mut [raw::Plane; raw::MAX_PLANES]) {
+    if raw::is_mplane(b.type_) {
         b.m.planes = planes.as_mut_ptr();
         b.length = raw::MAX_PLANES as u32;
     }

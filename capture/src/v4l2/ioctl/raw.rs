@@ -11,6 +11,17 @@ use std::ffi::c_ulong;
 /// `enum v4l2_buf_type` values zerocam uses.
 pub const BUF_TYPE_VIDEO_CAPTURE: u32 = 1;
 pub const BUF_TYPE_VIDEO_CAPTURE_MPLANE: u32 = 9;
+/// The OUTPUT (to the device) types of a memory-to-memory device.
+pub const BUF_TYPE_VIDEO_OUTPUT: u32 = 2;
+pub const BUF_TYPE_VIDEO_OUTPUT_MPLANE: u32 = 10;
+
+/// Whether `type_` is a multi-planar buffer type (its buffers point at planes).
+pub const fn is_mplane(type_: u32) -> bool {
+    type_ == BUF_TYPE_VIDEO_CAPTURE_MPLANE || type_ == BUF_TYPE_VIDEO_OUTPUT_MPLANE
+}
+
+mod m2m;
+pub use m2m::*;
 
 /// `enum v4l2_memory`.
 pub const MEMORY_MMAP: u32 = 1;
@@ -202,20 +213,20 @@ impl Format {
 
     /// The single-planar member, if that is the format's type.
     pub fn pix(&self) -> Option<PixFormat> {
-        if self.type_ != BUF_TYPE_VIDEO_CAPTURE {
+        if self.type_ != BUF_TYPE_VIDEO_CAPTURE && self.type_ != BUF_TYPE_VIDEO_OUTPUT {
             return None;
         }
-        // SAFETY: the kernel fills `pix` for the single-planar capture type, and
+        // SAFETY: the kernel fills `pix` for the single-planar types, and
         // every bit pattern is a valid PixFormat (plain u32 fields) anyway.
         Some(unsafe { self.fmt.pix })
     }
 
     /// The multi-planar member, if that is the format's type.
     pub fn pix_mp(&self) -> Option<PixFormatMplane> {
-        if self.type_ != BUF_TYPE_VIDEO_CAPTURE_MPLANE {
+        if !is_mplane(self.type_) {
             return None;
         }
-        // SAFETY: the kernel fills `pix_mp` for the multi-planar capture type,
+        // SAFETY: the kernel fills `pix_mp` for the multi-planar types,
         // and every bit pattern is a valid PixFormatMplane (plain integers).
         Some(unsafe { self.fmt.pix_mp })
     }
