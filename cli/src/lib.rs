@@ -46,4 +46,14 @@ pub enum CliError {
     /// PNG encoding failed.
     #[error("PNG encoding failed: {0}")]
     Png(String),
+    /// Encoding failed, or an output name zerocam does not write (JPEG,
+    /// the output's extension; zerocam-encode's errors).
+    #[error(transparent)]
+    Encode(#[from] zerocam_encode::EncodeError),
+}
+
+impl From<zerocam_encode::jpeg::JpegError> for CliError {
+    fn from(e: zerocam_encode::jpeg::JpegError) -> CliError {
+        CliError::Encode(e.into())
+    }
 }

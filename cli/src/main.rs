@@ -35,13 +35,17 @@ enum Command {
         /// Device node, e.g. /dev/video0.
         device: Option<String>,
     },
-    /// Capture frames to a PNG snapshot (out.png) or raw planes (anything else).
+    /// Capture frames to a snapshot of the last one (out.png, out.jpg) or to
+    /// every frame's raw planes (out.raw, out.yuv); other extensions are refused.
     Capture {
         #[command(flatten)]
         source: SourceArgs,
-        /// Output file.
+        /// Output file: .png, .jpg/.jpeg or .raw/.yuv.
         #[arg(short, long)]
         output: PathBuf,
+        /// JPEG quality, 1 to 100 (.jpg/.jpeg only).
+        #[arg(long, default_value_t = 85)]
+        quality: i64,
     },
     /// Measure fps, zerocam's per-frame overhead, imports vs cache hits, drops.
     Bench {
@@ -185,9 +189,16 @@ fn run(command: Command) -> Result<String, CliError> {
                 ),
             }
         }
-        Command::Capture { source, output } => {
-            capture::capture(&source.spec()?, source.frame_count() as usize, &output)?
-        }
+        Command::Capture {
+            source,
+            output,
+            quality,
+        } => capture::capture(
+            &source.spec()?,
+            source.frame_count() as usize,
+            &output,
+            quality,
+        )?,
         Command::Bench { source, json } => {
             let (description, report) = bench::bench(&source.spec()?, source.frame_count(), !json)?;
             if json {
