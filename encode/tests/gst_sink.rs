@@ -1,2 +1,302 @@
 //! Frames into GStreamer: `FrameSink` and `GstVideoEncoder` on the host
-//! with the pattern source and GStreamer's software elements.
+//! with the pattern source and GStreamer's software elements (x264enc from
+//! gst-plugins-ugly, mp4mux and h264parse from -good/-bad).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use zerocam_capture::{
+    CaptureError, CaptureFormat, Frame, FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS,
+};
+use zerocam_encode::encoder::EncoderConfig;
+use zerocam_encode::gst::gstreamer as gst;
+use zerocam_encode::gst::gstreamer::prelude::*;
+use zerocam_encode::gst::gstreamer_app as gst_app;
+use zerocam_encode::gst::{find, FrameSink, GstEncodeError, GstVideoEncoder, SinkConfig};
+use zerocam_encode::{Codec, VideoEncoder};
+
+/// The tests count this process's fds: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn format(name: &str) -> CaptureFormat {
+    CAPTURE_FORMATS
+        .into_iter()
+        .find(|f| f.name == name)
+        .expect("a capture format")
+}
+
+fn pattern(name: &str, buffers: u32) -> PatternSource {
+    let mut config = PatternConfig::new(format(name), 320, 240);
+    config.buffers = buffers;
+    PatternSource::new(config).expect("the pattern source")
+}
+
+/// The next frame, waiting while GStreamer still holds every buffer: a
+/// pipeline that never gave leases back would fail here.
+fn next(src: &mut PatternSource) -> Frame {
+    let started = Instant::now();
+    loop {
+        match src.next_frame(Duration::from_secs(1)) {
+            Ok(f) => return f,
+            Err(CaptureError::NoFreeBuffer { .. })
+                if started.elapsed() < Duration::from_secs(5) =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => panic!("no frame: {e}"),
+        }
+    }
+}
+
+fn ffprobe_frames(path: &Path) -> u64 {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-count_frames"])
+        .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .expect("ffprobe runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("ffprobe said {text:?}"))
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+#[test]
+fn thirty_frames_into_an_mp4_lend_every_buffer_and_get_it_back() {
+    let _serial = serial();
+    let dir = tempdir();
+    let path = dir.join("x.mp4");
+    // 3 buffers for 30 frames: only works if GStreamer frees them.
+    let mut src = pattern("NV12", 3);
+    let first = next(&mut src);
+    let description = format!(
+        "x264enc tune=zerolatency ! h264parse ! mp4mux ! filesink location={}",
+        path.display()
+    );
+    let mut sink = FrameSink::launch(&description, &first).expect("the pipeline starts");
+    sink.push(first).expect("pushed");
+    for _ in 1..30 {
+        let frame = next(&mut src);
+        sink.push(frame).expect("pushed");
+    }
+    let stats = sink.finish().expect("EOS");
+    assert_eq!(stats.pushed, 30);
+    // The pattern's frames are memfd-backed: lent as they are, never copied.
+    assert_eq!((stats.lent, stats.copied, stats.dropped), (30, 0, 0));
+    assert_eq!(stats.outstanding, 0, "every lease back after EOS");
+    assert_eq!(ffprobe_frames(&path), 30);
+    // Every buffer is the source's again.
+    let held: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
+    assert_eq!(held.len(), 3);
+}
+
+#[test]
+fn copy_mode_copies_and_counts_for_a_pipeline_that_holds_frames() {
+    let _serial = serial();
+    let dir = tempdir();
+    let path = dir.join("lookahead.mp4");
+    // x264enc's default lookahead holds tens of frames: more than the
+    // source has buffers, so they are copied.
+    let mut src = pattern("NV12", 2);
+    let first = next(&mut src);
+    let description = format!(
+        "x264enc ! h264parse ! mp4mux ! filesink location={}",
+        path.display()
+    );
+    let config = SinkConfig {
+        copy: true,
+        ..SinkConfig::default()
+    };
+    let mut sink = FrameSink::launch_with(&description, &first, config).expect("starts");
+    sink.push(first).expect("pushed");
+    for _ in 1..30 {
+        let frame = next(&mut src);
+        sink.push(frame).expect("pushed");
+    }
+    let stats = sink.finish().expect("EOS");
+    assert_eq!((stats.lent, stats.copied, stats.outstanding), (0, 30, 0));
+    assert_eq!(ffprobe_frames(&path), 30);
+}
+
+#[test]
+fn the_buffer_is_the_frames_own_memory() {
+    let _serial = serial();
+    let mut src = pattern("NV12", 3);
+    let first = next(&mut src);
+    let mut sink = FrameSink::launch(
+        "appsink name=out sync=false enable-last-sample=false",
+        &first,
+    )
+    .expect("starts");
+    let out = sink
+        .pipeline()
+        .and_then(|p| p.by_name("out"))
+        .and_then(|e| e.downcast::<gst_app::AppSink>().ok())
+        .expect("the appsink");
+    let (luma, chroma) = {
+        let t = first.tensor();
+        let l = t.plane(0).unwrap().map_read().unwrap().as_ptr() as usize;
+        let c = t.plane(1).unwrap().map_read().unwrap().as_ptr() as usize;
+        (l, c)
+    };
+    sink.push(first).expect("pushed");
+    let sample = out
+        .try_pull_sample(gst::ClockTime::from_seconds(5))
+        .expect("a sample");
+    let buffer = sample.buffer().expect("a buffer");
+    assert_eq!(buffer.n_memory(), 2, "one memory per plane");
+    let ptr = |i: usize| buffer.peek_memory(i).map_readable().unwrap().as_ptr() as usize;
+    assert_eq!(
+        (ptr(0), ptr(1)),
+        (luma, chroma),
+        "no copy: the frame's own bytes"
+    );
+    assert_eq!(sink.stats().outstanding, 1, "the sample holds the frame");
+    drop(sample);
+    // The appsink keeps its preroll buffer and its last pulled sample
+    // until it is disposed: the lease comes back with the pipeline.
+    sink.finish().expect("EOS");
+    drop((out, sink));
+    let all: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
+    assert_eq!(all.len(), 3, "every buffer back at the source");
+}
+
+#[test]
+fn a_missing_element_is_named() {
+    let _serial = serial();
+    let mut src = pattern("NV12", 2);
+    let first = next(&mut src);
+    let err = FrameSink::launch("zerocamnosuchelement ! fakesink", &first).unwrap_err();
+    match err {
+        GstEncodeError::MissingElement { element, .. } => {
+            assert_eq!(element, "zerocamnosuchelement")
+        }
+        e => panic!("not MissingElement: {e}"),
+    }
+    let config = EncoderConfig::new(Codec::H264);
+    let err = GstVideoEncoder::open("zerocamnosuchenc", &config, &first).unwrap_err();
+    assert!(
+        matches!(err, GstEncodeError::MissingElement { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pipeline_that_cannot_take_the_format_is_not_negotiated() {
+    let _serial = serial();
+    let mut src = pattern("NV12", 3);
+    let first = next(&mut src);
+    let mut sink =
+        FrameSink::launch("video/x-raw,format=I420 ! fakesink", &first).expect("it parses");
+    let mut error = sink.push(first).err();
+    for _ in 0..20 {
+        if error.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        error = sink.push(next(&mut src)).err();
+    }
+    let error = error.or_else(|| sink.finish().err()).expect("an error");
+    assert!(
+        matches!(error, GstEncodeError::NotNegotiated { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("not-negotiated"), "{error}");
+}
+
+/// NAL unit types of an Annex-B access unit.
+fn nal_types(au: &[u8]) -> Vec<u8> {
+    let mut types = Vec::new();
+    let mut i = 0;
+    while i + 3 < au.len() {
+        if au[i..i + 3] == [0, 0, 1] {
+            types.push(au[i + 3] & 0x1f);
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    types
+}
+
+#[test]
+fn x264enc_makes_one_access_unit_per_frame() {
+    let _serial = serial();
+    assert!(find(Codec::H264).is_some(), "x264enc is installed");
+    let mut src = pattern("NV12", 3);
+    let first = next(&mut src);
+    let mut config = EncoderConfig::new(Codec::H264);
+    config.bitrate = Some(500_000);
+    config.gop = Some(10);
+    let mut enc = GstVideoEncoder::open("x264enc", &config, &first).expect("opens");
+    let mut packets = enc.encode(first).expect("encodes");
+    for _ in 1..30 {
+        let frame = next(&mut src);
+        packets.extend(enc.encode(frame).expect("encodes"));
+    }
+    packets.extend(enc.finish().expect("drains"));
+    assert_eq!(packets.len(), 30);
+    let types = nal_types(&packets[0].data);
+    assert!(packets[0].keyframe);
+    assert!(
+        types.contains(&7) && types.contains(&8) && types.contains(&5),
+        "{types:?}"
+    );
+    // x264 may start a GOP early (scene cuts) but never runs past 10.
+    let keys: Vec<usize> = (0..30).filter(|&i| packets[i].keyframe).collect();
+    assert!(
+        keys.windows(2).all(|w| w[1] - w[0] <= 10),
+        "GOP 10: {keys:?}"
+    );
+    assert!(
+        30 - keys[keys.len() - 1] <= 10 && keys.len() < 30,
+        "GOP 10: {keys:?}"
+    );
+    assert!(packets
+        .windows(2)
+        .all(|w| w[0].pts < w[1].pts && w[0].sequence < w[1].sequence));
+    let stats = enc.stats();
+    assert_eq!((stats.frames_in, stats.packets_out), (30, 30));
+    assert_eq!((stats.imports, stats.copied_frames), (30, 0));
+    assert_eq!(enc.sink().stats().outstanding, 0);
+}
+
+#[test]
+fn three_hundred_frames_leave_no_fds_behind() {
+    let _serial = serial();
+    let mut src = pattern("YUYV", 3);
+    let first = next(&mut src);
+    let mut sink = FrameSink::launch("videoconvert ! fakesink sync=false", &first).expect("starts");
+    sink.push(first).expect("pushed");
+    let mut at_50 = 0;
+    for i in 1..300 {
+        if i == 50 {
+            at_50 = open_fds();
+        }
+        sink.push(next(&mut src)).expect("pushed");
+    }
+    let at_300 = open_fds();
+    assert_eq!(at_50, at_300, "fds open after 50 and after 300 frames");
+    let stats = sink.finish().expect("EOS");
+    assert_eq!((stats.pushed, stats.outstanding), (300, 0));
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "zerocam-gst-sink-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
+}

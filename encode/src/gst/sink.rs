@@ -1,0 +1,414 @@
+//! [`FrameSink`]: frames into a GStreamer pipeline through an `appsrc`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gstreamer as gst;
+use gstreamer::prelude::*;
+use gstreamer_app as gst_app;
+use zerocam_capture::Frame;
+
+use super::buffer::{self, Picture};
+use super::{bus, GstEncodeError};
+
+/// The name of the `appsrc` [`FrameSink::launch`] puts first.
+pub const SOURCE_NAME: &str = "zerocam_src";
+
+/// How a [`FrameSink`] queues and times frames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkConfig {
+    /// The frame rate in the caps, frames per second (buffer times come from
+    /// the frames' own timestamps).
+    pub fps: u32,
+    /// Frames the `appsrc` may queue before a push waits for room.
+    pub max_queued: u32,
+    /// How long a push waits for room before it drops the frame
+    /// ([`GstEncodeError::NotKeepingUp`]).
+    pub wait: Duration,
+    /// Copy every frame into system memory (its lease ends at once) instead
+    /// of lending the frame's own buffer until GStreamer frees it: for
+    /// sources with few buffers feeding pipelines that hold many. Counted.
+    pub copy: bool,
+    /// How long [`FrameSink::finish`] waits for end-of-stream.
+    pub eos_wait: Duration,
+}
+
+impl Default for SinkConfig {
+    fn default() -> SinkConfig {
+        SinkConfig {
+            fps: 30,
+            max_queued: 2,
+            wait: Duration::from_secs(2),
+            copy: false,
+            eos_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a [`FrameSink`] has done, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SinkStats {
+    /// Frames pushed into the pipeline.
+    pub pushed: u64,
+    /// Frames whose own buffers were lent to GStreamer (no copy).
+    pub lent: u64,
+    /// Frames copied into system memory (see [`SinkConfig::copy`]).
+    pub copied: u64,
+    /// Frames dropped because the pipeline was not keeping up.
+    pub dropped: u64,
+    /// Frames GStreamer still holds (their leases not yet returned).
+    pub outstanding: u64,
+}
+
+/// An `appsrc` that takes zerocam [`Frame`]s: each frame's planes become the
+/// memories of a `GstBuffer` without a copy, and the frame goes back to its
+/// source when GStreamer frees the buffer. See the [module docs](super).
+///
+/// ```no_run
+/// use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
+/// use zerocam_encode::gst::FrameSink;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut src = PatternSource::new(PatternConfig::new(CAPTURE_FORMATS[0], 640, 480))?;
+/// let first = src.next_frame(std::time::Duration::from_secs(1))?;
+/// let mut sink = FrameSink::launch("x264enc ! mp4mux ! filesink location=x.mp4", &first)?;
+/// sink.push(first)?;
+/// sink.finish()?;
+/// # Ok(()) }
+/// ```
+pub struct FrameSink {
+    appsrc: gst_app::AppSrc,
+    /// The pipeline, when the sink made it (and so runs and stops it).
+    owned: Option<gst::Pipeline>,
+    bus: Option<gst::Bus>,
+    description: String,
+    config: SinkConfig,
+    picture: Picture,
+    /// The first frame's timestamp: buffer time 0.
+    base: Option<Duration>,
+    stats: SinkStats,
+    outstanding: Arc<AtomicU64>,
+    /// The last pushed buffer's size: what one queued frame is.
+    frame_bytes: u64,
+    ended: bool,
+}
+
+impl std::fmt::Debug for FrameSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameSink")
+            .field("pipeline", &self.description)
+            .field("picture", &self.picture)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl FrameSink {
+    /// Starts `appsrc name=zerocam_src ! DESCRIPTION` for frames like
+    /// `first` (which is not pushed), with the default [`SinkConfig`].
+    ///
+    /// # Errors
+    /// [`GstEncodeError::MissingElement`], [`GstEncodeError::Parse`],
+    /// [`GstEncodeError::UnsupportedFrame`] (a format GStreamer has no raw
+    /// caps for), [`GstEncodeError::StateChange`] or an element's error.
+    pub fn launch(description: &str, first: &Frame) -> Result<FrameSink, GstEncodeError> {
+        FrameSink::launch_with(description, first, SinkConfig::default())
+    }
+
+    /// As [`launch`](FrameSink::launch), with `config`.
+    ///
+    /// # Errors
+    /// As [`launch`](FrameSink::launch).
+    pub fn launch_with(
+        description: &str,
+        first: &Frame,
+        config: SinkConfig,
+    ) -> Result<FrameSink, GstEncodeError> {
+        bus::init()?;
+        let full = format!("appsrc name={SOURCE_NAME} ! {description}");
+        let pipeline = bus::parse(&full)?;
+        FrameSink::with_pipeline(pipeline, first, config, full)
+    }
+
+    /// The sink over `pipeline`'s appsrc named [`SOURCE_NAME`], started.
+    pub(crate) fn with_pipeline(
+        pipeline: gst::Pipeline,
+        first: &Frame,
+        config: SinkConfig,
+        description: String,
+    ) -> Result<FrameSink, GstEncodeError> {
+        let appsrc = pipeline
+            .by_name(SOURCE_NAME)
+            .and_then(|e| e.downcast::<gst_app::AppSrc>().ok())
+            .ok_or_else(|| GstEncodeError::Parse {
+                pipeline: description.clone(),
+                message: format!("no appsrc named {SOURCE_NAME}"),
+            })?;
+        let mut sink = FrameSink::configure(appsrc, first, config, description)?;
+        sink.bus = pipeline.bus();
+        sink.owned = Some(pipeline);
+        sink.start()?;
+        Ok(sink)
+    }
+
+    /// A sink over an `appsrc` the caller made and runs (in its own
+    /// pipeline): its caps, format and queue are set here for frames like
+    /// `first`; errors on the bus of the pipeline it is in are reported.
+    ///
+    /// # Errors
+    /// [`GstEncodeError::UnsupportedFrame`].
+    pub fn new(appsrc: gst_app::AppSrc, first: &Frame) -> Result<FrameSink, GstEncodeError> {
+        bus::init()?;
+        let name = appsrc.name().to_string();
+        let mut sink = FrameSink::configure(appsrc, first, SinkConfig::default(), name)?;
+        sink.bus = top(sink.appsrc.upcast_ref()).and_then(|p| p.bus());
+        Ok(sink)
+    }
+
+    fn configure(
+        appsrc: gst_app::AppSrc,
+        first: &Frame,
+        config: SinkConfig,
+        description: String,
+    ) -> Result<FrameSink, GstEncodeError> {
+        let picture = Picture::of(first)?;
+        appsrc.set_caps(Some(&picture.caps(config.fps)?));
+        appsrc.set_format(gst::Format::Time);
+        appsrc.set_stream_type(gst_app::AppStreamType::Stream);
+        // The queue is bounded by `push` (it waits for room, then drops);
+        // appsrc's own limit is left unbounded so that it never blocks.
+        appsrc.set_block(false);
+        appsrc.set_max_bytes(0);
+        log::info!(
+            "frames into GStreamer: {description} ({} {}x{} at {} fps)",
+            picture.format,
+            picture.width,
+            picture.height,
+            config.fps
+        );
+        Ok(FrameSink {
+            appsrc,
+            owned: None,
+            bus: None,
+            description,
+            config,
+            picture,
+            base: None,
+            stats: SinkStats::default(),
+            outstanding: Arc::new(AtomicU64::new(0)),
+            frame_bytes: 1,
+            ended: false,
+        })
+    }
+
+    fn start(&mut self) -> Result<(), GstEncodeError> {
+        let Some(pipeline) = &self.owned else {
+            return Ok(());
+        };
+        if pipeline.set_state(gst::State::Playing).is_err() {
+            return Err(self.bus_error().unwrap_or(GstEncodeError::StateChange {
+                pipeline: self.description.clone(),
+                state: "PLAYING".into(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// The pipeline, when the sink made it ([`launch`](FrameSink::launch)).
+    pub fn pipeline(&self) -> Option<&gst::Pipeline> {
+        self.owned.as_ref()
+    }
+
+    /// The `appsrc` frames enter through.
+    pub fn appsrc(&self) -> &gst_app::AppSrc {
+        &self.appsrc
+    }
+
+    /// The first pushed frame's timestamp (buffer time 0), once one was pushed.
+    pub fn base(&self) -> Option<Duration> {
+        self.base
+    }
+
+    /// The counts so far.
+    pub fn stats(&self) -> SinkStats {
+        SinkStats {
+            outstanding: self.outstanding.load(Ordering::Acquire),
+            ..self.stats
+        }
+    }
+
+    /// The pipeline description (or the caller's appsrc's name).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The first error on the bus, if any (the sink is over after one).
+    pub(crate) fn take_bus_error(&mut self) -> Option<GstEncodeError> {
+        self.bus_error()
+    }
+
+    /// Stops a pipeline the sink made (NULL: every buffer it held is freed).
+    pub(crate) fn stop(&mut self) {
+        self.ended = true;
+        if let Some(p) = &self.owned {
+            let _ = p.set_state(gst::State::Null);
+        }
+    }
+
+    /// The first error on the bus, if any (and the sink is over).
+    fn bus_error(&mut self) -> Option<GstEncodeError> {
+        let e = self.bus.as_ref().and_then(bus::pending_error)?;
+        self.ended = true;
+        Some(e)
+    }
+
+    /// Pushes `frame`: its planes lent to GStreamer (or copied, counted, when
+    /// [`SinkConfig::copy`] is set or the layout needs it), timed from the
+    /// first pushed frame's timestamp. Waits up to [`SinkConfig::wait`] for
+    /// room in the queue.
+    ///
+    /// # Errors
+    /// An element's error on the bus ([`GstEncodeError::NotNegotiated`],
+    /// [`GstEncodeError::Element`]); [`GstEncodeError::NotKeepingUp`] (the
+    /// frame was dropped and counted; later pushes may succeed);
+    /// [`GstEncodeError::Ended`] after end-of-stream or an error.
+    pub fn push(&mut self, frame: Frame) -> Result<(), GstEncodeError> {
+        if let Some(e) = self.bus_error() {
+            return Err(e);
+        }
+        if self.ended {
+            return Err(GstEncodeError::Ended);
+        }
+        self.wait_for_room(frame.sequence())?;
+        let timestamp = frame.timestamp();
+        let base = *self.base.get_or_insert(timestamp);
+        let sequence = frame.sequence();
+        let made = buffer::make(frame, self.picture, self.config.copy, &self.outstanding)?;
+        let mut buffer = made.buffer;
+        self.frame_bytes = buffer.size() as u64;
+        if let Some(b) = buffer.get_mut() {
+            let pts = timestamp.saturating_sub(base);
+            b.set_pts(gst::ClockTime::from_nseconds(
+                u64::try_from(pts.as_nanos()).unwrap_or(u64::MAX),
+            ));
+            b.set_offset(u64::from(sequence));
+        }
+        if made.copied {
+            self.stats.copied += 1;
+            log::debug!("frame {sequence} copied into system memory for GStreamer");
+        } else {
+            self.stats.lent += 1;
+        }
+        match self.appsrc.push_buffer(buffer) {
+            Ok(_) => {
+                self.stats.pushed += 1;
+                Ok(())
+            }
+            Err(flow) => {
+                self.ended = true;
+                Err(self.bus_error().unwrap_or(GstEncodeError::Element {
+                    element: self.appsrc.name().to_string(),
+                    message: format!("push refused: {flow:?}"),
+                }))
+            }
+        }
+    }
+
+    /// Waits until the appsrc queues fewer than `max_queued` frames (its
+    /// queued bytes over the last frame's size).
+    fn wait_for_room(&mut self, sequence: u32) -> Result<(), GstEncodeError> {
+        let started = Instant::now();
+        loop {
+            let bytes = self.appsrc.current_level_bytes();
+            let queued = bytes.div_ceil(self.frame_bytes.max(1));
+            if queued < u64::from(self.config.max_queued.max(1)) {
+                return Ok(());
+            }
+            if let Some(e) = self.bus_error() {
+                return Err(e);
+            }
+            if started.elapsed() >= self.config.wait {
+                self.stats.dropped += 1;
+                log::warn!(
+                    "{}: not keeping up ({queued} frames queued); frame {sequence} dropped",
+                    self.description
+                );
+                return Err(GstEncodeError::NotKeepingUp {
+                    sequence,
+                    queued,
+                    waited: started.elapsed(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Ends the stream (EOS) without waiting: for a sink whose pipeline the
+    /// caller runs, or whose end an `appsink` reports.
+    ///
+    /// # Errors
+    /// An element's error on the bus.
+    pub fn end_of_stream(&mut self) -> Result<(), GstEncodeError> {
+        if let Some(e) = self.bus_error() {
+            return Err(e);
+        }
+        if !self.ended {
+            self.ended = true;
+            // A refusal means the stream is already over (flushing, EOS).
+            let _ = self.appsrc.end_of_stream();
+        }
+        Ok(())
+    }
+
+    /// Ends the stream and, for a pipeline the sink made, waits for
+    /// end-of-stream to reach its sinks (a muxer finishes its file), then
+    /// stops it: every frame lease is back when it returns.
+    ///
+    /// # Errors
+    /// An element's error on the bus; [`GstEncodeError::EosTimeout`].
+    pub fn finish(&mut self) -> Result<SinkStats, GstEncodeError> {
+        self.end_of_stream()?;
+        let Some(pipeline) = self.owned.clone() else {
+            return Ok(self.stats());
+        };
+        let waited = self.config.eos_wait;
+        let result = match &self.bus {
+            Some(bus) => {
+                let timeout = gst::ClockTime::from_nseconds(
+                    u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
+                );
+                match bus
+                    .timed_pop_filtered(timeout, &[gst::MessageType::Eos, gst::MessageType::Error])
+                {
+                    Some(msg) => bus::from_message(&msg).map_or(Ok(()), Err),
+                    None => Err(GstEncodeError::EosTimeout {
+                        pipeline: self.description.clone(),
+                        waited,
+                    }),
+                }
+            }
+            None => Ok(()),
+        };
+        // NULL frees every buffer the pipeline still holds.
+        drop(pipeline);
+        self.stop();
+        result.map(|()| self.stats())
+    }
+}
+
+/// The outermost bin `element` is in.
+fn top(element: &gst::Element) -> Option<gst::Element> {
+    let mut at = element.parent()?.downcast::<gst::Element>().ok()?;
+    while let Some(up) = at.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
+        at = up;
+    }
+    Some(at)
+}
+
+impl Drop for FrameSink {
+    fn drop(&mut self) {
+        if let Some(p) = &self.owned {
+            let _ = p.set_state(gst::State::Null);
+        }
+    }
+}
