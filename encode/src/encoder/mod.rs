@@ -9,6 +9,9 @@ use zerocam_capture::Frame;
 
 use crate::{Codec, EncodeError, Packet};
 
+mod open;
+pub use open::{open_encoder, OpenedEncoder};
+
 /// What to encode to: the codec and the rate control the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncoderConfig {

@@ -1,0 +1,91 @@
+//! [`open_encoder`]: the encoder an [`EncoderChoice`] names, opened for a
+//! stream's first frame, and why it was the one.
+
+use zerocam_capture::Frame;
+
+use super::{EncoderChoice, EncoderConfig, VideoEncoder};
+use crate::m2m::{self, M2mVideoEncoder};
+use crate::software::SoftwareH264;
+use crate::{Codec, EncodeError};
+
+/// An opened encoder and the sentence saying which it is and why
+/// ("no hardware H.264 encoder: OpenH264 in software").
+pub type OpenedEncoder = (Box<dyn VideoEncoder>, String);
+
+/// Opens the encoder `choice` names for `config`, set up for frames like
+/// `first` (its size, format and colour spec):
+///
+/// - `Auto`: a hardware V4L2 memory-to-memory encoder of the codec when one
+///   is present, else (feature `gstreamer`) a GStreamer encoder element,
+///   else the software one.
+/// - `Device(path)`: that memory-to-memory encoder node.
+/// - `Gst(element)`: that GStreamer element (feature `gstreamer`).
+/// - `Software`: OpenH264 for H.264.
+///
+/// GStreamer encoders are not wired here yet: `Gst` is refused with
+/// [`EncodeError::Unsupported`] naming the element, and `Auto` does not
+/// look for one. A hardware encoder that `Auto` finds but cannot open for
+/// `first` (a format it does not take) is passed over for software, and
+/// the sentence says why.
+///
+/// # Errors
+/// [`EncodeError::Unsupported`] when the chosen encoder does not make the
+/// codec (software HEVC, MJPEG, FWHT) or is not in this build; the
+/// encoder's own errors when it cannot be set up for `first`.
+pub fn open_encoder(
+    choice: &EncoderChoice,
+    config: &EncoderConfig,
+    first: &Frame,
+) -> Result<OpenedEncoder, EncodeError> {
+    match choice {
+        EncoderChoice::Software => {
+            let e = software(config, first)?;
+            let why = format!("{} (asked for)", e.describe());
+            Ok((e, why))
+        }
+        EncoderChoice::Device(path) => {
+            let e = M2mVideoEncoder::open(path, config, first)?;
+            let why = format!("{} (asked for)", e.describe());
+            Ok((Box::new(e), why))
+        }
+        EncoderChoice::Gst(element) => Err(EncodeError::Unsupported {
+            encoder: format!("the GStreamer element {element} (not in this build of zerocam)"),
+            codec: config.codec,
+        }),
+        EncoderChoice::Auto => {
+            let passed_over = match m2m::find(config.codec) {
+                Some(path) => match M2mVideoEncoder::open(&path, config, first) {
+                    Ok(e) => {
+                        let why = format!(
+                            "{}: the first hardware {} encoder found",
+                            e.describe(),
+                            config.codec
+                        );
+                        log::info!("encoder: {why}");
+                        return Ok((Box::new(e), why));
+                    }
+                    Err(err) => {
+                        log::warn!("{}: {err}; encoding in software", path.display());
+                        format!("the hardware encoder {} refused: {err}", path.display())
+                    }
+                },
+                None => format!("no hardware {} encoder found", config.codec),
+            };
+            let e = software(config, first)?;
+            let why = format!("{}: {passed_over}", e.describe());
+            log::info!("encoder: {why}");
+            Ok((e, why))
+        }
+    }
+}
+
+/// The CPU encoder of `config.codec`.
+fn software(config: &EncoderConfig, first: &Frame) -> Result<Box<dyn VideoEncoder>, EncodeError> {
+    match config.codec {
+        Codec::H264 => Ok(Box::new(SoftwareH264::open(config, first)?)),
+        codec => Err(EncodeError::Unsupported {
+            encoder: "the software encoder (OpenH264: H.264 only)".into(),
+            codec,
+        }),
+    }
+}

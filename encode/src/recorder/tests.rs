@@ -1,0 +1,156 @@
+//! The recorder on the pattern source, its files read back by ffprobe.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
+
+use super::*;
+
+/// ffprobe's view of `path`'s video stream: codec, width, height, frames
+/// read, duration in seconds.
+pub(crate) fn probe(path: &Path) -> (String, u64, u64, u64, f64) {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=codec_name,width,height,nb_read_frames,duration",
+        ])
+        .args(["-of", "default=noprint_wrappers=1"])
+        .arg(path)
+        .output()
+        .expect("ffprobe runs (install ffmpeg)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or("0")
+            .to_string()
+    };
+    (
+        get("codec_name"),
+        get("width").parse().unwrap_or(0),
+        get("height").parse().unwrap_or(0),
+        get("nb_read_frames").parse().unwrap_or(0),
+        get("duration").parse().unwrap_or(0.0),
+    )
+}
+
+fn pattern(format: &str, fps: Option<f64>) -> PatternSource {
+    PatternSource::new(PatternConfig {
+        fps,
+        ..PatternConfig::new(format.parse().unwrap(), 320, 240)
+    })
+    .unwrap()
+}
+
+fn record(path: &Path, format: &str, frames: usize, fps: Option<f64>) -> RecorderStats {
+    let mut source = pattern(format, fps);
+    let mut rec = Recorder::create(
+        path,
+        RecorderConfig {
+            encoder: EncoderChoice::Software,
+            gop: Some(10),
+            ..RecorderConfig::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..frames {
+        rec.write(source.next_frame(Duration::from_secs(1)).unwrap())
+            .unwrap();
+    }
+    rec.finish().unwrap()
+}
+
+#[test]
+fn an_mp4_of_every_frame_timed_by_the_frames() {
+    let dir = tempdir();
+    let path = dir.join("clip.mp4");
+    let stats = record(&path, "NV12", 30, Some(60.0));
+    assert_eq!((stats.frames, stats.samples), (30, 30));
+    assert_eq!(
+        stats.encoder.copied_frames, 30,
+        "NV12's chroma split is a copy"
+    );
+    assert!(stats.finished && stats.bytes == std::fs::metadata(&path).unwrap().len());
+    let (codec, w, h, n, duration) = probe(&path);
+    assert_eq!((codec.as_str(), w, h, n), ("h264", 320, 240, 30));
+    assert!(
+        (duration - 0.5).abs() < 0.1,
+        "30 frames at 60 fps: {duration} s"
+    );
+}
+
+#[test]
+fn yuyv_grey_and_annex_b_record_too() {
+    let dir = tempdir();
+    for (format, copies) in [("YUYV", 12), ("GREY", 0), ("NV16", 12)] {
+        let path = dir.join(format!("{format}.h264"));
+        let stats = record(&path, format, 12, None);
+        assert_eq!(stats.encoder.copied_frames, copies, "{format}");
+        let (codec, w, h, n, _) = probe(&path);
+        assert_eq!(
+            (codec.as_str(), w, h, n),
+            ("h264", 320, 240, 12),
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_extension_creates_nothing_and_no_frame_leaves_no_file() {
+    let dir = tempdir();
+    let avi = dir.join("clip.avi");
+    let e = Recorder::create(&avi, RecorderConfig::default()).unwrap_err();
+    assert!(matches!(e, EncodeError::Extension { .. }), "{e}");
+    assert!(!avi.exists());
+    let mp4 = dir.join("none.mp4");
+    let mut rec = Recorder::create(&mp4, RecorderConfig::default()).unwrap();
+    assert!(mp4.exists());
+    assert_eq!(rec.finish().unwrap().frames, 0);
+    assert!(!mp4.exists());
+    let e = Recorder::create(dir.join("no/such/dir.mp4"), RecorderConfig::default());
+    assert!(matches!(e, Err(EncodeError::Io { .. })));
+}
+
+#[test]
+fn a_write_after_an_encoder_error_is_refused_and_the_file_plays_to_it() {
+    let dir = tempdir();
+    let path = dir.join("cut.mp4");
+    let mut rec = Recorder::create(&path, RecorderConfig::default()).unwrap();
+    let mut small = pattern("NV12", None);
+    for _ in 0..5 {
+        rec.write(small.next_frame(Duration::from_secs(1)).unwrap())
+            .unwrap();
+    }
+    // A frame of another size: the encoder refuses, the file is closed.
+    let mut big =
+        PatternSource::new(PatternConfig::new("NV12".parse().unwrap(), 640, 480)).unwrap();
+    let e = rec.write(big.next_frame(Duration::from_secs(1)).unwrap());
+    assert!(matches!(e, Err(EncodeError::Software(_))), "{e:?}");
+    let again = rec.write(small.next_frame(Duration::from_secs(1)).unwrap());
+    assert!(matches!(again, Err(EncodeError::Container(_))));
+    assert!(rec.finish().unwrap().finished);
+    assert_eq!(probe(&path).3, 5);
+}
+
+/// A fresh directory under the target's tmp (removed by the next run).
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "zerocam-recorder-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
