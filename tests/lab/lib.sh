@@ -15,9 +15,34 @@ die() {
 
 note() { echo "zerocam-lab: $*" >&2; }
 
-# stamp_get KEY: print a value recorded in the stamp file.
+# stamp_get KEY [FILE]: print a value recorded in the stamp file (or FILE).
 stamp_get() {
-    sed -n "s/^$1=//p" "$LAB_STAMP" 2>/dev/null | head -n1
+    sed -n "s/^$1=//p" "${2:-$LAB_STAMP}" 2>/dev/null | head -n1
+}
+
+# The V4L2 memory-to-memory test drivers Debian's kernel lacks (vicodec: FWHT
+# stateful encoder/decoder and stateless decoder; vim2m: a scaler; and the
+# v4l2-mem2mem core they need, also not built by Debian), built by `prepare`
+# from Debian's linux-source for the lab's kernel, in a cached step of its own:
+# the .ko files and their stamp in $LAB_M2M_DIR, installed into the guest root's
+# /usr/lib/modules/<kver>/updates/zerocam/. Bump LAB_M2M_RECIPE when the way
+# they are built changes: `prepare` then builds them again (only them).
+LAB_M2M_RECIPE=1
+LAB_M2M_MODULES=(v4l2-mem2mem vicodec vim2m)
+LAB_M2M_DIR=$LAB_DIR/modules
+
+# lab_m2m_ready [built]: true when the modules were built for the lab's current
+# kernel by this recipe and are installed in the guest root (with built: only
+# that they were built, in $LAB_M2M_DIR/<kver>/).
+lab_m2m_ready() {
+    local kver m
+    kver=$(stamp_get kver)
+    [[ -n $kver && $(stamp_get kver "$LAB_M2M_DIR/stamp") == "$kver" &&
+        $(stamp_get recipe "$LAB_M2M_DIR/stamp") == "$LAB_M2M_RECIPE" ]] || return 1
+    for m in "${LAB_M2M_MODULES[@]}"; do
+        [[ -s $LAB_M2M_DIR/$kver/$m.ko ]] || return 1
+        [[ ${1:-} == built || -s $LAB_DIR/rootfs/usr/lib/modules/$kver/updates/zerocam/$m.ko ]] || return 1
+    done
 }
 
 # An id of the initramfs' /init: when it changes, prepare rebuilds the initramfs.
