@@ -12,6 +12,7 @@ pub mod convert;
 pub mod libcamera;
 pub mod list;
 pub mod probe;
+pub mod record;
 pub mod serve;
 
 /// What a CLI command can fail with; printed as one line.

@@ -13,7 +13,7 @@ use zerocam_capture::capture_devices;
 use zerocam_capture::format::parse_size;
 use zerocam_capture::open::SourceSpec;
 use zerocam_capture::{BufferMode, CaptureFormat};
-use zerocam_cli::{bench, capture, list, probe, serve, CliError};
+use zerocam_cli::{bench, capture, list, probe, record, serve, CliError};
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +46,31 @@ enum Command {
         /// JPEG quality, 1 to 100 (.jpg/.jpeg only).
         #[arg(long, default_value_t = 85)]
         quality: i64,
+    },
+    /// Record frames to a video file (.mp4, .h264): H.264 on a hardware
+    /// encoder when one is present, else OpenH264; a status line a second;
+    /// Ctrl-C stops and finishes the file.
+    Record {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Output file: .mp4 or .h264.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Codec: h264, hevc, mjpeg or fwht (the files hold h264).
+        #[arg(long, default_value = "h264")]
+        codec: zerocam_encode::Codec,
+        /// Encoder: auto, software, /dev/videoN or gst:ELEMENT.
+        #[arg(long, default_value = "auto")]
+        encoder: zerocam_encode::EncoderChoice,
+        /// Target bit rate, bits per second (default: the encoder's).
+        #[arg(long)]
+        bitrate: Option<u32>,
+        /// Frames between keyframes (default: the encoder's).
+        #[arg(long)]
+        gop: Option<u32>,
+        /// Seconds to record (default: until --frames, or Ctrl-C).
+        #[arg(long, conflicts_with = "frames")]
+        seconds: Option<f64>,
     },
     /// Measure fps, zerocam's per-frame overhead, imports vs cache hits, drops.
     Bench {
@@ -199,6 +224,26 @@ fn run(command: Command) -> Result<String, CliError> {
             &output,
             quality,
         )?,
+        Command::Record {
+            source,
+            output,
+            codec,
+            encoder,
+            bitrate,
+            gop,
+            seconds,
+        } => {
+            let options = record::RecordOptions {
+                output,
+                codec,
+                encoder,
+                bitrate,
+                gop,
+                frames: source.frames,
+                seconds,
+            };
+            record::record(&source.spec()?, &options, |line| println!("{line}"))? + "\n"
+        }
         Command::Bench { source, json } => {
             let (description, report) = bench::bench(&source.spec()?, source.frame_count(), !json)?;
             if json {
