@@ -30,11 +30,13 @@
 //! for the same frame, within the JPEG's loss.
 
 mod color;
+mod decode;
 mod encoder;
 mod source;
 #[cfg(test)]
 mod tests;
 
+pub use decode::{decode_rgb, psnr, RgbImage, Upsampling};
 pub use encoder::JpegEncoder;
 
 use zerocam_capture::Frame;

@@ -4,7 +4,10 @@
 use zerocam_tensor::{ColorSpec, ImageLayout, PixelFormat, Tensor, TensorMemory};
 
 use super::color::reference;
-use super::{check_quality, encode_tensor, Chroma, JpegEncoder, JpegError, YuvPlanes};
+use super::{
+    check_quality, decode_rgb, encode_tensor, psnr, Chroma, JpegEncoder, JpegError, Upsampling,
+    YuvPlanes,
+};
 
 /// A smooth test picture with colour in it: RGB of pixel (x, y).
 fn rgb_at(x: usize, y: usize, w: usize, h: usize) -> [u8; 3] {
@@ -69,8 +72,7 @@ fn semi_planar(
 
 /// Decodes `jpeg` to packed RGB: (width, height, pixels).
 fn decode(jpeg: &[u8]) -> (usize, usize, Vec<u8>) {
-    let img =
-        turbojpeg::decompress(jpeg, turbojpeg::PixelFormat::RGB).expect("a JPEG that decodes");
+    let img = decode_rgb(jpeg, Upsampling::Smooth).expect("a JPEG that decodes");
     (img.width, img.height, img.pixels)
 }
 
@@ -81,17 +83,7 @@ fn psnr_vs_picture(jpeg: &[u8], w: usize, h: usize) -> f64 {
     let want: Vec<u8> = (0..h)
         .flat_map(|y| (0..w).flat_map(move |x| rgb_at(x, y, w, h)))
         .collect();
-    psnr(&rgb, &want)
-}
-
-fn psnr(a: &[u8], b: &[u8]) -> f64 {
-    let mse = a
-        .iter()
-        .zip(b)
-        .map(|(&p, &q)| (f64::from(p) - f64::from(q)).powi(2))
-        .sum::<f64>()
-        / a.len() as f64;
-    10.0 * (255.0f64 * 255.0 / mse.max(1e-9)).log10()
+    psnr(&rgb, &want).expect("same sizes")
 }
 
 #[test]
@@ -263,7 +255,7 @@ fn rgb_bgr_and_grey_go_through_the_ordinary_compression() {
         let (dw, dh, out) = decode(&jpeg);
         assert_eq!((dw, dh), (w, h));
         if format != PixelFormat::Grey {
-            assert!(psnr(&out, &rgb) >= 30.0, "{format}");
+            assert!(psnr(&out, &rgb).expect("same sizes") >= 30.0, "{format}");
         }
     }
 }
@@ -388,6 +380,14 @@ fn short_planes_and_bad_sizes_are_errors_not_panics() {
         ..planes(y, 16, 16)
     };
     assert!(enc.encode_planes(&ok, ColorSpec::default()).is_ok());
+}
+
+#[test]
+fn psnr_of_unequal_lengths_is_none() {
+    assert_eq!(psnr(&[1, 2], &[1]), None);
+    assert_eq!(psnr(&[], &[]), None);
+    assert_eq!(psnr(&[7, 7], &[7, 7]), Some(f64::INFINITY));
+    assert!(decode_rgb(b"not a jpeg", Upsampling::Nearest).is_err());
 }
 
 #[test]
