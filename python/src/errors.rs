@@ -255,3 +255,29 @@ pub fn cuda_err_ref(e: &zerocam_cuda::CudaError) -> PyErr {
         _ => CudaError::new_err(msg),
     }
 }
+
+/// An encoder or recorder error: a file name, codec, encoder or size the
+/// recorder does not take is `InvalidArgument`, a file that cannot be
+/// created or written (a full disk: `ENOSPC`) a `DeviceError` with its
+/// errno, a recorder used after `close()` `Released`, a hardware encoder's
+/// failure a `DeviceError` (with the ioctl's errno), a tensor error its own
+/// class, the rest (OpenH264 refusing) `zerocam.Error`.
+pub fn encode_err(e: zerocam_encode::EncodeError) -> PyErr {
+    use zerocam_encode::container::ContainerError as C;
+    use zerocam_encode::software::SoftwareError as S;
+    use zerocam_encode::EncodeError as E;
+    let msg = e.to_string();
+    match e {
+        E::Extension { .. } | E::Unsupported { .. } => invalid(msg),
+        E::Io { ref source, .. } | E::Container(C::Io { ref source, .. }) => io_error(source, msg),
+        E::Container(C::Finished { .. }) => Released::new_err(msg),
+        E::Container(C::Codec { .. } | C::Size { .. }) => invalid(msg),
+        E::Software(S::Format { .. } | S::Size { .. } | S::SizeChanged { .. }) => invalid(msg),
+        E::Software(S::Tensor(t)) => tensor_err(t),
+        E::M2m(ref m) => match m.errno() {
+            Some(errno) => os_error(errno as i32, msg),
+            None => DeviceError::new_err(msg),
+        },
+        _ => Error::new_err(msg),
+    }
+}

@@ -82,6 +82,29 @@ impl Frame {
         let h = held.as_ref().ok_or_else(|| released("the frame"))?;
         Ok(h.frame.tensor().clone())
     }
+
+    /// Takes the Rust frame out, for a call that consumes its lease
+    /// (`Recorder.write`): the Python frame is released by it. Refused with
+    /// `MapConflict`, the frame left as it was, while maps of `frame.tensor`
+    /// (or arrays from them) share it; `frame.planes` arrays do not hold the
+    /// frame and stay valid.
+    pub(crate) fn take(&self) -> PyResult<RFrame> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = held.take().ok_or_else(|| released("the frame"))?;
+        match Arc::try_unwrap(h.frame) {
+            Ok(frame) => Ok(frame),
+            Err(frame) => {
+                *held = Some(Held {
+                    frame,
+                    planes: h.planes,
+                });
+                Err(crate::errors::MapConflict::new_err(
+                    "the frame is held by maps of frame.tensor (or arrays made from them): \
+                     release them before handing the frame over",
+                ))
+            }
+        }
+    }
 }
 
 /// The numpy arrays of a frame: the packed image as `[H, W, C]`, or each

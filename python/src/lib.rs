@@ -10,6 +10,7 @@
 //! | `camera.rs`, `frame.rs`, `frame_files.rs` | `Camera`, `Frame` (and the frames whose buffers' fds were handed out), `list_devices()` |
 //! | `format.rs` | `PixelFormat`, `Region` |
 //! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
+//! | `recorder.rs` | `Recorder` (frames into `.mp4` / `.h264` files) |
 //! | `cuda.rs`, `cuda/methods.rs` | `Tensor.cuda()`, `Frame.cuda()` → `CudaArray`, `cuda_available()`, `cuda_info()` (feature `cuda`) |
 //! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
@@ -41,6 +42,7 @@ mod lease;
 mod mapview;
 mod model;
 mod preprocess;
+mod recorder;
 mod tensor;
 #[allow(unsafe_code)] // the FFI edge: `unchecked=True`, the Python caller's promise
 mod unchecked;
@@ -62,6 +64,7 @@ fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::PyModelInput>()?;
     m.add_class::<model::Placement>()?;
     m.add_class::<preprocess::PyPreprocessor>()?;
+    m.add_class::<recorder::Recorder>()?;
     m.add_function(wrap_pyfunction!(camera::list_devices, m)?)?;
     #[cfg(feature = "cuda")]
     {
