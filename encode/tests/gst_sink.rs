@@ -214,6 +214,78 @@ fn a_pipeline_that_cannot_take_the_format_is_not_negotiated() {
     assert!(error.to_string().contains("not-negotiated"), "{error}");
 }
 
+#[test]
+fn an_appsrc_the_caller_made_takes_frames() {
+    let _serial = serial();
+    let mut src = pattern("NV12", 3);
+    let first = next(&mut src);
+    let pipeline = gst::parse::launch("appsrc name=mine ! videoconvert ! fakesink")
+        .expect("parses")
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+    let appsrc = pipeline
+        .by_name("mine")
+        .and_then(|e| e.downcast::<gst_app::AppSrc>().ok())
+        .expect("the appsrc");
+    let mut sink = FrameSink::new(appsrc, &first).expect("set up");
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    sink.push(first).expect("pushed");
+    for _ in 1..10 {
+        sink.push(next(&mut src)).expect("pushed");
+    }
+    sink.finish().expect("EOS sent");
+    let bus = pipeline.bus().expect("a bus");
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(10),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS");
+    assert!(zerocam_encode::gst::error_of(&msg).is_none(), "{msg:?}");
+    pipeline.set_state(gst::State::Null).expect("stops");
+    let stats = sink.stats();
+    assert_eq!((stats.pushed, stats.lent, stats.outstanding), (10, 10, 0));
+}
+
+#[test]
+fn a_pipeline_that_does_not_keep_up_drops_counted_frames() {
+    let _serial = serial();
+    let mut src = pattern("NV12", 8);
+    let first = next(&mut src);
+    // An appsink nobody pulls from, one buffer deep: the stream stalls.
+    let config = SinkConfig {
+        max_queued: 1,
+        wait: Duration::from_millis(100),
+        ..SinkConfig::default()
+    };
+    let mut sink = FrameSink::launch_with(
+        "appsink max-buffers=1 drop=false sync=false",
+        &first,
+        config,
+    )
+    .expect("starts");
+    sink.push(first).expect("pushed");
+    let mut dropped = 0;
+    for _ in 0..6 {
+        match sink.push(next(&mut src)) {
+            Ok(()) => {}
+            Err(GstEncodeError::NotKeepingUp { queued, .. }) => {
+                assert!(queued >= 1);
+                dropped += 1;
+            }
+            Err(e) => panic!("not NotKeepingUp: {e}"),
+        }
+    }
+    let stats = sink.stats();
+    assert!(dropped >= 1 && stats.dropped == dropped, "{stats:?}");
+    assert_eq!(stats.pushed + stats.dropped, 7);
+    // Dropped frames went back at once; the rest when the pipeline stops.
+    assert_eq!(stats.outstanding, stats.pushed);
+    drop(sink);
+    let all: Vec<Frame> = (0..8).map(|_| next(&mut src)).collect();
+    assert_eq!(all.len(), 8);
+}
+
 /// NAL unit types of an Annex-B access unit.
 fn nal_types(au: &[u8]) -> Vec<u8> {
     let mut types = Vec::new();

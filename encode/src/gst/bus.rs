@@ -6,9 +6,11 @@ use gstreamer::prelude::*;
 
 use super::GstEncodeError;
 
-/// `error` as it is posted by `msg`'s source: not-negotiated flows are
-/// [`GstEncodeError::NotNegotiated`], others [`GstEncodeError::Element`].
-pub(crate) fn from_message(msg: &gst::Message) -> Option<GstEncodeError> {
+/// The error message `msg` as a [`GstEncodeError`] naming the element that
+/// posted it: not-negotiated flows are [`GstEncodeError::NotNegotiated`],
+/// others [`GstEncodeError::Element`]; `None` for other messages. For the
+/// bus of a pipeline the caller runs ([`FrameSink::new`](super::FrameSink::new)).
+pub fn error_of(msg: &gst::Message) -> Option<GstEncodeError> {
     let gst::MessageView::Error(e) = msg.view() else {
         return None;
     };
@@ -25,9 +27,8 @@ pub(crate) fn from_message(msg: &gst::Message) -> Option<GstEncodeError> {
     if let Some(detail) = detail {
         message = format!("{message} ({detail})");
     }
-    let negotiation = e.error().matches(gst::CoreError::Negotiation)
-        || e.error().matches(gst::StreamError::Format)
-        || message.contains("not-negotiated");
+    let negotiation =
+        e.error().matches(gst::CoreError::Negotiation) || message.contains("not-negotiated");
     Some(if negotiation {
         GstEncodeError::NotNegotiated { element, message }
     } else {
@@ -38,7 +39,7 @@ pub(crate) fn from_message(msg: &gst::Message) -> Option<GstEncodeError> {
 /// The first error waiting on `bus`, if any (other messages are left).
 pub(crate) fn pending_error(bus: &gst::Bus) -> Option<GstEncodeError> {
     bus.pop_filtered(&[gst::MessageType::Error])
-        .and_then(|m| from_message(&m))
+        .and_then(|m| error_of(&m))
 }
 
 /// `description` parsed, with its parse error typed.

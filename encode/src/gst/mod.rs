@@ -32,6 +32,7 @@ mod sink;
 /// the `appsrc` [`FrameSink::new`] takes or reach into a pipeline.
 pub use {gstreamer, gstreamer_app};
 
+pub use bus::error_of;
 pub use encoder::{candidates, find, GstVideoEncoder};
 pub use error::GstEncodeError;
 pub use sink::{FrameSink, SinkConfig, SinkStats, SOURCE_NAME};

@@ -153,16 +153,29 @@ impl FrameSink {
 
     /// A sink over an `appsrc` the caller made and runs (in its own
     /// pipeline): its caps, format and queue are set here for frames like
-    /// `first`; errors on the bus of the pipeline it is in are reported.
+    /// `first`. The pipeline's bus stays the caller's: type its error
+    /// messages with [`error_of`](super::error_of). [`finish`](FrameSink::finish)
+    /// only sends end-of-stream; frames come back as the caller's pipeline
+    /// frees them (all of them when it goes to NULL).
     ///
     /// # Errors
     /// [`GstEncodeError::UnsupportedFrame`].
     pub fn new(appsrc: gst_app::AppSrc, first: &Frame) -> Result<FrameSink, GstEncodeError> {
+        FrameSink::new_with(appsrc, first, SinkConfig::default())
+    }
+
+    /// As [`new`](FrameSink::new), with `config`.
+    ///
+    /// # Errors
+    /// As [`new`](FrameSink::new).
+    pub fn new_with(
+        appsrc: gst_app::AppSrc,
+        first: &Frame,
+        config: SinkConfig,
+    ) -> Result<FrameSink, GstEncodeError> {
         bus::init()?;
         let name = appsrc.name().to_string();
-        let mut sink = FrameSink::configure(appsrc, first, SinkConfig::default(), name)?;
-        sink.bus = top(sink.appsrc.upcast_ref()).and_then(|p| p.bus());
-        Ok(sink)
+        FrameSink::configure(appsrc, first, config, name)
     }
 
     fn configure(
@@ -380,7 +393,7 @@ impl FrameSink {
                 match bus
                     .timed_pop_filtered(timeout, &[gst::MessageType::Eos, gst::MessageType::Error])
                 {
-                    Some(msg) => bus::from_message(&msg).map_or(Ok(()), Err),
+                    Some(msg) => bus::error_of(&msg).map_or(Ok(()), Err),
                     None => Err(GstEncodeError::EosTimeout {
                         pipeline: self.description.clone(),
                         waited,
@@ -394,15 +407,6 @@ impl FrameSink {
         self.stop();
         result.map(|()| self.stats())
     }
-}
-
-/// The outermost bin `element` is in.
-fn top(element: &gst::Element) -> Option<gst::Element> {
-    let mut at = element.parent()?.downcast::<gst::Element>().ok()?;
-    while let Some(up) = at.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
-        at = up;
-    }
-    Some(at)
 }
 
 impl Drop for FrameSink {
