@@ -72,6 +72,20 @@ impl JpegEncoder {
         self.quality
     }
 
+    /// Compresses at `quality` (1..=100) from now on, keeping its buffers.
+    ///
+    /// # Errors
+    /// [`JpegError::Quality`] outside 1..=100 (the quality is then
+    /// unchanged), [`JpegError::Turbo`].
+    pub fn set_quality(&mut self, quality: u8) -> Result<(), JpegError> {
+        let quality = check_quality(i64::from(quality))?;
+        if quality != self.quality {
+            self.compressor.set_quality(i32::from(quality))?;
+            self.quality = quality;
+        }
+        Ok(())
+    }
+
     /// The JPEG of `frame`, its YCbCr read with its
     /// [`color_spec`](Frame::color_spec); valid until the next call.
     ///

@@ -279,6 +279,14 @@ fn bad_quality_is_a_typed_error() {
         assert!(matches!(e, JpegError::Quality { quality } if quality == i64::from(q)));
         assert!(e.to_string().contains(&q.to_string()), "{e}");
     }
+    let mut enc = JpegEncoder::new(50).expect("encoder");
+    assert!(matches!(
+        enc.set_quality(0),
+        Err(JpegError::Quality { quality: 0 })
+    ));
+    assert_eq!(enc.quality(), 50, "unchanged by a refusal");
+    enc.set_quality(90).expect("in range");
+    assert_eq!(enc.quality(), 90);
     assert!(matches!(
         check_quality(-3),
         Err(JpegError::Quality { quality: -3 })
