@@ -131,7 +131,14 @@ fn copy_mode_copies_and_counts_for_a_pipeline_that_holds_frames() {
 #[test]
 fn the_buffer_is_the_frames_own_memory() {
     let _serial = serial();
-    let mut src = pattern("NV12", 3);
+    // NV12 in one memfd, NV12M in two: one GstMemory per plane either way.
+    for name in ["NV12", "NV12M"] {
+        own_memory(name);
+    }
+}
+
+fn own_memory(name: &str) {
+    let mut src = pattern(name, 3);
     let first = next(&mut src);
     let mut sink = FrameSink::launch(
         "appsink name=out sync=false enable-last-sample=false",
@@ -169,6 +176,26 @@ fn the_buffer_is_the_frames_own_memory() {
     drop((out, sink));
     let all: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
     assert_eq!(all.len(), 3, "every buffer back at the source");
+}
+
+#[test]
+fn jpegenc_makes_one_jpeg_per_frame() {
+    let _serial = serial();
+    assert_eq!(find(Codec::Mjpeg).as_deref(), Some("jpegenc"));
+    let mut src = pattern("YUYV", 3);
+    let first = next(&mut src);
+    let config = EncoderConfig::new(Codec::Mjpeg);
+    let mut enc = GstVideoEncoder::open("jpegenc", &config, &first).expect("opens");
+    let mut packets = enc.encode(first).expect("encodes");
+    for _ in 1..5 {
+        packets.extend(enc.encode(next(&mut src)).expect("encodes"));
+    }
+    packets.extend(enc.finish().expect("drains"));
+    assert_eq!(packets.len(), 5);
+    assert!(packets
+        .iter()
+        .all(|p| p.keyframe && p.data.starts_with(&[0xff, 0xd8])));
+    assert_eq!(enc.describe(), "jpegenc (GStreamer)");
 }
 
 #[test]
