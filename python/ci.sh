@@ -12,7 +12,7 @@
 #   bash python/ci.sh --bench    # host + lab + the lab benchmark (docs/benchmarks.md)
 #
 # Runs as root on a fresh machine without stdin: creates python/.venv and
-# installs pip, maturin, numpy, pytest and jax (CPU; the real DLPack consumer
+# installs pip, maturin, numpy, pytest, Pillow (test_jpeg.py) and jax (CPU; the real DLPack consumer
 # of tests/host/test_jax.py, host only: the guest has no jax) into it, and
 # examples/model-env's LiteRT, BlazeFace models and test image (host only).
 set -euo pipefail
@@ -29,7 +29,7 @@ step() { printf '\n=== python: %s (%s)\n' "$1" "$(date +%T)"; }
 step "venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip
-"$venv/bin/pip" install -q "maturin>=1.5,<2" "numpy>=1.22" pytest
+"$venv/bin/pip" install -q "maturin>=1.5,<2" "numpy>=1.22" pytest pillow
 # Pinned: test_jax.py asserts what this jax does (64-byte alignment for a
 # zero-copy import, legacy capsules only).
 "$venv/bin/pip" install -q "jax==0.10.2" "jaxlib==0.10.2"
