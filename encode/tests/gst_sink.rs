@@ -152,9 +152,12 @@ fn own_memory(name: &str) {
         .expect("the appsink");
     let (luma, chroma) = {
         let t = first.tensor();
-        let l = t.plane(0).unwrap().map_read().unwrap().as_ptr() as usize;
-        let c = t.plane(1).unwrap().map_read().unwrap().as_ptr() as usize;
-        (l, c)
+        let at = |i| {
+            let plane = t.plane(i).expect("a plane");
+            let map = plane.map_read().expect("mapped");
+            map.as_ptr() as usize
+        };
+        (at(0), at(1))
     };
     sink.push(first).expect("pushed");
     let sample = out
@@ -162,7 +165,13 @@ fn own_memory(name: &str) {
         .expect("a sample");
     let buffer = sample.buffer().expect("a buffer");
     assert_eq!(buffer.n_memory(), 2, "one memory per plane");
-    let ptr = |i: usize| buffer.peek_memory(i).map_readable().unwrap().as_ptr() as usize;
+    let ptr = |i: usize| {
+        buffer
+            .peek_memory(i)
+            .map_readable()
+            .expect("mapped")
+            .as_ptr() as usize
+    };
     assert_eq!(
         (ptr(0), ptr(1)),
         (luma, chroma),
