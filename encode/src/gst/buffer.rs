@@ -89,14 +89,18 @@ impl Picture {
 /// A frame's lease while GStreamer holds its planes: dropped (and the frame
 /// with it) when the last plane memory is freed.
 struct Lease {
-    frame: Frame,
+    /// `Some` until the drop gives it back.
+    frame: Option<Frame>,
     outstanding: Arc<AtomicU64>,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if let Some(frame) = self.frame.take() {
+            log::trace!("GStreamer freed frame {}", frame.sequence());
+            frame.release(); // back at the source before it is counted back
+        }
         self.outstanding.fetch_sub(1, Ordering::AcqRel);
-        log::trace!("GStreamer freed frame {}", self.frame.sequence());
     }
 }
 
@@ -119,6 +123,8 @@ pub(crate) struct Made {
     pub buffer: gst::Buffer,
     /// Whether the planes were copied (the frame's lease is already over).
     pub copied: bool,
+    /// The buffer's memories: one per plane.
+    pub planes: usize,
 }
 
 /// One plane of the frame's tensor: its read map and its row layout.
@@ -203,7 +209,12 @@ pub(crate) fn make(
         shape: vec![picture.height as usize, picture.width as usize],
         reason: e.to_string(),
     })?;
-    Ok(Made { buffer, copied })
+    let planes = offsets.len();
+    Ok(Made {
+        buffer,
+        copied,
+        planes,
+    })
 }
 
 /// Each plane's map as a memory of one buffer, each holding the lease.
@@ -214,7 +225,7 @@ fn wrap(
 ) -> (gst::Buffer, Vec<usize>) {
     outstanding.fetch_add(1, Ordering::AcqRel);
     let lease = Arc::new(Lease {
-        frame,
+        frame: Some(frame),
         outstanding: Arc::clone(outstanding),
     });
     let mut buffer = gst::Buffer::new();

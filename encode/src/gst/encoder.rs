@@ -205,7 +205,7 @@ impl GstVideoEncoder {
     fn counts(&self) -> EncodeStats {
         let s = self.sink.stats();
         EncodeStats {
-            imports: s.lent,
+            imports: s.planes_lent,
             copied_frames: s.copied,
             ..self.stats
         }

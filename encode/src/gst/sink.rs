@@ -53,6 +53,8 @@ pub struct SinkStats {
     pub pushed: u64,
     /// Frames whose own buffers were lent to GStreamer (no copy).
     pub lent: u64,
+    /// Planes of those frames, each lent as one `GstMemory`.
+    pub planes_lent: u64,
     /// Frames copied into system memory (see [`SinkConfig::copy`]).
     pub copied: u64,
     /// Frames dropped because the pipeline was not keeping up.
@@ -311,6 +313,7 @@ impl FrameSink {
             log::debug!("frame {sequence} copied into system memory for GStreamer");
         } else {
             self.stats.lent += 1;
+            self.stats.planes_lent += made.planes as u64;
         }
         match self.appsrc.push_buffer(buffer) {
             Ok(_) => {
