@@ -24,8 +24,10 @@
 
 mod buffer;
 mod bus;
+mod config;
 mod encoder;
 mod error;
+mod rate;
 mod sink;
 
 /// The gstreamer-rs crates this module is built on, for callers that make
@@ -33,6 +35,7 @@ mod sink;
 pub use {gstreamer, gstreamer_app};
 
 pub use bus::error_of;
+pub use config::{SinkConfig, SinkStats};
 pub use encoder::{candidates, find, GstVideoEncoder};
 pub use error::GstEncodeError;
-pub use sink::{FrameSink, SinkConfig, SinkStats, SOURCE_NAME};
+pub use sink::{FrameSink, SOURCE_NAME};

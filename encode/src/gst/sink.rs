@@ -10,58 +10,11 @@ use gstreamer_app as gst_app;
 use zerocam_capture::Frame;
 
 use super::buffer::{self, Picture};
+use super::config::{SinkConfig, SinkStats};
 use super::{bus, GstEncodeError};
 
 /// The name of the `appsrc` [`FrameSink::launch`] puts first.
 pub const SOURCE_NAME: &str = "zerocam_src";
-
-/// How a [`FrameSink`] queues and times frames.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SinkConfig {
-    /// The frame rate in the caps, frames per second (buffer times come from
-    /// the frames' own timestamps).
-    pub fps: u32,
-    /// Frames the `appsrc` may queue before a push waits for room.
-    pub max_queued: u32,
-    /// How long a push waits for room before it drops the frame
-    /// ([`GstEncodeError::NotKeepingUp`]).
-    pub wait: Duration,
-    /// Copy every frame into system memory (its lease ends at once) instead
-    /// of lending the frame's own buffer until GStreamer frees it: for
-    /// sources with few buffers feeding pipelines that hold many. Counted.
-    pub copy: bool,
-    /// How long [`FrameSink::finish`] waits for end-of-stream.
-    pub eos_wait: Duration,
-}
-
-impl Default for SinkConfig {
-    fn default() -> SinkConfig {
-        SinkConfig {
-            fps: 30,
-            max_queued: 2,
-            wait: Duration::from_secs(2),
-            copy: false,
-            eos_wait: Duration::from_secs(30),
-        }
-    }
-}
-
-/// What a [`FrameSink`] has done, counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SinkStats {
-    /// Frames pushed into the pipeline.
-    pub pushed: u64,
-    /// Frames whose own buffers were lent to GStreamer (no copy).
-    pub lent: u64,
-    /// Planes of those frames, each lent as one `GstMemory`.
-    pub planes_lent: u64,
-    /// Frames copied into system memory (see [`SinkConfig::copy`]).
-    pub copied: u64,
-    /// Frames dropped because the pipeline was not keeping up.
-    pub dropped: u64,
-    /// Frames GStreamer still holds (their leases not yet returned).
-    pub outstanding: u64,
-}
 
 /// An `appsrc` that takes zerocam [`Frame`]s: each frame's planes become the
 /// memories of a `GstBuffer` without a copy, and the frame goes back to its
