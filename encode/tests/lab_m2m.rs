@@ -23,7 +23,11 @@ use zerocam_test_support::lab::{fd_count, fd_list, lock};
 use zerocam_test_support::vivid::format;
 
 const W: u32 = 640; // vicodec's smallest: 640x360
-const H: u32 = 360;
+/// vicodec codes heights in multiples of 16 (360 is coded as 368): frames
+/// of such a height (vivid's 640x480) import as they are; 360 is copied
+/// into padded buffers (the forced-copy and pattern tests take it).
+const H: u32 = 480;
+const H_UNALIGNED: u32 = 360;
 const WAIT: Duration = Duration::from_secs(10);
 /// Frames decoded and compared at the start of each run.
 const CHECKED: usize = 20;
@@ -98,6 +102,7 @@ struct Run {
 fn run(source: &mut dyn FrameSource, n: u64, config: impl FnOnce(&mut M2mConfig)) -> Run {
     let enc_path = vicodec("ZEROCAM_LAB_VICODEC_ENC");
     let dec_path = vicodec("ZEROCAM_LAB_VICODEC_DEC");
+    let height = source.stream_format().height;
     let first = source.next_frame(WAIT).unwrap();
     let mut c = M2mConfig::new(zerocam_capture::FourCc(*b"FWHT"));
     config(&mut c);
@@ -108,7 +113,7 @@ fn run(source: &mut dyn FrameSource, n: u64, config: impl FnOnce(&mut M2mConfig)
         zerocam_capture::FourCc(*b"FWHT"),
         zerocam_capture::FourCc(*b"NV12"),
         W,
-        H,
+        height,
     )
     .unwrap();
     let mut refs: HashMap<u64, (Vec<u8>, Vec<u8>)> = HashMap::new();
@@ -125,14 +130,14 @@ fn run(source: &mut dyn FrameSource, n: u64, config: impl FnOnce(&mut M2mConfig)
                 continue;
             };
             let bpl = p.bytes_per_line as usize;
-            let (w, h) = (W as usize, H as usize);
+            let (w, h) = (W as usize, height as usize);
             let mut dy = Vec::with_capacity(w * h);
             for r in 0..h {
                 dy.extend_from_slice(&p.data[r * bpl..r * bpl + w]);
             }
             let mut duv = Vec::with_capacity(w * h / 2);
             for r in 0..h / 2 {
-                let o = bpl * h + r * bpl;
+                let o = bpl * p.height as usize + r * bpl;
                 duv.extend_from_slice(&p.data[o..o + w]);
             }
             scores.y = scores.y.min(psnr(&y, &dy));
@@ -191,10 +196,10 @@ fn run(source: &mut dyn FrameSource, n: u64, config: impl FnOnce(&mut M2mConfig)
     }
 }
 
-fn vivid(path: &str, name: &str, mode: BufferMode) -> Stream {
+fn vivid(path: &str, name: &str, mode: BufferMode, height: u32) -> Stream {
     let mut d = Device::open(path).unwrap();
     d.set_menu("Test Pattern", "75% Colorbar").unwrap();
-    d.set_format(format(name), W, H).unwrap();
+    d.set_format(format(name), W, height).unwrap();
     d.set_frame_rate(60.0).unwrap();
     let config = StreamConfig {
         mode,
@@ -206,7 +211,7 @@ fn vivid(path: &str, name: &str, mode: BufferMode) -> Stream {
 }
 
 fn check(path: &str, name: &str, mode: BufferMode, n: u64) {
-    let mut s = vivid(path, name, mode);
+    let mut s = vivid(path, name, mode, H);
     let r = run(&mut s, n, |_| {});
     let st = s.stats();
     println!(
@@ -245,27 +250,27 @@ fn nv12_single_planar_mmap_is_imported_once_per_buffer() {
 #[test]
 fn nv12_single_planar_dmabuf_pool_is_imported_once_per_buffer() {
     let _l = lock();
-    check("/dev/video0", "NV12", BufferMode::DmaBuf, 300);
+    check("/dev/video0", "NV12", BufferMode::DmaBuf, 200);
 }
 
 #[test]
 fn nv12_multi_planar_api_both_modes() {
     let _l = lock();
-    check("/dev/video1", "NV12", BufferMode::Mmap, 300);
-    check("/dev/video1", "NV12", BufferMode::DmaBuf, 300);
+    check("/dev/video1", "NV12", BufferMode::Mmap, 200);
+    check("/dev/video1", "NV12", BufferMode::DmaBuf, 200);
 }
 
 #[test]
 fn nv12m_both_modes() {
     let _l = lock();
-    check("/dev/video1", "NV12M", BufferMode::Mmap, 300);
-    check("/dev/video1", "NV12M", BufferMode::DmaBuf, 300);
+    check("/dev/video1", "NV12M", BufferMode::Mmap, 200);
+    check("/dev/video1", "NV12M", BufferMode::DmaBuf, 200);
 }
 
 #[test]
 fn forced_copy_copies_every_frame() {
     let _l = lock();
-    let mut s = vivid("/dev/video0", "NV12", BufferMode::Mmap);
+    let mut s = vivid("/dev/video0", "NV12", BufferMode::Mmap, H_UNALIGNED);
     let r = run(&mut s, 100, |c| c.force_copy = true);
     println!("forced copy: {r:?}");
     assert_eq!(r.memory, OutputMemory::Copy);
@@ -276,7 +281,7 @@ fn forced_copy_copies_every_frame() {
 #[test]
 fn pattern_frames_without_a_dmabuf_are_copied() {
     let _l = lock();
-    let mut s = PatternSource::new(PatternConfig::new(format("NV12"), W, H)).unwrap();
+    let mut s = PatternSource::new(PatternConfig::new(format("NV12"), W, H_UNALIGNED)).unwrap();
     let r = run(&mut s, 60, |_| {});
     println!("pattern source: {r:?}");
     assert_eq!(r.memory, OutputMemory::Copy);

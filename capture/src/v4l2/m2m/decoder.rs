@@ -11,7 +11,7 @@ use super::error::{on, M2mError};
 use super::layout::DriverLayout;
 use super::mmap_queue::MmapQueue;
 use super::node::{Node, STEP_TIMEOUT};
-use super::set_format;
+use super::{set_format, FormatWant};
 use crate::v4l2::ioctl::{calls, raw, DqbufError};
 use crate::FourCc;
 
@@ -53,7 +53,18 @@ impl M2mDecoder {
         height: u32,
     ) -> Result<M2mDecoder, M2mError> {
         let node = Node::open(path)?;
-        set_format(&node, node.out_type, codec, width, height, &[], "OUTPUT")?;
+        set_format(
+            &node,
+            node.out_type,
+            &FormatWant {
+                fourcc: codec,
+                width,
+                height,
+                strides: &[],
+                queue: "OUTPUT",
+                check_size: true,
+            },
+        )?;
         let output = MmapQueue::new(&node, node.out_type, "OUTPUT", 4, 1)?;
         node.subscribe(raw::EVENT_SOURCE_CHANGE, "source change")?;
         node.subscribe(raw::EVENT_EOS, "EOS")?;
@@ -148,11 +159,14 @@ impl M2mDecoder {
                 let f = set_format(
                     &self.node,
                     self.node.cap_type,
-                    self.picture,
-                    l.width,
-                    l.height,
-                    &[],
-                    "CAPTURE",
+                    &FormatWant {
+                        fourcc: self.picture,
+                        width: l.width,
+                        height: l.height,
+                        strides: &[],
+                        queue: "CAPTURE",
+                        check_size: true,
+                    },
                 )?;
                 let layout = DriverLayout::of(&f).ok_or_else(|| {
                     M2mError::ioctl(&self.node.path, "VIDIOC_S_FMT", nix::errno::Errno::EINVAL)

@@ -14,7 +14,7 @@ use super::layout::{DriverLayout, InputLayout};
 use super::mmap_queue::{request, MmapQueue};
 use super::node::{Node, STEP_TIMEOUT};
 use super::output_queue::{OutputMemory, OutputQueue};
-use super::{set_format, M2mConfig, M2mStats, Packet};
+use super::{set_format, FormatWant, M2mConfig, M2mStats, Packet};
 use crate::v4l2::ioctl::{calls, raw, DqbufError};
 use crate::{FourCc, Frame};
 
@@ -74,11 +74,14 @@ impl M2mEncoder {
         set_format(
             &node,
             node.cap_type,
-            config.codec,
-            input.width,
-            input.height,
-            &[],
-            "CAPTURE",
+            &FormatWant {
+                fourcc: config.codec,
+                width: input.width,
+                height: input.height,
+                strides: &[],
+                queue: "CAPTURE",
+                check_size: false,
+            },
         )?;
         let raw_offered = node.formats(node.out_type)?;
         let exact = input.fourcc(input.buffers);
@@ -100,13 +103,19 @@ impl M2mEncoder {
         let f = set_format(
             &node,
             node.out_type,
-            fourcc,
-            input.width,
-            input.height,
-            &strides,
-            "OUTPUT",
+            &FormatWant {
+                fourcc,
+                width: input.width,
+                height: input.height,
+                strides: &strides,
+                queue: "OUTPUT",
+                check_size: true,
+            },
         )?;
         let layout = DriverLayout::of(&f).ok_or_else(|| bad("no OUTPUT format reply".into()))?;
+        if (layout.width, layout.height) != (input.width, input.height) {
+            crop(&node, input.width, input.height, &layout);
+        }
         let mut why_copy = if config.force_copy {
             Some("copy mode forced by the configuration".to_string())
         } else {
@@ -402,6 +411,29 @@ impl M2mEncoder {
                 return Ok(false);
             }
         }
+    }
+}
+
+/// Sets the OUTPUT crop (the visible picture) to `width`x`height` inside the
+/// coded size the driver padded to; a driver without it is logged (the
+/// stream then codes the padding too).
+fn crop(node: &Node, width: u32, height: u32, coded: &DriverLayout) {
+    match calls::s_crop(node.fd(), node.out_type, width, height) {
+        Ok(set) => log::debug!(
+            "{}: coded {}x{}, visible {}x{}",
+            node.path.display(),
+            coded.width,
+            coded.height,
+            set.0,
+            set.1
+        ),
+        Err(e) => log::warn!(
+            "{}: coded {}x{} for a {width}x{height} picture and no crop ({}): the padding is coded too",
+            node.path.display(),
+            coded.width,
+            coded.height,
+            e.errno()
+        ),
     }
 }
 

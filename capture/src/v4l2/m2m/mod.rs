@@ -143,16 +143,23 @@ fn video_nodes() -> Vec<PathBuf> {
 
 /// `VIDIOC_S_FMT` of `fourcc` `width`x`height` on queue `type_` (strides per
 /// memory plane where given), checked: another format or size is
-/// [`M2mError::FormatRefused`] naming both.
+/// [`M2mError::FormatRefused`] naming both. An encoder's CAPTURE queue takes
+/// its size from OUTPUT (dev-encoder.rst), so there only the format is
+/// checked (`check_size` false); elsewhere the driver may pad the size to
+/// its alignment (the coded size), never shrink it.
 pub(crate) fn set_format(
     node: &Node,
     type_: u32,
-    fourcc: FourCc,
-    width: u32,
-    height: u32,
-    strides: &[u32],
-    queue: &'static str,
+    want: &FormatWant<'_>,
 ) -> Result<raw::Format, M2mError> {
+    let &FormatWant {
+        fourcc,
+        width,
+        height,
+        strides,
+        queue,
+        check_size,
+    } = want;
     let mut f = node.g_fmt(type_)?;
     if let Some(mut mp) = f.pix_mp() {
         mp.pixelformat = fourcc.to_u32();
@@ -180,7 +187,7 @@ pub(crate) fn set_format(
         .or_else(|| got.pix().map(|p| (p.pixelformat, p.width, p.height)))
         .unwrap_or((0, 0, 0));
     let got_fourcc = FourCc::from_u32(gf);
-    if got_fourcc != fourcc || gw != width || gh != height {
+    if got_fourcc != fourcc || (check_size && (gw < width || gh < height)) {
         return Err(M2mError::FormatRefused {
             path: node.path.clone(),
             queue,
@@ -193,6 +200,19 @@ pub(crate) fn set_format(
         });
     }
     Ok(got)
+}
+
+/// A format to set on a codec queue ([`set_format`]).
+pub(crate) struct FormatWant<'a> {
+    pub fourcc: FourCc,
+    pub width: u32,
+    pub height: u32,
+    /// `bytesperline` per memory plane (none: the driver's choice).
+    pub strides: &'a [u32],
+    /// `OUTPUT` or `CAPTURE`, for errors.
+    pub queue: &'static str,
+    /// Whether the size must come back (at least) as asked.
+    pub check_size: bool,
 }
 
 /// Whether `path` is a memory-to-memory node (for listings).

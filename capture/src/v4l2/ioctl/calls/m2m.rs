@@ -125,3 +125,34 @@ pub fn s_ext_ctrl(fd: BorrowedFd<'_>, id: u32, value: i32) -> Result<(), IoctlEr
     call!(raw::vidioc_s_ext_ctrls, fd, &mut cs)?;
     Ok(())
 }
+
+/// [`VIDIOC_S_SELECTION`](https://docs.kernel.org/userspace-api/media/v4l/vidioc-g-selection.html)
+/// of the crop rectangle `(0, 0, width, height)` of queue `type_` (given
+/// single-planar: the core maps the multi-planar types to them): the
+/// rectangle the driver set.
+#[doc(alias = "VIDIOC_S_SELECTION")]
+pub fn s_crop(
+    fd: BorrowedFd<'_>,
+    type_: u32,
+    width: u32,
+    height: u32,
+) -> Result<(u32, u32), IoctlError> {
+    let type_ = match type_ {
+        raw::BUF_TYPE_VIDEO_OUTPUT_MPLANE => raw::BUF_TYPE_VIDEO_OUTPUT,
+        raw::BUF_TYPE_VIDEO_CAPTURE_MPLANE => raw::BUF_TYPE_VIDEO_CAPTURE,
+        t => t,
+    };
+    let mut s = raw::Selection {
+        type_,
+        target: raw::SEL_TGT_CROP,
+        r: raw::Rect {
+            left: 0,
+            top: 0,
+            width,
+            height,
+        },
+        ..Default::default()
+    };
+    call!(raw::vidioc_s_selection, fd, &mut s)?;
+    Ok((s.r.width, s.r.height))
+}

@@ -29,6 +29,30 @@ pub const CTRL_WHICH_CUR_VAL: u32 = 0;
 pub const CID_MPEG_VIDEO_GOP_SIZE: u32 = 0x0099_0900 + 203;
 pub const CID_MPEG_VIDEO_BITRATE: u32 = 0x0099_0900 + 207;
 
+/// `V4L2_SEL_TGT_CROP`: the visible rectangle of an encoder's OUTPUT picture.
+pub const SEL_TGT_CROP: u32 = 0;
+
+/// `struct v4l2_rect`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rect {
+    pub left: i32,
+    pub top: i32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// `struct v4l2_selection`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selection {
+    pub type_: u32,
+    pub target: u32,
+    pub flags: u32,
+    pub r: Rect,
+    pub reserved: [u32; 9],
+}
+
 /// `struct v4l2_encoder_cmd`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -97,6 +121,7 @@ pub struct ExtControls {
 const _: () = {
     use std::mem::size_of;
     assert!(size_of::<EncoderCmd>() == 40);
+    assert!(size_of::<Selection>() == 64);
     assert!(size_of::<EventSubscription>() == 32);
     assert!(size_of::<Event>() == 136);
     assert!(size_of::<ExtControl>() == 20);
@@ -104,6 +129,7 @@ const _: () = {
 };
 
 nix::ioctl_readwrite!(vidioc_s_ext_ctrls, b'V', 72, ExtControls);
+nix::ioctl_readwrite!(vidioc_s_selection, b'V', 95, Selection);
 nix::ioctl_readwrite!(vidioc_encoder_cmd, b'V', 77, EncoderCmd);
 nix::ioctl_read!(vidioc_dqevent, b'V', 89, Event);
 nix::ioctl_write_ptr!(vidioc_subscribe_event, b'V', 90, EventSubscription);
