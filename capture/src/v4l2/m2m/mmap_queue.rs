@@ -164,3 +164,47 @@ impl MmapQueue {
         Ok(m[offset as usize..bytes_used as usize].to_vec())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use zerocam_tensor::TensorMemory;
+
+    fn queue() -> MmapQueue {
+        let tensor = Tensor::<u8>::new(&[16], Some(TensorMemory::Mem), None).unwrap();
+        {
+            let mut m = tensor.map_write().unwrap();
+            m.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        }
+        MmapQueue {
+            type_: raw::BUF_TYPE_VIDEO_CAPTURE,
+            queue: "CAPTURE",
+            buffers: vec![vec![MappedPlane { tensor, length: 16 }]],
+            queued: vec![false],
+        }
+    }
+
+    #[test]
+    fn reads_are_bounded_by_the_plane_length() {
+        let q = queue();
+        let p = Path::new("/dev/video9");
+        assert_eq!(q.read(p, 0, 2, 5).unwrap(), [2, 3, 4]);
+        assert_eq!(q.read(p, 0, 0, 16).unwrap().len(), 16);
+        let past = q.read(p, 0, 0, 17).unwrap_err();
+        assert!(
+            matches!(
+                past,
+                M2mError::Payload {
+                    bytes: 17,
+                    length: 16,
+                    ..
+                }
+            ),
+            "{past}"
+        );
+        assert!(matches!(q.read(p, 0, 6, 5), Err(M2mError::Payload { .. })));
+        assert!(matches!(q.read(p, 3, 0, 1), Err(M2mError::Ioctl { .. })));
+        assert_eq!(q.free(), Some(0));
+    }
+}
