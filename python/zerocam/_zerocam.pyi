@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import TracebackType
 from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union
 
@@ -437,3 +438,32 @@ class CudaArray:
 
 def cuda_available() -> bool: ...
 def cuda_info() -> Optional[dict[str, Any]]: ...
+
+class Recorder:
+    """Frames into a video file (``.mp4`` or ``.h264``): a hardware H.264
+    encoder when one is present, else OpenH264 in software. A context
+    manager: the end of the block closes the file."""
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        codec: Literal["h264", "hevc", "mjpeg", "fwht"] = "h264",
+        encoder: str = "auto",
+        bitrate: Optional[int] = None,
+        gop: Optional[int] = None,
+        fps: int = 30,
+    ) -> None: ...
+    def write(self, frame: Frame) -> None:
+        """Encodes ``frame``, taking its lease: ``frame`` is released by the call."""
+    def close(self) -> None: ...
+    @property
+    def stats(self) -> dict[str, int]:
+        """frames, samples, bytes, copied_frames, imports, packets, finished."""
+    @property
+    def encoder(self) -> str: ...
+    @property
+    def path(self) -> os.PathLike[str]: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Recorder: ...
+    def __exit__(self, *args: object) -> bool: ...
