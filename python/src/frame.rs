@@ -14,11 +14,13 @@
 //! the frame is recorded when its tensor hands the fd out (`frame_files.rs`).
 //! After `release()`, `frame.planes` and `frame.tensor` raise `Released`.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PySlice, PyTuple};
+use pyo3::types::{PyBytes, PyList, PySlice, PyTuple};
 use zerocam_capture::Frame as RFrame;
+use zerocam_encode::jpeg::{check_quality, JpegEncoder, JpegError};
 use zerocam_tensor::{Access, ColorSpec, PixelFormat, TensorDyn};
 
 use crate::errors::{invalid, released, tensor_err};
@@ -104,6 +106,37 @@ impl Frame {
                 ))
             }
         }
+    }
+}
+
+thread_local! {
+    /// Each thread's JPEG encoder: its scratch planes and output buffer
+    /// serve the next `frame.jpeg()` on the thread without allocating.
+    static JPEG: RefCell<Option<JpegEncoder>> = const { RefCell::new(None) };
+}
+
+/// The JPEG of `frame` at `quality` through this thread's encoder.
+fn jpeg_of(frame: &RFrame, quality: u8) -> Result<Vec<u8>, JpegError> {
+    JPEG.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let enc = match slot.as_mut() {
+            Some(enc) => {
+                enc.set_quality(quality)?;
+                enc
+            }
+            None => slot.insert(JpegEncoder::new(quality)?),
+        };
+        Ok(enc.encode(frame)?.to_vec())
+    })
+}
+
+/// A JPEG failure as the matching Python exception: a bad quality or
+/// format is an `InvalidArgument`, the frame's memory a tensor error.
+fn jpeg_err(e: JpegError) -> PyErr {
+    match e {
+        JpegError::Tensor(e) => tensor_err(e),
+        JpegError::Turbo(_) => crate::errors::Error::new_err(e.to_string()),
+        other => invalid(other.to_string()),
     }
 }
 
@@ -243,6 +276,27 @@ impl Frame {
     fn cuda(slf: &Bound<'_, Self>) -> PyResult<crate::cuda::CudaArray> {
         let tensor = slf.get().tensor_handle()?;
         crate::cuda::map_frame(slf.py(), tensor, slf.clone().into_any().unbind())
+    }
+
+    /// The frame as JPEG bytes at `quality` (1..=100), compressed by
+    /// libjpeg-turbo straight from its YCbCr planes (no RGB pass; NV12 is
+    /// 4:2:0, YUYV/UYVY/NV16 4:2:2) with the GIL released. The samples are
+    /// read with the frame's `color_spec` and written as JFIF's BT.601 full
+    /// range, what every decoder assumes. Raises `InvalidArgument` for a
+    /// quality outside 1..=100 or a format it does not take, `Released`
+    /// after `release()`.
+    #[pyo3(signature = (quality = 85))]
+    fn jpeg<'py>(&self, py: Python<'py>, quality: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let quality = check_quality(quality).map_err(jpeg_err)?;
+        let frame = {
+            let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            let h = held.as_ref().ok_or_else(|| released("the frame"))?;
+            h.frame.clone()
+        };
+        let bytes = py
+            .detach(move || jpeg_of(&frame, quality))
+            .map_err(jpeg_err)?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Whether the frame was released.
