@@ -250,21 +250,21 @@ fn nv12_single_planar_mmap_is_imported_once_per_buffer() {
 #[test]
 fn nv12_single_planar_dmabuf_pool_is_imported_once_per_buffer() {
     let _l = lock();
-    check("/dev/video0", "NV12", BufferMode::DmaBuf, 200);
+    check("/dev/video0", "NV12", BufferMode::DmaBuf, 120);
 }
 
 #[test]
 fn nv12_multi_planar_api_both_modes() {
     let _l = lock();
-    check("/dev/video1", "NV12", BufferMode::Mmap, 200);
-    check("/dev/video1", "NV12", BufferMode::DmaBuf, 200);
+    check("/dev/video1", "NV12", BufferMode::Mmap, 120);
+    check("/dev/video1", "NV12", BufferMode::DmaBuf, 120);
 }
 
 #[test]
 fn nv12m_both_modes() {
     let _l = lock();
-    check("/dev/video1", "NV12M", BufferMode::Mmap, 200);
-    check("/dev/video1", "NV12M", BufferMode::DmaBuf, 200);
+    check("/dev/video1", "NV12M", BufferMode::Mmap, 120);
+    check("/dev/video1", "NV12M", BufferMode::DmaBuf, 120);
 }
 
 #[test]
