@@ -8,18 +8,38 @@ const SHIFT: u32 = 16;
 /// Coefficients smaller than this are zero (float noise of `F · M`).
 const EPSILON: f32 = 1e-4;
 
-/// 256 entries, one per 8-bit sample.
-pub(crate) type Lut = [u8; 256];
+/// `s -> clamp((s * mul + add) >> SHIFT)`: one component from itself, in
+/// integer arithmetic the compiler vectorizes (SSE2/AVX2, NEON), where a
+/// table lookup per sample would not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Affine {
+    mul: i32,
+    add: i32,
+}
 
-/// The tables mapping 8-bit source samples to JFIF's BT.601 full range.
+impl Affine {
+    /// Samples as they are.
+    pub(crate) const IDENTITY: Affine = Affine {
+        mul: 1 << SHIFT,
+        add: 0,
+    };
+
+    /// The sample `s` through it.
+    #[inline(always)]
+    pub(crate) fn apply(self, s: u8) -> u8 {
+        ((i32::from(s) * self.mul + self.add) >> SHIFT).clamp(0, 255) as u8
+    }
+}
+
+/// The transforms to JFIF's colour.
 #[derive(Debug, Clone)]
 pub(crate) enum Transform {
     /// The source already is BT.601 full range: samples are copied as they
     /// are (and the luma plane is handed to libjpeg-turbo in place).
     Identity,
-    /// Each component from itself (BT.601 limited range: a range expansion),
-    /// one table each for Y, Cb, Cr.
-    Separate(Box<[Lut; 3]>),
+    /// Each component from itself (BT.601 limited range: a range
+    /// expansion): Y, Cb, Cr.
+    Separate([Affine; 3]),
     /// Y from Y, Cb and Cr; Cb and Cr from both chroma samples (BT.709
     /// sources: another matrix).
     Mixed(Box<Mixed>),
@@ -36,17 +56,6 @@ pub(crate) struct Mixed {
     /// Cr' = (cr[0][Cb] + cr[1][Cr]) >> SHIFT.
     pub cr: [[i32; 256]; 2],
 }
-
-/// The identity table.
-pub(crate) const IDENTITY: Lut = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = i as u8;
-        i += 1;
-    }
-    t
-};
 
 /// A fixed-point sum back to a clamped 8-bit sample.
 #[inline]
@@ -75,8 +84,12 @@ impl Transform {
         // + 0.5: round to nearest on the shift.
         let (y0, cb0, cr1) = (table(0, 0, 0.5), table(1, 1, 128.5), table(2, 2, 128.5));
         if separate {
-            let lut = |t: &[i32; 256]| -> Lut { std::array::from_fn(|s| clamp(t[s])) };
-            return Transform::Separate(Box::new([lut(&y0), lut(&cb0), lut(&cr1)]));
+            // 255 * t * (s/255 - off) + bias = t * s + (bias - 255 * t * off).
+            let affine = |i: usize, bias: f32| Affine {
+                mul: (t[i][i] * one).round() as i32,
+                add: ((bias - 255.0 * t[i][i] * off[i]) * one).round() as i32,
+            };
+            return Transform::Separate([affine(0, 0.5), affine(1, 128.5), affine(2, 128.5)]);
         }
         Transform::Mixed(Box::new(Mixed {
             y: [y0, table(0, 1, 0.0), table(0, 2, 0.0)],
@@ -85,13 +98,13 @@ impl Transform {
         }))
     }
 
-    /// The per-component tables a gathering pass applies: the transform's
+    /// The per-component maps a gathering pass applies: the transform's
     /// own when separate, the identity otherwise (a mixed transform runs
     /// after the gathering, on the raw samples).
-    pub(crate) fn luts(&self) -> [&Lut; 3] {
+    pub(crate) fn affines(&self) -> [Affine; 3] {
         match self {
-            Transform::Separate(l) => [&l[0], &l[1], &l[2]],
-            _ => [&IDENTITY; 3],
+            Transform::Separate(a) => *a,
+            _ => [Affine::IDENTITY; 3],
         }
     }
 }
@@ -131,7 +144,7 @@ mod tests {
     fn apply(t: &Transform, [y, cb, cr]: [u8; 3]) -> [u8; 3] {
         match t {
             Transform::Identity => [y, cb, cr],
-            Transform::Separate(l) => [l[0][y as usize], l[1][cb as usize], l[2][cr as usize]],
+            Transform::Separate(a) => [a[0].apply(y), a[1].apply(cb), a[2].apply(cr)],
             Transform::Mixed(m) => {
                 let (y, cb, cr) = (y as usize, cb as usize, cr as usize);
                 [

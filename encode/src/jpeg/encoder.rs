@@ -218,7 +218,7 @@ impl JpegEncoder {
             .as_ref()
             .map_or(&Transform::Identity, |(_, t)| t);
         let d = src.dims();
-        let [ly, lcb, lcr] = transform.luts();
+        let [ly, lcb, lcr] = transform.affines();
         src.gather_chroma(&mut self.cb, &mut self.cr, [lcb, lcr]);
         let in_place = match transform {
             Transform::Identity => src.luma_in_place(),

@@ -6,7 +6,7 @@
 
 use turbojpeg::Subsamp;
 
-use super::color::{clamp, Lut, Mixed};
+use super::color::{clamp, Affine, Mixed};
 use super::JpegError;
 
 /// One plane of 8-bit samples: `rows` rows of `width` samples, `stride`
@@ -159,7 +159,7 @@ impl Source<'_> {
 
     /// Writes the padded luma plane into `out` (rows `luma_width` apart)
     /// through `lut`.
-    pub(crate) fn gather_luma(&self, out: &mut Vec<u8>, lut: &Lut) {
+    pub(crate) fn gather_luma(&self, out: &mut Vec<u8>, lut: Affine) {
         let d = self.dims();
         resize(out, d.luma_width * d.luma_rows);
         for (r, dst) in out.chunks_exact_mut(d.luma_width).enumerate() {
@@ -167,16 +167,15 @@ impl Source<'_> {
             match self.layout {
                 Layout::Planar { y, .. } | Layout::SemiPlanar { y, .. } => {
                     for (d, &s) in body.iter_mut().zip(y.row(r)) {
-                        *d = lut[s as usize];
+                        *d = lut.apply(s);
                     }
                 }
                 Layout::Packed { plane, order } => {
                     let row = plane.row(r);
-                    for (pair, g) in body.chunks_mut(2).zip(row.chunks_exact(4)) {
-                        pair[0] = lut[g[order[0]] as usize];
-                        if let Some(p) = pair.get_mut(1) {
-                            *p = lut[g[order[2]] as usize];
-                        }
+                    if order[0] == 0 {
+                        pick_luma::<0, 2>(body, row, lut);
+                    } else {
+                        pick_luma::<1, 3>(body, row, lut);
                     }
                 }
             }
@@ -188,7 +187,7 @@ impl Source<'_> {
 
     /// Writes the padded Cb and Cr planes into `cb` and `cr` (rows
     /// `chroma_width` apart) through `luts`.
-    pub(crate) fn gather_chroma(&self, cb: &mut Vec<u8>, cr: &mut Vec<u8>, luts: [&Lut; 2]) {
+    pub(crate) fn gather_chroma(&self, cb: &mut Vec<u8>, cr: &mut Vec<u8>, luts: [Affine; 2]) {
         let d = self.dims();
         let n = d.chroma_width * d.chroma_rows;
         resize(cb, n);
@@ -197,39 +196,29 @@ impl Source<'_> {
             .chunks_exact_mut(d.chroma_width)
             .zip(cr.chunks_exact_mut(d.chroma_width));
         for (r, (cb, cr)) in rows.enumerate() {
-            // Samples per row actually present, and the chroma at `k` of `row`.
-            let (have, row, at): (usize, &[u8], [usize; 2]) = match self.layout {
+            let full = match self.layout {
                 Layout::Planar { cb: pb, cr: pr, .. } => {
                     let (rb, rr) = (pb.row(r), pr.row(r));
                     let have = rb.len().min(rr.len());
                     for (k, (b, c)) in cb.iter_mut().zip(cr.iter_mut()).enumerate() {
                         let k = k.min(have - 1);
-                        *b = luts[0][rb[k] as usize];
-                        *c = luts[1][rr[k] as usize];
+                        *b = luts[0].apply(rb[k]);
+                        *c = luts[1].apply(rr[k]);
                     }
                     continue;
                 }
-                Layout::SemiPlanar { cbcr, .. } => (cbcr.width / 2, cbcr.row(r), [0, 1]),
-                Layout::Packed { plane, order } => (
-                    plane.width / 4,
-                    plane.row(r * self.vsub),
-                    [order[1], order[3]],
-                ),
+                Layout::SemiPlanar { cbcr, .. } => split::<2, 0, 1>(cbcr.row(r), cb, cr, luts),
+                Layout::Packed { plane, order } if order[0] == 0 => {
+                    split::<4, 1, 3>(plane.row(r * self.vsub), cb, cr, luts)
+                }
+                Layout::Packed { plane, .. } => {
+                    split::<4, 0, 2>(plane.row(r * self.vsub), cb, cr, luts)
+                }
             };
-            let step = if matches!(self.layout, Layout::Packed { .. }) {
-                4
-            } else {
-                2
-            };
-            let full = have.min(d.chroma_width);
-            let groups = row.chunks_exact(step).take(full);
-            for ((g, b), c) in groups.zip(cb.iter_mut()).zip(cr.iter_mut()) {
-                *b = luts[0][g[at[0]] as usize];
-                *c = luts[1][g[at[1]] as usize];
-            }
             // An odd width: the last column repeats (neutral when none).
             let last = full.checked_sub(1);
-            let (lb, lc) = last.map_or((luts[0][128], luts[1][128]), |k| (cb[k], cr[k]));
+            let (lb, lc) =
+                last.map_or((luts[0].apply(128), luts[1].apply(128)), |k| (cb[k], cr[k]));
             cb[full..].fill(lb);
             cr[full..].fill(lc);
         }
@@ -255,6 +244,35 @@ pub(crate) fn mix(m: &Mixed, d: Dims, vsub: usize, y: &mut [u8], cb: &mut [u8], 
         *b = clamp(m.cb[0][ob] + m.cb[1][oc]);
         *c = clamp(m.cr[0][ob] + m.cr[1][oc]);
     }
+}
+
+/// Luma of a packed 4:2:2 row (groups of 4 bytes, Y at `Y0` and `Y1`)
+/// into `body` through `a`.
+#[inline]
+fn pick_luma<const Y0: usize, const Y1: usize>(body: &mut [u8], row: &[u8], a: Affine) {
+    for (pair, g) in body.chunks_exact_mut(2).zip(row.chunks_exact(4)) {
+        pair[0] = a.apply(g[Y0]);
+        pair[1] = a.apply(g[Y1]);
+    }
+}
+
+/// Chroma of a row of `STEP`-byte groups, Cb at `B` and Cr at `C`, into
+/// `cb` and `cr` through `a`; returns the samples written (the groups the
+/// row has, at most the planes' width).
+#[inline]
+fn split<const STEP: usize, const B: usize, const C: usize>(
+    row: &[u8],
+    cb: &mut [u8],
+    cr: &mut [u8],
+    a: [Affine; 2],
+) -> usize {
+    let groups = row.chunks_exact(STEP);
+    let n = groups.len().min(cb.len()).min(cr.len());
+    for ((g, b), c) in groups.zip(cb.iter_mut()).zip(cr.iter_mut()) {
+        *b = a[0].apply(g[B]);
+        *c = a[1].apply(g[C]);
+    }
+    n
 }
 
 /// `v.len() == n`, growing the allocation only when it is too small.
