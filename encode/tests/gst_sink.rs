@@ -94,6 +94,7 @@ fn thirty_frames_into_an_mp4_lend_every_buffer_and_get_it_back() {
     // The pattern's frames are memfd-backed: lent as they are, never copied.
     assert_eq!((stats.lent, stats.copied, stats.dropped), (30, 0, 0));
     assert_eq!(stats.outstanding, 0, "every lease back after EOS");
+    assert_eq!(stats.taken_back, 0, "GStreamer freed every buffer itself");
     assert_eq!(ffprobe_frames(&path), 30);
     // Every buffer is the source's again.
     let held: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
@@ -179,9 +180,10 @@ fn own_memory(name: &str) {
     );
     assert_eq!(sink.stats().outstanding, 1, "the sample holds the frame");
     drop(sample);
-    // The appsink keeps its preroll buffer and its last pulled sample
-    // until it is disposed: the lease comes back with the pipeline.
-    sink.finish().expect("EOS");
+    // The appsink keeps its last pulled sample until it is disposed, even
+    // stopped: the sink takes that lease back when it stops.
+    let stats = sink.finish().expect("EOS");
+    assert_eq!((stats.outstanding, stats.taken_back), (0, 1));
     drop((out, sink));
     let all: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
     assert_eq!(all.len(), 3, "every buffer back at the source");
@@ -248,6 +250,9 @@ fn a_pipeline_that_cannot_take_the_format_is_not_negotiated() {
         "{error}"
     );
     assert!(error.to_string().contains("not-negotiated"), "{error}");
+    drop(sink);
+    let all: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
+    assert_eq!(all.len(), 3, "every buffer back after the error");
 }
 
 #[test]

@@ -5,7 +5,6 @@
 //! memory. Frames whose planes cannot be described, or when the sink is
 //! told not to hold frames, are copied into system memory and counted.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use gstreamer as gst;
@@ -13,6 +12,7 @@ use gstreamer_video as gst_video;
 use zerocam_capture::Frame;
 use zerocam_tensor::{PixelFormat, ReadOnly, Tensor, TensorMap};
 
+use super::lease::{Lease, Leases};
 use super::GstEncodeError;
 
 /// GStreamer's name of a frame's pixel format; `None` for formats GStreamer
@@ -86,24 +86,6 @@ impl Picture {
     }
 }
 
-/// A frame's lease while GStreamer holds its planes: dropped (and the frame
-/// with it) when the last plane memory is freed.
-struct Lease {
-    /// `Some` until the drop gives it back.
-    frame: Option<Frame>,
-    outstanding: Arc<AtomicU64>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if let Some(frame) = self.frame.take() {
-            log::trace!("GStreamer freed frame {}", frame.sequence());
-            frame.release(); // back at the source before it is counted back
-        }
-        self.outstanding.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// One plane's read map and a share of the lease; the map ends (dma-buf
 /// sync END) before the lease does.
 struct PlaneHold {
@@ -168,14 +150,14 @@ fn planes_of(frame: &Frame) -> Result<Vec<Plane>, GstEncodeError> {
         .collect()
 }
 
-/// `frame` as a buffer of `picture`: its planes wrapped (the lease counted
-/// in `outstanding` until GStreamer frees them), or copied when `copy` is
+/// `frame` as a buffer of `picture`: its planes wrapped (the frame lent,
+/// counted in `leases` until GStreamer frees them), or copied when `copy` is
 /// set or a plane's stride is not one GStreamer can carry.
 pub(crate) fn make(
     frame: Frame,
     picture: Picture,
     copy: bool,
-    outstanding: &Arc<AtomicU64>,
+    leases: &mut Leases,
 ) -> Result<Made, GstEncodeError> {
     let planes = planes_of(&frame)?;
     let strides: Option<Vec<i32>> = planes
@@ -184,7 +166,7 @@ pub(crate) fn make(
         .collect();
     let (mut buffer, offsets, strides, copied) = match strides {
         Some(strides) if !copy => {
-            let (buffer, offsets) = wrap(frame, planes, outstanding);
+            let (buffer, offsets) = wrap(leases.lend(frame), planes);
             (buffer, offsets, strides, false)
         }
         _ => {
@@ -218,16 +200,7 @@ pub(crate) fn make(
 }
 
 /// Each plane's map as a memory of one buffer, each holding the lease.
-fn wrap(
-    frame: Frame,
-    planes: Vec<Plane>,
-    outstanding: &Arc<AtomicU64>,
-) -> (gst::Buffer, Vec<usize>) {
-    outstanding.fetch_add(1, Ordering::AcqRel);
-    let lease = Arc::new(Lease {
-        frame: Some(frame),
-        outstanding: Arc::clone(outstanding),
-    });
+fn wrap(lease: Arc<Lease>, planes: Vec<Plane>) -> (gst::Buffer, Vec<usize>) {
     let mut buffer = gst::Buffer::new();
     let mut offsets = Vec::with_capacity(planes.len());
     let mut at = 0;

@@ -49,4 +49,8 @@ pub struct SinkStats {
     pub dropped: u64,
     /// Frames GStreamer still holds (their leases not yet returned).
     pub outstanding: u64,
+    /// Frames GStreamer still held when the pipeline the sink made had
+    /// stopped (an element leaked their buffers): their leases were ended
+    /// then, and counted here.
+    pub taken_back: u64,
 }

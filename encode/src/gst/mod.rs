@@ -27,6 +27,7 @@ mod bus;
 mod config;
 mod encoder;
 mod error;
+mod lease;
 mod rate;
 mod sink;
 

@@ -1,7 +1,5 @@
 //! [`FrameSink`]: frames into a GStreamer pipeline through an `appsrc`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gstreamer as gst;
@@ -11,6 +9,7 @@ use zerocam_capture::Frame;
 
 use super::buffer::{self, Picture};
 use super::config::{SinkConfig, SinkStats};
+use super::lease::Leases;
 use super::{bus, GstEncodeError};
 
 /// The name of the `appsrc` [`FrameSink::launch`] puts first.
@@ -42,7 +41,7 @@ pub struct FrameSink {
     /// The first frame's timestamp: buffer time 0.
     base: Option<Duration>,
     stats: SinkStats,
-    outstanding: Arc<AtomicU64>,
+    leases: Leases,
     /// The last pushed buffer's size: what one queued frame is.
     frame_bytes: u64,
     ended: bool,
@@ -163,7 +162,7 @@ impl FrameSink {
             picture,
             base: None,
             stats: SinkStats::default(),
-            outstanding: Arc::new(AtomicU64::new(0)),
+            leases: Leases::default(),
             frame_bytes: 1,
             ended: false,
         })
@@ -200,7 +199,7 @@ impl FrameSink {
     /// The counts so far.
     pub fn stats(&self) -> SinkStats {
         SinkStats {
-            outstanding: self.outstanding.load(Ordering::Acquire),
+            outstanding: self.leases.outstanding(),
             ..self.stats
         }
     }
@@ -218,8 +217,21 @@ impl FrameSink {
     /// Stops a pipeline the sink made (NULL: every buffer it held is freed).
     pub(crate) fn stop(&mut self) {
         self.ended = true;
-        if let Some(p) = &self.owned {
-            let _ = p.set_state(gst::State::Null);
+        let Some(p) = &self.owned else {
+            return;
+        };
+        let _ = p.set_state(gst::State::Null);
+        // Stopped, GStreamer should hold no frame; an element may still keep
+        // a buffer until it is disposed (an appsink's last sample) or leak
+        // one (v4l2videoenc after a failed pool activation, GStreamer 1.26).
+        let taken = self.leases.take_back();
+        if taken > 0 {
+            self.stats.taken_back += taken;
+            log::warn!(
+                "{}: GStreamer still held {taken} frame(s) after stopping (an element kept or \
+                 leaked its buffers); their leases are taken back",
+                self.description
+            );
         }
     }
 
@@ -251,7 +263,7 @@ impl FrameSink {
         let timestamp = frame.timestamp();
         let base = *self.base.get_or_insert(timestamp);
         let sequence = frame.sequence();
-        let made = buffer::make(frame, self.picture, self.config.copy, &self.outstanding)?;
+        let made = buffer::make(frame, self.picture, self.config.copy, &mut self.leases)?;
         let mut buffer = made.buffer;
         self.frame_bytes = buffer.size() as u64;
         if let Some(b) = buffer.get_mut() {
@@ -367,8 +379,6 @@ impl FrameSink {
 
 impl Drop for FrameSink {
     fn drop(&mut self) {
-        if let Some(p) = &self.owned {
-            let _ = p.set_state(gst::State::Null);
-        }
+        self.stop();
     }
 }
