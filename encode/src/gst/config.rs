@@ -41,8 +41,9 @@ pub struct SinkStats {
     pub pushed: u64,
     /// Frames whose own buffers were lent to GStreamer (no copy).
     pub lent: u64,
-    /// Planes of those frames, each lent as one `GstMemory`.
-    pub planes_lent: u64,
+    /// The `GstMemory`s those frames were lent as: one per buffer of a
+    /// frame (one for NV12 in one dma-buf or memfd, two for NV12M).
+    pub memories_lent: u64,
     /// Frames copied into system memory (see [`SinkConfig::copy`]).
     pub copied: u64,
     /// Frames dropped because the pipeline was not keeping up.

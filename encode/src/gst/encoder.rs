@@ -205,7 +205,7 @@ impl GstVideoEncoder {
     fn counts(&self) -> EncodeStats {
         let s = self.sink.stats();
         EncodeStats {
-            imports: s.planes_lent,
+            imports: s.memories_lent,
             copied_frames: s.copied,
             ..self.stats
         }

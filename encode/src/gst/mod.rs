@@ -28,12 +28,13 @@ mod config;
 mod encoder;
 mod error;
 mod lease;
+mod picture;
 mod rate;
 mod sink;
 
 /// The gstreamer-rs crates this module is built on, for callers that make
 /// the `appsrc` [`FrameSink::new`] takes or reach into a pipeline.
-pub use {gstreamer, gstreamer_app};
+pub use {gstreamer, gstreamer_app, gstreamer_video};
 
 pub use bus::error_of;
 pub use config::{SinkConfig, SinkStats};

@@ -7,9 +7,10 @@ use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 use zerocam_capture::Frame;
 
-use super::buffer::{self, Picture};
+use super::buffer;
 use super::config::{SinkConfig, SinkStats};
 use super::lease::Leases;
+use super::picture::Picture;
 use super::{bus, GstEncodeError};
 
 /// The name of the `appsrc` [`FrameSink::launch`] puts first.
@@ -278,7 +279,7 @@ impl FrameSink {
             log::debug!("frame {sequence} copied into system memory for GStreamer");
         } else {
             self.stats.lent += 1;
-            self.stats.planes_lent += made.planes as u64;
+            self.stats.memories_lent += made.memories as u64;
         }
         match self.appsrc.push_buffer(buffer) {
             Ok(_) => {
