@@ -3,11 +3,11 @@
 //! - [`FrameSink`]: an `appsrc` that takes [`Frame`](zerocam_capture::Frame)s
 //!   into any pipeline (`FrameSink::launch("x264enc ! mp4mux ! filesink
 //!   location=x.mp4", &first)`, or over an `appsrc` the caller made). Each
-//!   plane of the frame's own buffer (memfd, dma-buf or heap) becomes one
-//!   `GstMemory` over the plane's CPU map, no bytes copied, with a
-//!   `GstVideoMeta` carrying the planes' offsets and strides, under plain
-//!   `video/x-raw` caps. Every plane memory holds a share of the frame: the
-//!   frame goes back to its source when GStreamer frees the last of them.
+//!   buffer of the frame (memfd, dma-buf or heap; one for NV12, two for
+//!   NV12M) becomes one `GstMemory` over its CPU map, no bytes copied, with
+//!   a `GstVideoMeta` carrying the planes' offsets and strides, under plain
+//!   `video/x-raw` caps. Every memory holds a share of the frame: the frame
+//!   goes back to its source when GStreamer frees the last of them.
 //!   [`SinkConfig::copy`] copies instead (counted), for sources with fewer
 //!   buffers than the pipeline holds.
 //! - [`GstVideoEncoder`]: `appsrc ! ELEMENT ! parser ! appsink` as a
