@@ -297,3 +297,28 @@ fn find_names_the_lab_encoder() {
     assert!(zerocam_encode::m2m::find(Codec::Hevc).is_none());
     let _ = Path::new("/");
 }
+
+#[test]
+fn gop_changes_while_streaming_and_a_missing_bitrate_control_is_ignored() {
+    let _l = lock();
+    let mut s = vivid("/dev/video0", "NV12", BufferMode::Mmap, H);
+    let first = s.next_frame(WAIT).unwrap();
+    let c = M2mConfig::new(zerocam_capture::FourCc(*b"FWHT"));
+    let path = vicodec("ZEROCAM_LAB_VICODEC_ENC");
+    let mut enc = M2mVideoEncoder::open_with(&path, Codec::Fwht, c, &first).unwrap();
+    let mut packets = enc.encode(first).unwrap().len();
+    for i in 0..30 {
+        if i == 10 {
+            // vicodec has V4L2_CID_MPEG_VIDEO_GOP_SIZE, and no bit rate control.
+            assert!(
+                enc.inner_mut().set_gop(5).unwrap(),
+                "GOP set while streaming"
+            );
+            assert!(!enc.inner_mut().set_bitrate(1_000_000).unwrap(), "ignored");
+        }
+        packets += enc.encode(s.next_frame(WAIT).unwrap()).unwrap().len();
+    }
+    packets += enc.finish().unwrap().len();
+    assert_eq!(packets, 31);
+    assert_eq!(enc.stats().copied_frames, 0);
+}
