@@ -16,9 +16,13 @@ use super::{bus, GstEncodeError};
 /// The name of the `appsrc` [`FrameSink::launch`] puts first.
 pub const SOURCE_NAME: &str = "zerocam_src";
 
-/// An `appsrc` that takes zerocam [`Frame`]s: each frame's planes become the
+/// An `appsrc` that takes zerocam [`Frame`]s: each frame's buffers become the
 /// memories of a `GstBuffer` without a copy, and the frame goes back to its
 /// source when GStreamer frees the buffer. See the [module docs](super).
+///
+/// A pipeline holds as many frames as it holds buffers: `x264enc` keeps tens
+/// for its lookahead unless `tune=zerolatency`, more than a camera has
+/// buffers; there, [`SinkConfig::copy`].
 ///
 /// ```no_run
 /// use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
@@ -26,7 +30,8 @@ pub const SOURCE_NAME: &str = "zerocam_src";
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut src = PatternSource::new(PatternConfig::new(CAPTURE_FORMATS[0], 640, 480))?;
 /// let first = src.next_frame(std::time::Duration::from_secs(1))?;
-/// let mut sink = FrameSink::launch("x264enc ! mp4mux ! filesink location=x.mp4", &first)?;
+/// let pipeline = "x264enc tune=zerolatency ! mp4mux ! filesink location=x.mp4";
+/// let mut sink = FrameSink::launch(pipeline, &first)?;
 /// sink.push(first)?;
 /// sink.finish()?;
 /// # Ok(()) }
@@ -243,7 +248,7 @@ impl FrameSink {
         Some(e)
     }
 
-    /// Pushes `frame`: its planes lent to GStreamer (or copied, counted, when
+    /// Pushes `frame`: its buffers lent to GStreamer (or copied, counted, when
     /// [`SinkConfig::copy`] is set or the layout needs it), timed from the
     /// first pushed frame's timestamp. Waits up to [`SinkConfig::wait`] for
     /// room in the queue.
