@@ -161,8 +161,6 @@ impl M2mEncoder {
         let mut capture =
             MmapQueue::new(&node, node.cap_type, "CAPTURE", config.capture_buffers, 1)?;
         for i in 0..capture.buffers.len() as u32 {
-            let len = capture.buffers[i as usize][0].length;
-            let _ = len;
             capture.queue(&node, i, &[0], Duration::ZERO)?;
         }
         node.subscribe(raw::EVENT_EOS, "EOS")?;
