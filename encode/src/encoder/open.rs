@@ -22,11 +22,10 @@ pub type OpenedEncoder = (Box<dyn VideoEncoder>, String);
 /// - `Gst(element)`: that GStreamer element (feature `gstreamer`).
 /// - `Software`: OpenH264 for H.264.
 ///
-/// GStreamer encoders are not wired here yet: `Gst` is refused with
-/// [`EncodeError::Unsupported`] naming the element, and `Auto` does not
-/// look for one. A hardware encoder that `Auto` finds but cannot open for
-/// `first` (a format it does not take) is passed over for software, and
-/// the sentence says why.
+/// Without the `gstreamer` feature, `Gst` is refused with
+/// [`EncodeError::Unsupported`] naming the element. An encoder that `Auto`
+/// finds but cannot open for `first` (a format it does not take) is passed
+/// over for the next, and the sentence says why.
 ///
 /// # Errors
 /// [`EncodeError::Unsupported`] when the chosen encoder does not make the
@@ -48,10 +47,7 @@ pub fn open_encoder(
             let why = format!("{} (asked for)", e.describe());
             Ok((Box::new(e), why))
         }
-        EncoderChoice::Gst(element) => Err(EncodeError::Unsupported {
-            encoder: format!("the GStreamer element {element} (not in this build of zerocam)"),
-            codec: config.codec,
-        }),
+        EncoderChoice::Gst(element) => gst(element, config, first),
         EncoderChoice::Auto => {
             let passed_over = match m2m::find(config.codec) {
                 Some(path) => match M2mVideoEncoder::open(&path, config, first) {
@@ -71,12 +67,48 @@ pub fn open_encoder(
                 },
                 None => format!("no hardware {} encoder found", config.codec),
             };
+            #[cfg(feature = "gstreamer")]
+            let passed_over = match crate::gst::find(config.codec) {
+                Some(element) => match gst(&element, config, first) {
+                    Ok((e, _)) => {
+                        let why = format!("{}: {passed_over}", e.describe());
+                        log::info!("encoder: {why}");
+                        return Ok((e, why));
+                    }
+                    Err(err) => {
+                        log::warn!("GStreamer {element}: {err}; encoding in software");
+                        format!("{passed_over}; GStreamer's {element} refused: {err}")
+                    }
+                },
+                None => format!("{passed_over}, nor a GStreamer one"),
+            };
             let e = software(config, first)?;
             let why = format!("{}: {passed_over}", e.describe());
             log::info!("encoder: {why}");
             Ok((e, why))
         }
     }
+}
+
+/// The GStreamer encoder `element` (feature `gstreamer`).
+#[cfg(feature = "gstreamer")]
+fn gst(element: &str, config: &EncoderConfig, first: &Frame) -> Result<OpenedEncoder, EncodeError> {
+    let e = crate::gst::GstVideoEncoder::open(element, config, first)?;
+    let why = format!("{} (GStreamer)", e.describe());
+    Ok((Box::new(e), why))
+}
+
+/// Without the `gstreamer` feature: refused, naming the element.
+#[cfg(not(feature = "gstreamer"))]
+fn gst(
+    element: &str,
+    config: &EncoderConfig,
+    _first: &Frame,
+) -> Result<OpenedEncoder, EncodeError> {
+    Err(EncodeError::Unsupported {
+        encoder: format!("GStreamer's {element} (zerocam built without the gstreamer feature)"),
+        codec: config.codec,
+    })
 }
 
 /// The CPU encoder of `config.codec`.

@@ -124,7 +124,11 @@ fn a_wrong_extension_creates_nothing_and_no_frame_leaves_no_file() {
 fn a_write_after_an_encoder_error_is_refused_and_the_file_plays_to_it() {
     let dir = tempdir();
     let path = dir.join("cut.mp4");
-    let mut rec = Recorder::create(&path, RecorderConfig::default()).unwrap();
+    let software = RecorderConfig {
+        encoder: EncoderChoice::Software,
+        ..RecorderConfig::default()
+    };
+    let mut rec = Recorder::create(&path, software).unwrap();
     let mut small = pattern("NV12", None);
     for _ in 0..5 {
         rec.write(small.next_frame(Duration::from_secs(1)).unwrap())
@@ -153,4 +157,29 @@ fn tempdir() -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[cfg(feature = "gstreamer")]
+#[test]
+fn gstreamer_x264enc_records_an_mp4_too() {
+    let dir = tempdir();
+    let path = dir.join("x264.mp4");
+    let mut source = pattern("NV12", Some(30.0));
+    let mut rec = Recorder::create(
+        &path,
+        RecorderConfig {
+            encoder: EncoderChoice::Gst("x264enc".into()),
+            ..RecorderConfig::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..20 {
+        rec.write(source.next_frame(Duration::from_secs(1)).unwrap())
+            .unwrap();
+    }
+    assert!(rec.describe().contains("x264enc"), "{}", rec.describe());
+    let stats = rec.finish().unwrap();
+    assert_eq!(stats.samples, 20);
+    let (codec, w, h, n, _) = probe(&path);
+    assert_eq!((codec.as_str(), w, h, n), ("h264", 320, 240, 20));
 }
