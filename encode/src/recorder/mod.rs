@@ -80,6 +80,9 @@ pub struct Recorder {
     why: Option<String>,
     frames: u64,
     closed: Option<RecorderStats>,
+    /// Closing after an error failed too (the file has no index): what
+    /// [`finish`](Recorder::finish) returns.
+    close_error: Option<EncodeError>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -128,6 +131,7 @@ impl Recorder {
             why: None,
             frames: 0,
             closed: None,
+            close_error: None,
         })
     }
 
@@ -221,6 +225,7 @@ impl Recorder {
         log::error!("{}: {error}; closing the file", self.path.display());
         if let Err(e) = self.close(false) {
             log::error!("{}: closing after the error: {e}", self.path.display());
+            self.close_error = Some(e);
         }
         error
     }
@@ -264,12 +269,16 @@ impl Recorder {
     }
 
     /// Drains the encoder and closes the file; returns the final counts.
-    /// After an error closed the file, returns the counts then. Idempotent.
+    /// After an error closed the file, returns the counts then — or, once,
+    /// the error closing it met (the file then has no index). Idempotent.
     ///
     /// # Errors
     /// The encoder's drain and the file's end (MP4: its `moov` index, which
-    /// a full disk can refuse).
+    /// a full disk refuses with `ENOSPC` as [`ContainerError::Io`]).
     pub fn finish(&mut self) -> Result<RecorderStats, EncodeError> {
+        if let Some(e) = self.close_error.take() {
+            return Err(e);
+        }
         self.close(true)
     }
 

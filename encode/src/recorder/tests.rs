@@ -183,3 +183,37 @@ fn gstreamer_x264enc_records_an_mp4_too() {
     let (codec, w, h, n, _) = probe(&path);
     assert_eq!((codec.as_str(), w, h, n), ("h264", 320, 240, 20));
 }
+
+#[test]
+fn a_full_disk_is_a_typed_enospc_and_later_writes_are_refused() {
+    // /dev/full: every write fails with ENOSPC, as on a full disk; the
+    // moov cannot be written either (the documented limit).
+    let dir = tempdir();
+    let path = dir.join("full.mp4");
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    let software = RecorderConfig {
+        encoder: EncoderChoice::Software,
+        ..RecorderConfig::default()
+    };
+    let mut rec = Recorder::create(&path, software).unwrap();
+    let mut source = pattern("NV12", None);
+    let mut error = None;
+    for _ in 0..400 {
+        if let Err(e) = rec.write(source.next_frame(Duration::from_secs(1)).unwrap()) {
+            error = Some(e);
+            break;
+        }
+    }
+    let e = error.expect("a write fails once a chunk reaches the file");
+    let enospc = |e: &EncodeError| {
+        matches!(e, EncodeError::Container(ContainerError::Io { source, .. })
+            if source.raw_os_error() == Some(28))
+    };
+    assert!(enospc(&e), "{e:?}");
+    let again = rec.write(source.next_frame(Duration::from_secs(1)).unwrap());
+    assert!(matches!(
+        again,
+        Err(EncodeError::Container(ContainerError::Finished { .. }))
+    ));
+    assert!(rec.finish().unwrap().finished);
+}
