@@ -1,6 +1,6 @@
 //! The `zerocam` command line tool's subcommands, as a library its binary
 //! (`src/main.rs`) and its tests call: `list`, `info`, `capture`, `bench`,
-//! `serve`, `probe`. Sources are opened by spec with
+//! `serve`, `probe`, `record`. Sources are opened by spec with
 //! [`zerocam_capture::open`], as the C API and Python open them (the binary
 //! quiets libcamera's log first).
 
