@@ -94,7 +94,7 @@ pub fn open_encoder(
 #[cfg(feature = "gstreamer")]
 fn gst(element: &str, config: &EncoderConfig, first: &Frame) -> Result<OpenedEncoder, EncodeError> {
     let e = crate::gst::GstVideoEncoder::open(element, config, first)?;
-    let why = format!("{} (GStreamer)", e.describe());
+    let why = format!("{} (asked for)", e.describe());
     Ok((Box::new(e), why))
 }
 
