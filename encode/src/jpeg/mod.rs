@@ -16,7 +16,7 @@
 //! range, and written as they are such samples decode washed out (black at
 //! 16, white at 235) or with shifted hues. So the encoder converts the
 //! samples to BT.601 full range on the way, from the frame's
-//! [`ColorSpec`](zerocam_tensor::ColorSpec):
+//! [`ColorSpec`]:
 //!
 //! - BT.601 full: nothing to do; the luma plane is compressed in place.
 //! - BT.601 limited (the usual camera, the pattern source): a range
