@@ -14,10 +14,15 @@
 //! buffer's `GstVideoMeta` (else the caps). A pipeline that does not parse,
 //! does not start, posts an error or ends is a typed [`GstError`] with the
 //! element's own message.
+//!
+//! The other way, [`fd_memory`] (and [`dmabuf_memory`]) make a frame
+//! buffer's fd a `GstDmaBufMemory` (or, for a memfd, a `GstFdMemory`) that
+//! keeps a value (a frame's lease) alive until GStreamer frees it: what
+//! zerocam-encode's `FrameSink` pushes.
 
 mod caps;
 mod error;
-#[allow(unsafe_code)] // a mapped GstBuffer as `ExternalMemory`; a dma-buf memory's fd
+#[allow(unsafe_code)] // a mapped GstBuffer as `ExternalMemory`; dma-buf memory's fd, made and read
 mod memory;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +36,7 @@ use gstreamer_video as gst_video;
 use zerocam_cache::ImportCache;
 
 pub use error::GstError;
+pub use memory::{dmabuf_memory, fd_memory, FdMemoryKind};
 
 use crate::frame::stats::{monotonic_now, Counters};
 use crate::frame::{lock, FrameMeta, Placement, Requeue};
