@@ -2,6 +2,7 @@
 //! with the pattern source and GStreamer's software elements (x264enc from
 //! gst-plugins-ugly, mp4mux and h264parse from -good/-bad).
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -72,6 +73,17 @@ fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
+/// This process's open fds once the pipeline holds at most one frame (a
+/// fakesink's last sample): every frame in flight is a memory holding a dup
+/// of its buffer's fd, so the count is compared with the pipeline drained.
+fn settled_fds(sink: &FrameSink) -> usize {
+    let started = Instant::now();
+    while sink.stats().outstanding > 1 && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    open_fds()
+}
+
 #[test]
 fn thirty_frames_into_an_mp4_lend_every_buffer_and_get_it_back() {
     let _serial = serial();
@@ -96,6 +108,8 @@ fn thirty_frames_into_an_mp4_lend_every_buffer_and_get_it_back() {
     assert_eq!((stats.lent, stats.copied, stats.dropped), (30, 0, 0));
     assert_eq!(stats.outstanding, 0, "every lease back after EOS");
     assert_eq!(stats.taken_back, 0, "GStreamer freed every buffer itself");
+    // Memfds: GstFdMemory over a dup of each frame's fd.
+    assert_eq!((stats.fd_memories, stats.mapped_memories), (30, 0));
     assert_eq!(ffprobe_frames(&path), 30);
     // Every buffer is the source's again.
     let held: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
@@ -133,13 +147,21 @@ fn copy_mode_copies_and_counts_for_a_pipeline_that_holds_frames() {
 #[test]
 fn the_buffer_is_the_frames_own_memory() {
     let _serial = serial();
-    // NV12 in one memfd, NV12M in two: one GstMemory per plane either way.
+    // NV12 in one memfd, NV12M in two: one GstMemory per buffer.
     for name in ["NV12", "NV12M"] {
         own_memory(name);
     }
 }
 
+/// The file an fd is open on: (device, inode), through `/proc/self/fd`.
+fn file_of(fd: i32) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/self/fd/{fd}")).expect("the fd's file");
+    (m.dev(), m.ino())
+}
+
 fn own_memory(name: &str) {
+    use zerocam_encode::gst::gstreamer_allocators::{DmaBufMemory, FdMemory};
     let mut src = pattern(name, 3);
     let first = next(&mut src);
     let mut sink = FrameSink::launch(
@@ -152,14 +174,17 @@ fn own_memory(name: &str) {
         .and_then(|p| p.by_name("out"))
         .and_then(|e| e.downcast::<gst_app::AppSink>().ok())
         .expect("the appsink");
-    let (luma, chroma) = {
+    // Each plane's file, where it starts in it, and its first bytes.
+    let planes: Vec<((u64, u64), usize, Vec<u8>)> = {
         let t = first.tensor();
-        let at = |i| {
-            let plane = t.plane(i).expect("a plane");
-            let map = plane.map_read().expect("mapped");
-            map.as_ptr() as usize
-        };
-        (at(0), at(1))
+        (0..2)
+            .map(|i| {
+                let plane = t.plane(i).expect("a plane");
+                let fd = plane.fd().expect("a memfd").as_raw_fd();
+                let map = plane.map_read().expect("mapped");
+                (file_of(fd), plane.plane_offset(), map[..64].to_vec())
+            })
+            .collect()
     };
     sink.push(first).expect("pushed");
     let sample = out
@@ -172,31 +197,38 @@ fn own_memory(name: &str) {
     assert_eq!(buffer.n_memory(), memories, "one memory per buffer");
     let meta = buffer.meta::<gst_video::VideoMeta>().expect("a video meta");
     let offsets = meta.offset().to_vec();
+    for (m, (file, start, _)) in planes.iter().enumerate().take(memories) {
+        let memory = buffer.peek_memory(m);
+        // A memfd is fd memory over a dup of the frame's own fd, not a
+        // dma-buf and not a wrapped map.
+        assert!(!memory.is_memory_type::<DmaBufMemory>(), "{name}");
+        let fd = memory
+            .downcast_memory_ref::<FdMemory>()
+            .expect("fd memory")
+            .fd();
+        assert_eq!(file_of(fd), *file, "{name}: the frame's own file");
+        assert_eq!(memory.offset(), *start, "{name}: from its first plane");
+    }
+    // GStreamer maps the file itself: the frame's bytes, at the meta's offsets.
     let map = buffer.map_readable().expect("mapped");
-    if memories == 1 {
-        let base = map.as_ptr() as usize;
+    for (i, (_, _, bytes)) in planes.iter().enumerate() {
         assert_eq!(
-            (base + offsets[0], base + offsets[1]),
-            (luma, chroma),
-            "no copy: the frame's own bytes"
+            &map[offsets[i]..offsets[i] + 64],
+            &bytes[..],
+            "{name} plane {i}"
         );
     }
     drop(map);
-    let ptr = |i: usize| {
-        buffer
-            .peek_memory(i)
-            .map_readable()
-            .expect("mapped")
-            .as_ptr() as usize
-    };
-    if memories == 2 {
-        assert_eq!(
-            (ptr(0), ptr(1)),
-            (luma, chroma),
-            "no copy: the frame's own bytes"
-        );
-    }
-    assert_eq!(sink.stats().outstanding, 1, "the sample holds the frame");
+    let stats = sink.stats();
+    assert_eq!(stats.outstanding, 1, "the sample holds the frame");
+    assert_eq!(
+        (
+            stats.fd_memories,
+            stats.dmabuf_memories,
+            stats.mapped_memories
+        ),
+        (memories as u64, 0, 0)
+    );
     drop(sample);
     // The appsink keeps its last pulled sample until it is disposed, even
     // stopped: the sink takes that lease back when it stops.
@@ -205,6 +237,35 @@ fn own_memory(name: &str) {
     drop((out, sink));
     let all: Vec<Frame> = (0..3).map(|_| next(&mut src)).collect();
     assert_eq!(all.len(), 3, "every buffer back at the source");
+}
+
+#[test]
+fn frames_without_an_fd_are_lent_as_their_maps() {
+    let _serial = serial();
+    // videotestsrc's system memory, wrapped as a tensor without an fd.
+    let mut src = zerocam_capture::GstSource::new(
+        "videotestsrc ! video/x-raw,format=NV12,width=320,height=240",
+    )
+    .expect("the source");
+    let first = src.next_frame(Duration::from_secs(5)).expect("a frame");
+    assert!(first.tensor().fd().is_none());
+    let mut sink = FrameSink::launch("videoconvert ! fakesink sync=false", &first).expect("starts");
+    sink.push(first).expect("pushed");
+    for _ in 1..5 {
+        sink.push(src.next_frame(Duration::from_secs(5)).expect("a frame"))
+            .expect("pushed");
+    }
+    let stats = sink.finish().expect("EOS");
+    assert_eq!(
+        (
+            stats.lent,
+            stats.mapped_memories,
+            stats.fd_memories,
+            stats.dmabuf_memories
+        ),
+        (5, 5, 0, 0)
+    );
+    assert_eq!(stats.outstanding, 0);
 }
 
 #[test]
@@ -413,11 +474,11 @@ fn three_hundred_frames_leave_no_fds_behind() {
     let mut at_50 = 0;
     for i in 1..300 {
         if i == 50 {
-            at_50 = open_fds();
+            at_50 = settled_fds(&sink);
         }
         sink.push(next(&mut src)).expect("pushed");
     }
-    let at_300 = open_fds();
+    let at_300 = settled_fds(&sink);
     assert_eq!(at_50, at_300, "fds open after 50 and after 300 frames");
     let stats = sink.finish().expect("EOS");
     assert_eq!((stats.pushed, stats.outstanding), (300, 0));

@@ -2,9 +2,10 @@
 //! -p zerocam-encode --features gstreamer --test lab_gst_sink`): NV12 from
 //! the single-planar `/dev/video0` and NV12M from the multi-planar
 //! `/dev/video1`, both buffer modes, through `GstVideoEncoder("jpegenc")`:
-//! every frame a JPEG, every plane lent (no copy), every lease back, no fd
-//! left behind; and vicodec's FWHT encoder through GStreamer's
-//! `v4l2fwhtenc` where the guest's GStreamer has it.
+//! every frame a JPEG, every buffer lent as `GstDmaBufMemory` over the
+//! frame's own dma-buf (no copy; jpegenc reads it through GStreamer's own
+//! map), every lease back, no fd left behind; and vicodec's FWHT encoder
+//! through GStreamer's `v4l2fwhtenc` where the guest's GStreamer has it.
 #![cfg(all(feature = "lab", feature = "gstreamer"))]
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
@@ -12,6 +13,10 @@ use std::time::Duration;
 
 use zerocam_capture::{BufferMode, CaptureError, Device, Frame, FrameSource, Stream, StreamConfig};
 use zerocam_encode::encoder::EncoderConfig;
+use zerocam_encode::gst::gstreamer as gst;
+use zerocam_encode::gst::gstreamer::prelude::*;
+use zerocam_encode::gst::gstreamer_allocators::DmaBufMemory;
+use zerocam_encode::gst::gstreamer_app as gst_app;
 use zerocam_encode::gst::{find, FrameSink, GstEncodeError, GstVideoEncoder};
 use zerocam_encode::{Codec, VideoEncoder};
 use zerocam_tensor::TensorMemory;
@@ -70,7 +75,97 @@ fn jpegs(mut stream: Stream, memories: u64, what: &str) {
         (memories * FRAMES as u64, 0),
         "{what}: each buffer of a frame lent as one memory, nothing copied"
     );
-    assert_eq!(enc.sink().stats().outstanding, 0, "{what}");
+    let sink = enc.sink().stats();
+    assert_eq!(sink.outstanding, 0, "{what}");
+    assert_eq!(
+        (sink.dmabuf_memories, sink.fd_memories, sink.mapped_memories),
+        (memories * FRAMES as u64, 0, 0),
+        "{what}: every memory a dma-buf memory"
+    );
+}
+
+/// The file an fd is open on: (device, inode), through `/proc/self/fd`.
+fn file_of(fd: i32) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/self/fd/{fd}")).unwrap();
+    (m.dev(), m.ino())
+}
+
+/// What reaches the pipeline's elements is `GstDmaBufMemory` over the
+/// frame's own dma-buf (a dup of its fd), one per buffer of the frame, and
+/// GStreamer's map of it reads the frame's bytes.
+fn dma_buf_memory(mut stream: Stream, memories: usize, what: &str) {
+    use std::os::fd::AsRawFd;
+    let first = next(&mut stream);
+    let planes: Vec<((u64, u64), usize, Vec<u8>)> = (0..2)
+        .map(|i| {
+            let plane = first.tensor().plane(i).unwrap();
+            let file = file_of(plane.fd().unwrap().as_raw_fd());
+            let bytes = plane.map_read().unwrap()[..64].to_vec();
+            (file, plane.plane_offset(), bytes)
+        })
+        .collect();
+    let mut sink = FrameSink::launch(
+        "appsink name=out sync=false enable-last-sample=false",
+        &first,
+    )
+    .unwrap();
+    let out = sink
+        .pipeline()
+        .and_then(|p| p.by_name("out"))
+        .and_then(|e| e.downcast::<gst_app::AppSink>().ok())
+        .unwrap();
+    sink.push(first).unwrap();
+    let sample = out
+        .try_pull_sample(gst::ClockTime::from_seconds(5))
+        .unwrap();
+    let buffer = sample.buffer().unwrap();
+    assert_eq!(buffer.n_memory(), memories, "{what}");
+    for (m, (file, start, _)) in planes.iter().enumerate().take(memories) {
+        let memory = buffer.peek_memory(m);
+        assert!(
+            memory.is_memory_type::<DmaBufMemory>(),
+            "{what}: {memory:?}"
+        );
+        let fd = memory.downcast_memory_ref::<DmaBufMemory>().unwrap().fd();
+        assert_eq!(file_of(fd), *file, "{what}: the frame's own dma-buf");
+        assert_eq!(memory.offset(), *start, "{what}");
+    }
+    let offsets = buffer
+        .meta::<zerocam_encode::gst::gstreamer_video::VideoMeta>()
+        .unwrap()
+        .offset()
+        .to_vec();
+    let map = buffer.map_readable().unwrap();
+    for (i, (_, _, bytes)) in planes.iter().enumerate() {
+        assert_eq!(
+            &map[offsets[i]..offsets[i] + 64],
+            &bytes[..],
+            "{what} plane {i}"
+        );
+    }
+    drop(map);
+    drop(sample);
+    let stats = sink.finish().unwrap();
+    assert_eq!(stats.outstanding, 0, "{what}");
+    drop((out, sink));
+}
+
+#[test]
+fn lab_gst_sink_vivid_frames_are_dma_buf_memory() {
+    let _lab = lock();
+    for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+        dma_buf_memory(
+            red_stream("/dev/video0", "NV12", mode),
+            1,
+            &format!("NV12 {mode:?}"),
+        );
+        dma_buf_memory(
+            red_stream("/dev/video1", "NV12M", mode),
+            2,
+            &format!("NV12M {mode:?}"),
+        );
+    }
 }
 
 #[test]
@@ -101,14 +196,23 @@ fn lab_gst_sink_no_fd_growth_over_300_dma_buf_frames() {
     )
     .unwrap();
     sink.push(first).unwrap();
+    // Every frame in flight is a memory holding a dup of its dma-buf's fd:
+    // the fds are counted with the pipeline drained.
+    let settled = |sink: &FrameSink| {
+        let started = std::time::Instant::now();
+        while sink.stats().outstanding > 0 && started.elapsed() < WAIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        fd_count()
+    };
     let mut at_50 = 0;
     for n in 1..300 {
         if n == 50 {
-            at_50 = fd_count();
+            at_50 = settled(&sink);
         }
         sink.push(next(&mut stream)).unwrap();
     }
-    assert_eq!(fd_count(), at_50, "fds after 50 and after 300 frames");
+    assert_eq!(settled(&sink), at_50, "fds after 50 and after 300 frames");
     let stats = sink.finish().unwrap();
     assert_eq!((stats.pushed, stats.copied, stats.outstanding), (300, 0, 0));
 }

@@ -1,6 +1,8 @@
 //! A GStreamer buffer's memory as a tensor, without a copy: a dma-buf is
 //! imported through the source's [`ImportCache`] (once per pool buffer), a
 //! system-memory buffer is wrapped read-only ([`Tensor::from_external`]).
+//! And the other way, a frame buffer's fd as a `GstMemory` that keeps a
+//! value alive until GStreamer frees it ([`fd_memory`]).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::Path;

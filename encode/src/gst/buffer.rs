@@ -1,18 +1,24 @@
-//! A [`Frame`] as a `GstBuffer`, without a copy: the frame's own buffer
-//! mapped for reading and wrapped as `GstMemory` — one memory when every
+//! A [`Frame`] as a `GstBuffer`, without a copy: one `GstMemory` when every
 //! plane lies in one buffer (NV12 in one dma-buf or memfd, packed formats),
-//! one per buffer otherwise (NV12M) — with a `GstVideoMeta` giving each
-//! plane's offset and stride. Every memory holds a share of the frame's
-//! lease: the frame goes back to its source when GStreamer frees the last.
-//! Frames are copied into system memory (and counted) only when asked to
-//! or when a stride does not fit GStreamer's `gint`.
+//! one per buffer otherwise (NV12M), with a `GstVideoMeta` giving each
+//! plane's offset and stride. A buffer with an fd becomes memory over a dup
+//! of that fd — `GstDmaBufMemory` for a dma-buf, `GstFdMemory` for a memfd
+//! ([`zerocam_capture::gst::fd_memory`]) — so that dma-buf importers take
+//! it as it is; a buffer without one (heap tensors) is its CPU map wrapped.
+//! Every memory holds a share of the frame's lease: the frame goes back to
+//! its source when GStreamer frees the last. Frames are copied into system
+//! memory (and counted) only when asked to or when a stride does not fit
+//! GStreamer's `gint`.
 
 use std::sync::Arc;
 
 use gstreamer as gst;
 use gstreamer_video as gst_video;
+use std::os::fd::OwnedFd;
+
+use zerocam_capture::gst::{fd_memory, FdMemoryKind};
 use zerocam_capture::Frame;
-use zerocam_tensor::{ReadOnly, Tensor, TensorMap};
+use zerocam_tensor::{Access, ReadOnly, Tensor, TensorMap, TensorMemory};
 
 use super::lease::{Lease, Leases};
 use super::picture::Picture;
@@ -37,8 +43,26 @@ pub(crate) struct Made {
     pub buffer: gst::Buffer,
     /// Whether the planes were copied (the frame's lease is already over).
     pub copied: bool,
-    /// The memories lent (0 when copied).
-    pub memories: usize,
+    /// The memories lent, by kind (none when copied).
+    pub memories: Memories,
+}
+
+/// The memories a frame was lent as, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Memories {
+    /// `GstDmaBufMemory` over a dup of a dma-buf's fd.
+    pub dmabuf: usize,
+    /// `GstFdMemory` over a dup of a memfd's fd.
+    pub fd: usize,
+    /// Wrapped CPU maps (heap tensors, or an fd GStreamer refused).
+    pub mapped: usize,
+}
+
+impl Memories {
+    /// All of them.
+    pub(crate) fn total(&self) -> usize {
+        self.dmabuf + self.fd + self.mapped
+    }
 }
 
 /// One plane of the frame's tensor: where it lies and its rows.
@@ -112,15 +136,13 @@ pub(crate) fn make(
         .collect();
     let (mut buffer, offsets, strides, memories) = match strides {
         Some(strides) if !copy => {
-            let maps = maps_of(&frame, &planes)?;
-            let memories = maps.len();
-            let (buffer, offsets) = wrap(leases.lend(frame), maps, &planes);
+            let (buffer, offsets, memories) = lend(frame, &planes, leases)?;
             (buffer, offsets, strides, memories)
         }
         _ => {
             let (buffer, offsets, strides) = copy_planes(&frame, &planes)?;
             drop(frame); // the copy is GStreamer's: the lease ends now
-            (buffer, offsets, strides, 0)
+            (buffer, offsets, strides, Memories::default())
         }
     };
     let buf = buffer.get_mut().ok_or(GstEncodeError::Ended)?;
@@ -140,9 +162,142 @@ pub(crate) fn make(
     })?;
     Ok(Made {
         buffer,
-        copied: memories == 0,
+        copied: memories.total() == 0,
         memories,
     })
+}
+
+/// `frame` lent as the memories of a buffer: over its fds when it has them
+/// (GStreamer reads them meanwhile: a device borrow refuses CPU writers),
+/// else over its CPU maps; each plane's offset in the buffer.
+fn lend(
+    frame: Frame,
+    planes: &[Plane],
+    leases: &mut Leases,
+) -> Result<(gst::Buffer, Vec<usize>, Memories), GstEncodeError> {
+    if let Some(fds) = fds_of(&frame, planes)? {
+        let borrow = frame
+            .tensor()
+            .device_borrow(Access::Read)
+            .map_err(map_error(&frame))?;
+        let sequence = frame.sequence();
+        let lease = leases.lend(frame, Some(borrow));
+        match fd_buffer(&lease, fds, planes) {
+            Ok(made) => return Ok(made),
+            Err(e) => {
+                // The memories made so far were dropped with their shares:
+                // the frame is taken back and lent as its maps instead.
+                log::warn!("frame {sequence}: not lent as its fds ({e}); lent as its CPU maps");
+                let Some(frame) = leases.unlend(&lease) else {
+                    return Err(GstEncodeError::Ended);
+                };
+                return lend_maps(frame, planes, leases);
+            }
+        }
+    }
+    lend_maps(frame, planes, leases)
+}
+
+/// `frame` lent as its CPU maps, wrapped.
+fn lend_maps(
+    frame: Frame,
+    planes: &[Plane],
+    leases: &mut Leases,
+) -> Result<(gst::Buffer, Vec<usize>, Memories), GstEncodeError> {
+    let maps = maps_of(&frame, planes)?;
+    let memories = Memories {
+        mapped: maps.len(),
+        ..Memories::default()
+    };
+    let (buffer, offsets) = wrap(leases.lend(frame, None), maps, planes);
+    Ok((buffer, offsets, memories))
+}
+
+/// One buffer of a frame as the memory GStreamer will own: a dup of its fd,
+/// its kind, and the bytes of its file the memory covers.
+struct Fd {
+    fd: OwnedFd,
+    kind: FdMemoryKind,
+    offset: usize,
+    size: usize,
+}
+
+/// A dup of the fd of each buffer of the frame, with the bytes its planes
+/// span (every plane in one buffer: from the first plane's first sample to
+/// the last one's last; else one per plane); `None` when the frame's memory
+/// has no fd (heap, GL).
+fn fds_of(frame: &Frame, planes: &[Plane]) -> Result<Option<Vec<Fd>>, GstEncodeError> {
+    let t = frame.tensor();
+    let kind = match t.memory() {
+        TensorMemory::Dma => FdMemoryKind::DmaBuf,
+        TensorMemory::Shm => FdMemoryKind::Memfd,
+        _ => return Ok(None),
+    };
+    let dup = |t: &Tensor<u8>| -> Result<Option<OwnedFd>, GstEncodeError> {
+        t.fd()
+            .map(zerocam_tensor::dup_fd)
+            .transpose()
+            .map_err(map_error(frame))
+    };
+    if planes.iter().all(|p| p.buffer == 0) {
+        let start = planes.iter().map(|p| p.start).min().unwrap_or(0);
+        let end = planes.iter().map(|p| p.start + p.span()).max().unwrap_or(0);
+        return Ok(dup(t)?.map(|fd| {
+            vec![Fd {
+                fd,
+                kind,
+                offset: start,
+                size: end - start,
+            }]
+        }));
+    }
+    let mut fds = Vec::with_capacity(planes.len());
+    for (i, p) in planes.iter().enumerate() {
+        let plane = t.plane(i).map_err(map_error(frame))?;
+        let Some(fd) = dup(&plane)? else {
+            return Ok(None);
+        };
+        fds.push(Fd {
+            fd,
+            kind,
+            offset: p.start,
+            size: p.span(),
+        });
+    }
+    Ok(Some(fds))
+}
+
+/// The fds as the memories of one buffer, each holding a share of `lease`
+/// until GStreamer frees it; each plane's offset in the buffer (the
+/// memories laid end to end).
+fn fd_buffer(
+    lease: &Arc<Lease>,
+    fds: Vec<Fd>,
+    planes: &[Plane],
+) -> Result<(gst::Buffer, Vec<usize>, Memories), zerocam_capture::gst::GstError> {
+    let one = fds.len() == 1;
+    let mut offsets = vec![0; planes.len()];
+    let mut memories = Memories::default();
+    let mut buffer = gst::Buffer::new();
+    let mut at = 0;
+    for (m, f) in fds.into_iter().enumerate() {
+        for (i, p) in planes.iter().enumerate() {
+            // One memory: every plane in it; one per plane: plane `m`.
+            if one || i == m {
+                offsets[i] = at + (p.start - f.offset.min(p.start));
+            }
+        }
+        at += f.size;
+        match f.kind {
+            FdMemoryKind::DmaBuf => memories.dmabuf += 1,
+            FdMemoryKind::Memfd => memories.fd += 1,
+        }
+        let memory = fd_memory(f.fd, f.kind, f.offset, f.size, Arc::clone(lease))?;
+        if let Some(buf) = buffer.get_mut() {
+            buf.append_memory(memory);
+        }
+    }
+    Ok((buffer, offsets, memories))
 }
 
 /// A read map per buffer of the frame, each from its first plane's first

@@ -44,6 +44,17 @@ pub struct SinkStats {
     /// The `GstMemory`s those frames were lent as: one per buffer of a
     /// frame (one for NV12 in one dma-buf or memfd, two for NV12M).
     pub memories_lent: u64,
+    /// Of those, `GstDmaBufMemory` over a dup of a dma-buf's fd (V4L2
+    /// buffers, dma-heap tensors): what dma-buf importers take as it is.
+    pub dmabuf_memories: u64,
+    /// Of those, `GstFdMemory` over a dup of a memfd's fd (the pattern
+    /// source, shared-memory tensors): mapped by GStreamer, copied by
+    /// dma-buf importers as system memory would be.
+    pub fd_memories: u64,
+    /// Of those, wrapped CPU maps: heap tensors, which have no fd (and any
+    /// fd GStreamer's allocator refused, with a warning in the log). An
+    /// element that imports dma-bufs copies these.
+    pub mapped_memories: u64,
     /// Frames copied into system memory (see [`SinkConfig::copy`]).
     pub copied: u64,
     /// Frames dropped because the pipeline was not keeping up.

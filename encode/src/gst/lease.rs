@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use zerocam_capture::Frame;
+use zerocam_tensor::DeviceBorrow;
 
 /// Leases kept before dead ones are swept from the list.
 const SWEEP_AT: usize = 64;
@@ -14,8 +15,10 @@ const SWEEP_AT: usize = 64;
 /// One frame lent to GStreamer: given back when the last plane memory
 /// holding it is freed, or when its sink takes it back.
 pub(crate) struct Lease {
-    /// `Some` until given back.
-    frame: Mutex<Option<Frame>>,
+    /// `Some` until given back; with the record that GStreamer reads the
+    /// frame's buffers (CPU writers are refused meanwhile) when its memories
+    /// are the buffers' fds rather than zerocam's maps.
+    frame: Mutex<Option<(Frame, Option<DeviceBorrow>)>>,
     outstanding: Arc<AtomicU64>,
 }
 
@@ -28,10 +31,11 @@ impl Lease {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(frame) = frame else {
+        let Some((frame, borrow)) = frame else {
             return false;
         };
         log::trace!("frame {} given back by GStreamer", frame.sequence());
+        drop(borrow); // GStreamer reads it no more
         frame.release(); // back at the source before it is counted back
         self.outstanding.fetch_sub(1, Ordering::AcqRel);
         true
@@ -52,11 +56,12 @@ pub(crate) struct Leases {
 }
 
 impl Leases {
-    /// A lease on `frame`, counted until it is given back.
-    pub(crate) fn lend(&mut self, frame: Frame) -> Arc<Lease> {
+    /// A lease on `frame` (with `borrow`, the record of GStreamer's reads
+    /// of its fds, ended with the lease), counted until it is given back.
+    pub(crate) fn lend(&mut self, frame: Frame, borrow: Option<DeviceBorrow>) -> Arc<Lease> {
         self.outstanding.fetch_add(1, Ordering::AcqRel);
         let lease = Arc::new(Lease {
-            frame: Mutex::new(Some(frame)),
+            frame: Mutex::new(Some((frame, borrow))),
             outstanding: Arc::clone(&self.outstanding),
         });
         if self.live.len() >= SWEEP_AT {
@@ -66,6 +71,19 @@ impl Leases {
         lease
     }
 
+    /// Takes `lease`'s frame back before GStreamer ever had it (its memories
+    /// could not all be made, and were dropped): not counted as lent.
+    pub(crate) fn unlend(&mut self, lease: &Lease) -> Option<Frame> {
+        let (frame, borrow) = lease
+            .frame
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        drop(borrow);
+        self.outstanding.fetch_sub(1, Ordering::AcqRel);
+        Some(frame)
+    }
+
     /// Frames GStreamer still holds.
     pub(crate) fn outstanding(&self) -> u64 {
         self.outstanding.load(Ordering::Acquire)
@@ -73,7 +91,8 @@ impl Leases {
 
     /// Gives back every frame still lent, GStreamer's memories or not: for
     /// after the pipeline stopped. The memories stay valid (each holds its
-    /// own map of the buffer); only the lease ends. How many there were.
+    /// own fd, or its own map, of the buffer); only the lease ends. How many
+    /// there were.
     pub(crate) fn take_back(&mut self) -> u64 {
         let taken = self
             .live

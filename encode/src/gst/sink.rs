@@ -17,8 +17,9 @@ use super::{bus, GstEncodeError};
 pub const SOURCE_NAME: &str = "zerocam_src";
 
 /// An `appsrc` that takes zerocam [`Frame`]s: each frame's buffers become the
-/// memories of a `GstBuffer` without a copy, and the frame goes back to its
-/// source when GStreamer frees the buffer. See the [module docs](super).
+/// memories of a `GstBuffer` without a copy (dma-bufs as `GstDmaBufMemory`),
+/// and the frame goes back to its source when GStreamer frees the buffer.
+/// See the [module docs](super).
 ///
 /// A pipeline holds as many frames as it holds buffers: `x264enc` keeps tens
 /// for its lookahead unless `tune=zerolatency`, more than a camera has
@@ -284,7 +285,11 @@ impl FrameSink {
             log::debug!("frame {sequence} copied into system memory for GStreamer");
         } else {
             self.stats.lent += 1;
-            self.stats.memories_lent += made.memories as u64;
+            let m = made.memories;
+            self.stats.memories_lent += m.total() as u64;
+            self.stats.dmabuf_memories += m.dmabuf as u64;
+            self.stats.fd_memories += m.fd as u64;
+            self.stats.mapped_memories += m.mapped as u64;
         }
         match self.appsrc.push_buffer(buffer) {
             Ok(_) => {
