@@ -5,7 +5,7 @@ use zerocam_capture::Frame;
 
 use super::{EncoderChoice, EncoderConfig, VideoEncoder};
 use crate::m2m::{self, M2mVideoEncoder};
-use crate::software::SoftwareH264;
+use crate::software::{SoftwareH264, SoftwareMjpeg};
 use crate::{Codec, EncodeError};
 
 /// An opened encoder and the sentence saying which it is and why
@@ -20,7 +20,8 @@ pub type OpenedEncoder = (Box<dyn VideoEncoder>, String);
 ///   else the software one.
 /// - `Device(path)`: that memory-to-memory encoder node.
 /// - `Gst(element)`: that GStreamer element (feature `gstreamer`).
-/// - `Software`: OpenH264 for H.264.
+/// - `Software`: OpenH264 for H.264, a JPEG per frame (libjpeg-turbo) for
+///   MJPEG.
 ///
 /// Without the `gstreamer` feature, `Gst` is refused with
 /// [`EncodeError::Unsupported`] naming the element. An encoder that `Auto`
@@ -29,7 +30,7 @@ pub type OpenedEncoder = (Box<dyn VideoEncoder>, String);
 ///
 /// # Errors
 /// [`EncodeError::Unsupported`] when the chosen encoder does not make the
-/// codec (software HEVC, MJPEG, FWHT) or is not in this build; the
+/// codec (software HEVC or FWHT) or is not in this build; the
 /// encoder's own errors when it cannot be set up for `first`.
 pub fn open_encoder(
     choice: &EncoderChoice,
@@ -115,8 +116,9 @@ fn gst(
 fn software(config: &EncoderConfig, first: &Frame) -> Result<Box<dyn VideoEncoder>, EncodeError> {
     match config.codec {
         Codec::H264 => Ok(Box::new(SoftwareH264::open(config, first)?)),
+        Codec::Mjpeg => Ok(Box::new(SoftwareMjpeg::open(config)?)),
         codec => Err(EncodeError::Unsupported {
-            encoder: "the software encoder (OpenH264: H.264 only)".into(),
+            encoder: "the software encoders (OpenH264, libjpeg-turbo: H.264 and MJPEG)".into(),
             codec,
         }),
     }

@@ -1,15 +1,18 @@
-//! H.264 on the CPU (Cisco's OpenH264, built from the `openh264` crate's
+//! Video on the CPU: H.264 (Cisco's OpenH264, built from the `openh264` crate's
 //! bundled source) where no hardware encoder is present: [`SoftwareH264`].
 //!
 //! - `h264`: the encoder, its rate control from
 //!   [`EncoderConfig`](crate::encoder::EncoderConfig), Annex-B packets out.
 //! - `planes`: a frame's planes as OpenH264's I420 input (`YUVSource`),
 //!   with the reused scratch that NV12's interleaved chroma is split into.
+//! - `mjpeg`: [`SoftwareMjpeg`], a JPEG per frame (libjpeg-turbo).
 
 mod h264;
+mod mjpeg;
 mod planes;
 
 pub use h264::SoftwareH264;
+pub use mjpeg::SoftwareMjpeg;
 
 /// The software encoder failed; each variant names the values.
 #[derive(Debug, thiserror::Error)]
