@@ -187,7 +187,8 @@ pub enum FdMemoryKind {
     /// which elements that import dma-bufs (`v4l2h264enc
     /// output-io-mode=dmabuf-import`, `vpuenc_h264`, NVMM converters) take
     /// without a copy, and whose CPU maps GStreamer brackets with
-    /// `DMA_BUF_IOCTL_SYNC`.
+    /// `DMA_BUF_IOCTL_SYNC`. GStreamer does not check that the fd is one:
+    /// the caller knows (a tensor's `TensorMemory::Dma`).
     DmaBuf,
     /// A memfd (or any other mappable file that is not a dma-buf): the
     /// memory is a plain `GstFdMemory` (`GstFdAllocator`, no flags), mapped
@@ -230,7 +231,8 @@ pub fn dmabuf_memory<K: Send + 'static>(
 /// copies it first.
 ///
 /// # Errors
-/// [`GstError::Init`] when GStreamer cannot start; [`GstError::Element`]
+/// [`GstError::Init`](super::GstError::Init) when GStreamer cannot start;
+/// [`GstError::Element`](super::GstError::Element)
 /// naming the allocator when the file's size is unknown, the range does
 /// not fit in it, or the allocator refuses the fd. `keep` is dropped on
 /// error (and `fd` closed).

@@ -6,7 +6,7 @@
 //!   [`ImportCache`], keyed on the fd's inode and offset: a pool of B
 //!   buffers costs B imports over any number of frames;
 //! - a **system-memory** buffer (software decoders, `videotestsrc`) is
-//!   wrapped read-only without a copy ([`Tensor::from_external`]) and
+//!   wrapped read-only without a copy ([`Tensor::from_external`](zerocam_tensor::Tensor::from_external)) and
 //!   counted in [`StreamStats::system_memory_frames`](crate::StreamStats::system_memory_frames).
 //!
 //! A frame holds its `GstBuffer` until it drops, so the pool cannot recycle a
