@@ -5,15 +5,22 @@
 //!
 //! Each configuration opens the capture device afresh, captures and encodes
 //! 10 frames of warm-up, then measures FRAMES frames: the process's CPU
-//! time (`getrusage(RUSAGE_SELF)`, user + system, every thread) divided by
-//! the frames, and the wall-clock frame rate. One line per configuration,
+//! time (`getrusage(RUSAGE_SELF)`, user + system, every thread; also
+//! apart) divided by the frames, and the wall-clock frame rate. A stateful
+//! encoder driver like vicodec encodes in `device_run`, which the kernel
+//! calls from the process's `VIDIOC_QBUF` (or, for a job that waited, from a
+//! kernel worker): most of the encoder's own work shows as system time here.
+//! One line per configuration,
 //! or one JSON object per line with `--json`.
 //!
 //! ```sh
 //! cargo build --release -p zerocam-encode --example m2m_bench
 //! tests/lab/run -- target/release/examples/m2m_bench /dev/video0 NV12 1280x720 mmap 300
 //! # options: --json, --encoder /dev/videoN (default: $ZEROCAM_LAB_VICODEC_ENC,
-//! # else the first FWHT encoder), --only capture|import|copy (repeatable)
+//! # else the first FWHT encoder), --only capture|import|copy (repeatable),
+//! # --interleave: one stream, an importing and a copying encoder context fed
+//! # frames in turn, each `encode` call's thread CPU time counted to its path
+//! # (host load that drifts during a run falls on both alike)
 //! ```
 //!
 //! vicodec codes heights in multiples of 16 and zerocam copies frames whose
@@ -49,14 +56,24 @@ extern "C" {
     fn getrusage(who: i32, usage: *mut Rusage) -> i32;
 }
 
-/// User + system CPU time of the whole process so far.
-fn cpu_time() -> Duration {
+/// User and system CPU time of the whole process so far.
+fn cpu_time() -> (Duration, Duration) {
+    rusage(0)
+}
+
+/// User and system CPU time of the calling thread so far.
+fn thread_cpu_time() -> (Duration, Duration) {
+    rusage(1)
+}
+
+/// `getrusage(who)`: RUSAGE_SELF (0) or RUSAGE_THREAD (1).
+fn rusage(who: i32) -> (Duration, Duration) {
     let mut u = Rusage::default();
-    // SAFETY: `u` is a valid, writable `struct rusage`; RUSAGE_SELF is 0.
-    let rc = unsafe { getrusage(0, &mut u) };
+    // SAFETY: `u` is a valid, writable `struct rusage`; `who` is 0 or 1.
+    let rc = unsafe { getrusage(who, &mut u) };
     assert_eq!(rc, 0, "getrusage failed");
-    let us = |t: [i64; 2]| t[0] as u64 * 1_000_000 + t[1] as u64;
-    Duration::from_micros(us(u.utime) + us(u.stime))
+    let us = |t: [i64; 2]| Duration::from_micros(t[0] as u64 * 1_000_000 + t[1] as u64);
+    (us(u.utime), us(u.stime))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -90,10 +107,12 @@ struct Args {
     encoder: PathBuf,
     paths: Vec<Path>,
     json: bool,
+    interleave: bool,
 }
 
 struct Measured {
-    cpu: Duration,
+    user: Duration,
+    sys: Duration,
     wall: Duration,
     memory: Option<OutputMemory>,
     imports: u64,
@@ -103,7 +122,7 @@ struct Measured {
 }
 
 fn usage() -> String {
-    "usage: m2m_bench [--json] [--encoder /dev/videoN] [--only capture|import|copy]... \
+    "usage: m2m_bench [--json] [--encoder /dev/videoN] [--only capture|import|copy]... [--interleave] \
      DEVICE FORMAT WxH mmap|dmabuf FRAMES"
         .to_owned()
 }
@@ -111,12 +130,14 @@ fn usage() -> String {
 fn parse() -> Result<Args, String> {
     let mut pos = Vec::new();
     let mut json = false;
+    let mut interleave = false;
     let mut encoder = None;
     let mut paths = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
+            "--interleave" => interleave = true,
             "--encoder" => encoder = Some(PathBuf::from(it.next().ok_or_else(usage)?)),
             "--only" => paths.push(match it.next().as_deref() {
                 Some("capture") => Path::Capture,
@@ -157,6 +178,7 @@ fn parse() -> Result<Args, String> {
         encoder,
         paths,
         json,
+        interleave,
     })
 }
 
@@ -167,8 +189,8 @@ fn stream(a: &Args) -> Result<Stream, Box<dyn std::error::Error>> {
     let _ = d.set_frame_rate(60.0);
     let config = StreamConfig {
         mode: a.mode,
-        buffers: 4,
-        hold: 3,
+        buffers: if a.interleave { 6 } else { 4 },
+        hold: if a.interleave { 5 } else { 3 },
         ..Default::default()
     };
     Ok(Stream::new(d, config)?)
@@ -210,9 +232,10 @@ fn measure(a: &Args, path: Path) -> Result<Measured, Box<dyn std::error::Error>>
     for _ in 0..a.frames {
         feed(&mut enc, s.next_frame(WAIT)?)?;
     }
-    let (cpu, wall) = (cpu_time() - cpu0, wall0.elapsed());
+    let ((user1, sys1), wall) = (cpu_time(), wall0.elapsed());
     let mut m = Measured {
-        cpu,
+        user: user1 - cpu0.0,
+        sys: sys1 - cpu0.1,
         wall,
         memory: None,
         imports: 0,
@@ -233,6 +256,111 @@ fn measure(a: &Args, path: Path) -> Result<Measured, Box<dyn std::error::Error>>
     Ok(m)
 }
 
+/// One capture stream, two encoder contexts on the same node (one
+/// importing, one forced to copy), frames handed to them in turn; each
+/// `encode` call's CPU time (this thread's: the driver encodes in the
+/// caller's `VIDIOC_QBUF`) is added to its encoder's account. Host load
+/// that drifts over a run (TCG) falls on both alike.
+fn measure_interleaved(a: &Args) -> Result<[Measured; 2], Box<dyn std::error::Error>> {
+    let mut s = stream(a)?;
+    let first = s.next_frame(WAIT)?;
+    let mut encs = Vec::new();
+    for copy in [false, true] {
+        let mut c = M2mConfig::new(FourCc(*b"FWHT"));
+        c.force_copy = copy;
+        encs.push(M2mVideoEncoder::open_with(
+            &a.encoder,
+            Codec::Fwht,
+            c,
+            &first,
+        )?);
+    }
+    let mut m: Vec<Measured> = (0..2)
+        .map(|_| Measured {
+            user: Duration::ZERO,
+            sys: Duration::ZERO,
+            wall: Duration::ZERO,
+            memory: None,
+            imports: 0,
+            copied: 0,
+            packets: 0,
+            bytes: 0,
+        })
+        .collect();
+    let mut frame = Some(first);
+    for i in 0..2 * (WARMUP + a.frames) {
+        let f = match frame.take() {
+            Some(f) => f,
+            None => s.next_frame(WAIT)?,
+        };
+        let k = (i % 2) as usize;
+        let ((u0, s0), t0) = (thread_cpu_time(), Instant::now());
+        let ps = encs[k].encode(f)?;
+        let ((u1, s1), t1) = (thread_cpu_time(), Instant::now());
+        if i >= 2 * WARMUP {
+            m[k].user += u1 - u0;
+            m[k].sys += s1 - s0;
+            m[k].wall += t1 - t0;
+        }
+        for p in ps {
+            m[k].packets += 1;
+            m[k].bytes += p.data.len() as u64;
+        }
+    }
+    for (e, m) in encs.iter_mut().zip(m.iter_mut()) {
+        for p in e.finish()? {
+            m.packets += 1;
+            m.bytes += p.data.len() as u64;
+        }
+        let st = e.stats();
+        m.memory = Some(e.inner().memory());
+        m.imports = st.imports;
+        m.copied = st.copied_frames;
+    }
+    let copy = m.pop().ok_or("no copy")?;
+    let import = m.pop().ok_or("no import")?;
+    Ok([import, copy])
+}
+
+fn report(a: &Args, name: &str, m: &Measured) {
+    let size = format!("{}x{}", a.width, a.height);
+    let us = |d: Duration| d.as_secs_f64() * 1e6 / a.frames as f64;
+    let (user_us, sys_us) = (us(m.user), us(m.sys));
+    let per_frame_us = user_us + sys_us;
+    let fps = a.frames as f64 / m.wall.as_secs_f64();
+    let memory = m.memory.map_or("-".to_owned(), |x| format!("{x:?}"));
+    if a.json {
+        println!(
+            "{{\"device\":\"{}\",\"format\":\"{}\",\"size\":\"{size}\",\"mode\":\"{}\",\
+             \"path\":\"{name}\",\"encoder\":\"{}\",\"frames\":{},\"cpu_us_per_frame\":{per_frame_us:.1},\
+             \"user_us_per_frame\":{user_us:.1},\"sys_us_per_frame\":{sys_us:.1},\
+             \"fps\":{fps:.2},\"memory\":\"{memory}\",\"imports\":{},\"copied_frames\":{},\
+             \"packets\":{},\"bytes\":{}}}",
+            a.device,
+            a.format.name,
+            a.mode.name(),
+            a.encoder.display(),
+            a.frames,
+            m.imports,
+            m.copied,
+            m.packets,
+            m.bytes
+        );
+    } else {
+        println!(
+            "{} {} {size} {} {name:<11} cpu/frame {per_frame_us:8.0} us (user {user_us:.0}, sys {sys_us:.0})  \
+             {fps:6.1} fps  memory={memory} imports={} copied={} packets={} ({} frames)",
+            a.device,
+            a.format.name,
+            a.mode.name(),
+            m.imports,
+            m.copied,
+            m.packets,
+            a.frames
+        );
+    }
+}
+
 fn main() -> ExitCode {
     let a = match parse() {
         Ok(a) => a,
@@ -242,54 +370,35 @@ fn main() -> ExitCode {
         }
     };
     let mut failed = false;
-    for &path in &a.paths {
-        let size = format!("{}x{}", a.width, a.height);
-        match measure(&a, path) {
-            Ok(m) => {
-                let per_frame_us = m.cpu.as_secs_f64() * 1e6 / a.frames as f64;
-                let fps = a.frames as f64 / m.wall.as_secs_f64();
-                let memory = m.memory.map_or("-".to_owned(), |x| format!("{x:?}"));
-                if a.json {
-                    println!(
-                        "{{\"device\":\"{}\",\"format\":\"{}\",\"size\":\"{size}\",\"mode\":\"{}\",\
-                         \"path\":\"{}\",\"encoder\":\"{}\",\"frames\":{},\"cpu_us_per_frame\":{per_frame_us:.1},\
-                         \"fps\":{fps:.2},\"memory\":\"{memory}\",\"imports\":{},\"copied_frames\":{},\
-                         \"packets\":{},\"bytes\":{}}}",
-                        a.device,
-                        a.format.name,
-                        a.mode.name(),
-                        path.name(),
-                        a.encoder.display(),
-                        a.frames,
-                        m.imports,
-                        m.copied,
-                        m.packets,
-                        m.bytes
-                    );
-                } else {
-                    println!(
-                        "{} {} {size} {} {:<7} cpu/frame {per_frame_us:8.0} us  {fps:6.1} fps  \
-                         memory={memory} imports={} copied={} packets={} ({} frames)",
-                        a.device,
-                        a.format.name,
-                        a.mode.name(),
-                        path.name(),
-                        m.imports,
-                        m.copied,
-                        m.packets,
-                        a.frames
-                    );
-                }
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        eprintln!(
+            "m2m_bench: {} {} {}x{} {} {what}: {e}",
+            a.device,
+            a.format.name,
+            a.width,
+            a.height,
+            a.mode.name()
+        );
+    };
+    if a.interleave {
+        match measure_interleaved(&a) {
+            Ok([import, copy]) => {
+                report(&a, "import-alt", &import);
+                report(&a, "copy-alt", &copy);
             }
             Err(e) => {
-                eprintln!(
-                    "m2m_bench: {} {} {size} {} {}: {e}",
-                    a.device,
-                    a.format.name,
-                    a.mode.name(),
-                    path.name()
-                );
+                fail("interleaved", &e);
                 failed = true;
+            }
+        }
+    } else {
+        for &path in &a.paths {
+            match measure(&a, path) {
+                Ok(m) => report(&a, path.name(), &m),
+                Err(e) => {
+                    fail(path.name(), &e);
+                    failed = true;
+                }
             }
         }
     }
