@@ -275,14 +275,12 @@ pub fn fd_memory<K: Send + 'static>(
             // SAFETY: `raw` is an open fd this function owns (just taken out
             // of an `OwnedFd`); on success the memory owns it and closes it
             // when freed, and nothing here uses it after.
-            unsafe { gst_alloc::DmaBufAllocator::new().alloc_dmabuf(raw, file) }
+            unsafe { dmabuf_allocator().alloc_dmabuf(raw, file) }
         }
         FdMemoryKind::Memfd => {
             // SAFETY: as above; `NONE`: the memory closes the fd and maps it
             // shared.
-            unsafe {
-                gst_alloc::FdAllocator::new().alloc_fd(raw, file, gst_alloc::FdMemoryFlags::NONE)
-            }
+            unsafe { fd_allocator().alloc_fd(raw, file, gst_alloc::FdMemoryFlags::NONE) }
         }
     };
     let mut memory = match made {
@@ -321,6 +319,19 @@ pub fn fd_memory<K: Send + 'static>(
         offset + size
     );
     Ok(memory)
+}
+
+/// The one dma-buf allocator every memory is made with (made once, not per
+/// frame).
+fn dmabuf_allocator() -> &'static gst_alloc::DmaBufAllocator {
+    static ALLOCATOR: std::sync::OnceLock<gst_alloc::DmaBufAllocator> = std::sync::OnceLock::new();
+    ALLOCATOR.get_or_init(gst_alloc::DmaBufAllocator::new)
+}
+
+/// The one fd allocator every memfd memory is made with.
+fn fd_allocator() -> &'static gst_alloc::FdAllocator {
+    static ALLOCATOR: std::sync::OnceLock<gst_alloc::FdAllocator> = std::sync::OnceLock::new();
+    ALLOCATOR.get_or_init(gst_alloc::FdAllocator::new)
 }
 
 /// The destroy notify of [`fd_memory`]'s qdata: drops the boxed `K`.
