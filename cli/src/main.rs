@@ -47,18 +47,18 @@ enum Command {
         #[arg(long, default_value_t = 85)]
         quality: i64,
     },
-    /// Record frames to a video file (.mp4, .h264): H.264 on a hardware
+    /// Record frames to a video file (.mp4, .h264, .mjpeg, .fwht): on a hardware
     /// encoder when one is present, else OpenH264; a status line a second;
     /// Ctrl-C stops and finishes the file.
     Record {
         #[command(flatten)]
         source: SourceArgs,
-        /// Output file: .mp4 or .h264.
+        /// Output file: .mp4 (H.264), or a bare stream: .h264, .hevc, .mjpeg, .fwht.
         #[arg(short, long)]
         output: PathBuf,
-        /// Codec: h264, hevc, mjpeg or fwht (the files hold h264).
-        #[arg(long, default_value = "h264")]
-        codec: zerocam_encode::Codec,
+        /// Codec: h264, hevc, mjpeg or fwht (default: the one the file holds).
+        #[arg(long)]
+        codec: Option<zerocam_encode::Codec>,
         /// Encoder: auto, software, /dev/videoN or gst:ELEMENT.
         #[arg(long, default_value = "auto")]
         encoder: zerocam_encode::EncoderChoice,

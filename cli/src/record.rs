@@ -22,8 +22,8 @@ use crate::CliError;
 pub struct RecordOptions {
     /// The file; its extension picks the container.
     pub output: PathBuf,
-    /// The codec.
-    pub codec: Codec,
+    /// The codec (`None`: the one the output's container holds).
+    pub codec: Option<Codec>,
     /// Which encoder.
     pub encoder: EncoderChoice,
     /// Target bit rate, bits per second (`None`: the encoder's default).
@@ -159,13 +159,14 @@ pub fn record(
     }
     let why = stopped.map_or_else(String::new, |s| format!(" (stopped on {s})"));
     Ok(format!(
-        "{}\nwrote {}: {} frames, {} bytes, {:.2} s{why}; encoder {}; frames copied {}",
+        "{}\nwrote {}: {} frames, {} bytes, {:.2} s{why}; encoder {}; planes imported {}, frames copied {}",
         status_line(&stats, elapsed, &encoder_name(&rec)),
         options.output.display(),
         stats.samples,
         stats.bytes,
         elapsed.as_secs_f64(),
         rec.describe(),
+        stats.encoder.imports,
         stats.encoder.copied_frames,
     ))
 }

@@ -128,7 +128,7 @@ fn an_unknown_extension_is_refused_naming_the_known_ones_and_creates_nothing() {
         "3",
     ]);
     assert!(
-        err.contains("\"avi\"") && err.contains(".mp4 and .h264"),
+        err.contains("\"avi\"") && err.contains(".mp4, .h264, .hevc/.h265, .mjpeg/.mjpg and .fwht"),
         "{err}"
     );
     assert!(!clip.exists());

@@ -81,3 +81,67 @@ fn lab_cli_capture_png_from_vivid() {
     let info = decoder.read_info().unwrap().info().clone();
     assert_eq!((info.width, info.height), (640, 480));
 }
+
+/// The number after `word ` in `out` (`planes imported 4`).
+fn count_after(out: &str, word: &str) -> u64 {
+    out.split(word)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.trim_end_matches(',').parse().ok())
+        .unwrap_or_else(|| panic!("no {word:?} count in: {out}"))
+}
+
+#[test]
+fn lab_cli_record_picks_vicodec_and_imports_vivid_dma_bufs() {
+    // `zerocam record` with the default encoder (auto) finds vicodec's
+    // stateful FWHT encoder, feeds it vivid's buffers by dma-buf import
+    // (each plane once, no frame copied), and the file it writes is a
+    // stream vicodec's decoder plays back frame by frame.
+    let _serial = serial();
+    let enc = std::env::var("ZEROCAM_LAB_VICODEC_ENC").expect("the lab names vicodec's encoder");
+    let dec = std::env::var("ZEROCAM_LAB_VICODEC_DEC").expect("the lab names vicodec's decoder");
+    let clip = std::env::temp_dir().join("zerocam-lab.fwht");
+    let out = run(&[
+        "record",
+        "/dev/video0",
+        "--format",
+        "NV12",
+        "--size",
+        "640x480",
+        "--frames",
+        "30",
+        "-o",
+        clip.to_str().unwrap(),
+    ]);
+    assert!(out.contains(&enc), "auto names the hardware encoder: {out}");
+    assert!(
+        out.contains("wrote") && out.contains(": 30 frames"),
+        "{out}"
+    );
+    assert_eq!(count_after(&out, "frames copied"), 0, "{out}");
+    let imports = count_after(&out, "planes imported");
+    assert!(
+        (1..=8).contains(&imports),
+        "one import per vivid buffer: {out}"
+    );
+    let decoded = std::env::temp_dir().join("zerocam-lab.nv12");
+    let status = std::process::Command::new("v4l2-ctl")
+        .args([
+            "-d",
+            &dec,
+            "--set-fmt-video=pixelformat=NV12",
+            "--stream-mmap",
+            "--stream-out-mmap",
+        ])
+        .arg(format!("--stream-from={}", clip.display()))
+        .arg(format!("--stream-to={}", decoded.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bytes = std::fs::metadata(&decoded).unwrap().len();
+    assert_eq!(
+        bytes,
+        30 * 640 * 480 * 3 / 2,
+        "30 decoded 640x480 NV12 frames"
+    );
+}

@@ -61,24 +61,29 @@ impl Recorder {
 
 #[pymethods]
 impl Recorder {
-    /// Creates `path` (`.mp4` or `.h264`; another extension is refused and
-    /// nothing is created). `codec`: `"h264"` (the files hold H.264);
+    /// Creates `path` (`.mp4`, or a bare stream: `.h264`, `.hevc`,
+    /// `.mjpeg`, `.fwht`; another extension is refused and nothing is
+    /// created). `codec`: `"h264"`, `"hevc"`, `"mjpeg"` or `"fwht"` (`None`:
+    /// the one the file holds);
     /// `encoder`: `"auto"`, `"software"`, `"/dev/videoN"` or
     /// `"gst:ELEMENT"`; `bitrate` in bits per second and `gop` in frames
     /// (`None`: the encoder's defaults); `fps` the rate the stream is timed
     /// at for rate control (the file's times are the frames' timestamps).
     #[new]
-    #[pyo3(signature = (path, codec = "h264", encoder = "auto", bitrate = None, gop = None, fps = 30))]
+    #[pyo3(signature = (path, codec = None, encoder = "auto", bitrate = None, gop = None, fps = 30))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        codec: &str,
+        codec: Option<&str>,
         encoder: &str,
         bitrate: Option<i64>,
         gop: Option<i64>,
         fps: i64,
     ) -> PyResult<Recorder> {
-        let codec: Codec = codec.parse().map_err(|e| invalid(format!("{e}")))?;
+        let codec = codec
+            .map(str::parse::<Codec>)
+            .transpose()
+            .map_err(|e| invalid(format!("{e}")))?;
         let encoder: EncoderChoice = encoder.parse().map_err(|e| invalid(format!("{e}")))?;
         let config = RecorderConfig {
             codec,

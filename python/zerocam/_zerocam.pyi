@@ -441,14 +441,15 @@ def cuda_available() -> bool: ...
 def cuda_info() -> Optional[dict[str, Any]]: ...
 
 class Recorder:
-    """Frames into a video file (``.mp4`` or ``.h264``): a hardware H.264
-    encoder when one is present, else OpenH264 in software. A context
+    """Frames into a video file (``.mp4``, or a bare ``.h264``, ``.hevc``,
+    ``.mjpeg`` or ``.fwht`` stream): a hardware encoder when one is present,
+    else (H.264) OpenH264 in software. A context
     manager: the end of the block closes the file."""
 
     def __init__(
         self,
         path: Union[str, os.PathLike[str]],
-        codec: Literal["h264", "hevc", "mjpeg", "fwht"] = "h264",
+        codec: Optional[Literal["h264", "hevc", "mjpeg", "fwht"]] = None,
         encoder: str = "auto",
         bitrate: Optional[int] = None,
         gop: Optional[int] = None,

@@ -1,4 +1,7 @@
-//! [`AnnexBWriter`]: the raw H.264 byte stream (`.h264`), packets back to back.
+//! [`StreamWriter`]: a codec's bare stream, packets back to back: Annex-B
+//! H.264 (`.h264`) or HEVC (`.hevc`), Motion JPEG (`.mjpeg`: JPEGs one after
+//! another, as ffmpeg's `mjpeg` demuxer and `curl`-style viewers read them),
+//! FWHT (`.fwht`: the kernel's vicodec reads it back).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -7,13 +10,14 @@ use std::path::{Path, PathBuf};
 use super::{ContainerError, ContainerWriter};
 use crate::{Codec, Packet};
 
-/// An Annex-B file: the packets' bytes as they came (start codes, SPS and
-/// PPS in-band before every keyframe), from the first keyframe on. It has
-/// no timestamps: players time it at a rate of their choosing (`ffplay
-/// -framerate`), so keep MP4 where timing matters. A file cut short by an
-/// error plays up to its last whole packet.
+/// A bare stream file: the packets' bytes as they came (H.264/HEVC: start
+/// codes, SPS and PPS in-band before every keyframe, from the first
+/// keyframe on; MJPEG and FWHT: from the first packet, whose frame stands
+/// alone). It has no timestamps: players time it at a rate of their
+/// choosing (`ffplay -framerate`), so keep MP4 where timing matters. A file
+/// cut short by an error plays up to its last whole packet.
 #[derive(Debug)]
-pub struct AnnexBWriter {
+pub struct StreamWriter {
     path: PathBuf,
     file: Option<BufWriter<File>>,
     started: bool,
@@ -21,33 +25,28 @@ pub struct AnnexBWriter {
     bytes: u64,
 }
 
-impl AnnexBWriter {
+impl StreamWriter {
     /// Creates `path` (replacing a file there) for `codec` packets.
     ///
     /// # Errors
-    /// [`ContainerError::Codec`] for a codec that is not an Annex-B stream
-    /// (MJPEG, FWHT), [`ContainerError::Io`] when the file cannot be created.
-    pub fn create(path: &Path, codec: Codec) -> Result<AnnexBWriter, ContainerError> {
-        if !matches!(codec, Codec::H264 | Codec::Hevc) {
-            return Err(ContainerError::Codec {
-                path: path.to_path_buf(),
-                container: "Annex-B",
-                holds: "H.264 or HEVC",
-                codec,
-            });
-        }
+    /// [`ContainerError::Io`] when the file cannot be created.
+    pub fn create(path: &Path, codec: Codec) -> Result<StreamWriter, ContainerError> {
         let file = File::create(path).map_err(|e| ContainerError::io(path, e))?;
-        Ok(AnnexBWriter {
+        Ok(StreamWriter {
             path: path.to_path_buf(),
             file: Some(BufWriter::new(file)),
-            started: false,
+            // Only H.264 and HEVC have frames that need an earlier one
+            // before the first keyframe; a JPEG or FWHT stream's first
+            // frame is whole (vicodec's encoder starts with an I-frame and
+            // flags none of its buffers KEYFRAME).
+            started: !matches!(codec, Codec::H264 | Codec::Hevc),
             samples: 0,
             bytes: 0,
         })
     }
 }
 
-impl ContainerWriter for AnnexBWriter {
+impl ContainerWriter for StreamWriter {
     fn write(&mut self, packet: &Packet) -> Result<(), ContainerError> {
         let Some(file) = self.file.as_mut() else {
             return Err(ContainerError::Finished {

@@ -1,19 +1,20 @@
 //! Files from encoded packets: [`Mp4Writer`] (ISO BMFF through the `mp4`
-//! crate) and [`AnnexBWriter`] (the raw `.h264` byte stream), both a
+//! crate) and [`StreamWriter`] (a codec's bare stream: `.h264`, `.hevc`,
+//! `.mjpeg`, `.fwht`), both a
 //! [`ContainerWriter`].
 //!
 //! - `nal`: Annex-B parsing (start codes, NAL unit types).
 //! - `mp4file`: the MP4 writer: avcC from the first keyframe's SPS/PPS,
 //!   samples timed from the packets' timestamps, sync samples flagged.
-//! - `annexb`: the Annex-B writer.
+//! - `elementary`: the bare-stream writer.
 
-mod annexb;
+mod elementary;
 mod mp4file;
 pub(crate) mod nal;
 
 use std::path::{Path, PathBuf};
 
-pub use annexb::AnnexBWriter;
+pub use elementary::StreamWriter;
 pub use mp4file::{Mp4Writer, MP4_TIMESCALE};
 
 use crate::{Codec, Packet};

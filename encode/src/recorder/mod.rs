@@ -1,5 +1,6 @@
 //! [`Recorder`]: frames in, a file out. The file name's extension picks the
-//! container (`output`: `.mp4`, `.h264`), the first frame opens the encoder
+//! container (`output`: `.mp4`, or a codec's bare stream: `.h264`, `.hevc`,
+//! `.mjpeg`, `.fwht`), the first frame opens the encoder
 //! ([`open_encoder`](crate::encoder::open_encoder): hardware when present,
 //! else software), and [`Recorder::finish`] drains the encoder and closes
 //! the file. On an error (a full disk, an encoder that went away) the file
@@ -18,15 +19,16 @@ use zerocam_capture::Frame;
 pub use output::{Container, KNOWN_EXTENSIONS};
 pub use stats::RecorderStats;
 
-use crate::container::{AnnexBWriter, ContainerError, ContainerWriter, Mp4Writer};
+use crate::container::{ContainerError, ContainerWriter, Mp4Writer, StreamWriter};
 use crate::encoder::{open_encoder, EncoderChoice, EncoderConfig, VideoEncoder};
 use crate::{Codec, EncodeError};
 
 /// What to record with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecorderConfig {
-    /// The codec (the containers hold H.264).
-    pub codec: Codec,
+    /// The codec; `None`: the one the container holds
+    /// ([`Container::codec`]: H.264 for `.mp4`, FWHT for `.fwht`).
+    pub codec: Option<Codec>,
     /// Which encoder.
     pub encoder: EncoderChoice,
     /// Target bit rate, bits per second (`None`: the encoder's default).
@@ -39,10 +41,10 @@ pub struct RecorderConfig {
 }
 
 impl Default for RecorderConfig {
-    /// H.264, `auto` encoder, its default rate control, 30 fps.
+    /// The container's codec, `auto` encoder, its default rate control, 30 fps.
     fn default() -> RecorderConfig {
         RecorderConfig {
-            codec: Codec::H264,
+            codec: None,
             encoder: EncoderChoice::Auto,
             bitrate: None,
             gop: None,
@@ -98,8 +100,9 @@ impl std::fmt::Debug for Recorder {
 }
 
 impl Recorder {
-    /// A recorder into `path`, whose extension picks the container (`.mp4`,
-    /// `.h264`). The file is created now (empty until the first frame, which
+    /// A recorder into `path`, whose extension picks the container
+    /// ([`Container::of`]; [`Container::codec`] is the one codec it holds).
+    /// The file is created now (empty until the first frame, which
     /// opens the encoder); an extension or codec it cannot write is refused
     /// before anything is created.
     ///
@@ -110,15 +113,20 @@ impl Recorder {
     pub fn create(path: impl AsRef<Path>, config: RecorderConfig) -> Result<Recorder, EncodeError> {
         let path = path.as_ref();
         let container = Container::of(path)?;
-        if !container.holds(config.codec) {
+        let codec = config.codec.unwrap_or(container.codec());
+        if !container.holds(codec) {
             return Err(ContainerError::Codec {
                 path: path.to_path_buf(),
                 container: container.name(),
-                holds: "H.264",
-                codec: config.codec,
+                holds: container.codec().name(),
+                codec,
             }
             .into());
         }
+        let config = RecorderConfig {
+            codec: Some(codec),
+            ..config
+        };
         File::create(path).map_err(|source| EncodeError::Io {
             path: path.to_path_buf(),
             source,
@@ -140,6 +148,11 @@ impl Recorder {
         &self.path
     }
 
+    /// The codec it records (the one asked for, else the container's).
+    pub fn codec(&self) -> Codec {
+        self.config.codec.unwrap_or(self.container.codec())
+    }
+
     /// Which encoder records and why it was chosen (before the first frame:
     /// what will choose).
     pub fn describe(&self) -> String {
@@ -147,7 +160,8 @@ impl Recorder {
             Some(why) => why.clone(),
             None => format!(
                 "{} encoder {}: chosen at the first frame",
-                self.config.codec, self.config.encoder
+                self.codec(),
+                self.config.encoder
             ),
         }
     }
@@ -192,7 +206,7 @@ impl Recorder {
     /// The encoder and the file for a stream like `first`.
     fn open_for(&mut self, first: &Frame) -> Result<Open, EncodeError> {
         let config = EncoderConfig {
-            codec: self.config.codec,
+            codec: self.codec(),
             bitrate: self.config.bitrate,
             gop: self.config.gop,
             fps: self.config.fps.max(1),
@@ -208,7 +222,7 @@ impl Recorder {
                 h,
                 config.fps,
             )?),
-            Container::AnnexB => Box::new(AnnexBWriter::create(&self.path, config.codec)?),
+            Container::Stream(_) => Box::new(StreamWriter::create(&self.path, config.codec)?),
         };
         log::info!(
             "recording {} to {}: {why}",

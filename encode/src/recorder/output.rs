@@ -6,15 +6,16 @@ use std::path::Path;
 use crate::{Codec, EncodeError};
 
 /// The extensions a recorder writes, for messages.
-pub const KNOWN_EXTENSIONS: &str = ".mp4 and .h264";
+pub const KNOWN_EXTENSIONS: &str = ".mp4, .h264, .hevc/.h265, .mjpeg/.mjpg and .fwht";
 
 /// A recorder's container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Container {
-    /// `.mp4`: ISO BMFF, timestamps kept.
+    /// `.mp4`: ISO BMFF holding H.264, timestamps kept.
     Mp4,
-    /// `.h264`: the raw Annex-B stream.
-    AnnexB,
+    /// A codec's bare stream: `.h264`, `.hevc`/`.h265` (Annex-B),
+    /// `.mjpeg`/`.mjpg` (JPEGs back to back), `.fwht` (vicodec's FWHT).
+    Stream(Codec),
 }
 
 impl Container {
@@ -27,7 +28,10 @@ impl Container {
         let ext = crate::output_kind::extension(path);
         match ext.as_str() {
             "mp4" => Ok(Container::Mp4),
-            "h264" => Ok(Container::AnnexB),
+            "h264" => Ok(Container::Stream(Codec::H264)),
+            "hevc" | "h265" => Ok(Container::Stream(Codec::Hevc)),
+            "mjpeg" | "mjpg" => Ok(Container::Stream(Codec::Mjpeg)),
+            "fwht" => Ok(Container::Stream(Codec::Fwht)),
             _ => Err(EncodeError::Extension {
                 path: path.to_path_buf(),
                 ext,
@@ -40,13 +44,24 @@ impl Container {
     pub fn name(self) -> &'static str {
         match self {
             Container::Mp4 => "MP4",
-            Container::AnnexB => "Annex-B H.264",
+            Container::Stream(Codec::H264) => "Annex-B H.264",
+            Container::Stream(Codec::Hevc) => "Annex-B HEVC",
+            Container::Stream(Codec::Mjpeg) => "Motion JPEG",
+            Container::Stream(Codec::Fwht) => "FWHT",
+        }
+    }
+
+    /// The one codec it holds: what `--codec` defaults to for it.
+    pub fn codec(self) -> Codec {
+        match self {
+            Container::Mp4 => Codec::H264,
+            Container::Stream(c) => c,
         }
     }
 
     /// Whether it holds `codec`.
     pub fn holds(self, codec: Codec) -> bool {
-        codec == Codec::H264
+        codec == self.codec()
     }
 }
 
@@ -56,18 +71,18 @@ mod tests {
 
     #[test]
     fn the_extension_decides_and_others_are_refused_naming_the_known() {
-        assert_eq!(
-            Container::of(Path::new("a/clip.MP4")).ok(),
-            Some(Container::Mp4)
-        );
-        assert_eq!(
-            Container::of(Path::new("clip.h264")).ok(),
-            Some(Container::AnnexB)
-        );
+        let of = |p: &str| Container::of(Path::new(p)).ok();
+        assert_eq!(of("a/clip.MP4"), Some(Container::Mp4));
+        assert_eq!(of("clip.h264"), Some(Container::Stream(Codec::H264)));
+        assert_eq!(of("clip.h265"), Some(Container::Stream(Codec::Hevc)));
+        assert_eq!(of("clip.mjpg"), Some(Container::Stream(Codec::Mjpeg)));
+        assert_eq!(of("clip.fwht"), Some(Container::Stream(Codec::Fwht)));
+        assert_eq!(of("clip.fwht").map(Container::codec), Some(Codec::Fwht));
+        assert!(Container::Mp4.holds(Codec::H264) && !Container::Mp4.holds(Codec::Fwht));
         for bad in ["clip.avi", "clip", "clip.mkv"] {
             let e = Container::of(Path::new(bad)).err().map(|e| e.to_string());
             assert!(
-                e.as_deref().is_some_and(|m| m.contains(".mp4 and .h264")),
+                e.as_deref().is_some_and(|m| m.contains(KNOWN_EXTENSIONS)),
                 "{e:?}"
             );
         }

@@ -217,3 +217,27 @@ fn a_full_disk_is_a_typed_enospc_and_later_writes_are_refused() {
     ));
     assert!(rec.finish().unwrap().finished);
 }
+
+#[test]
+fn a_bare_stream_takes_its_codec_from_the_extension() {
+    // `.mjpeg` holds Motion JPEG: with no codec asked for, the recorder
+    // encodes JPEGs (in software) and ffprobe reads every one back.
+    let dir = tempdir();
+    let path = dir.join("clip.mjpeg");
+    let stats = record(&path, "NV12", 12, None);
+    assert_eq!((stats.frames, stats.samples), (12, 12));
+    let (codec, w, h, n, _) = probe(&path);
+    assert_eq!((codec.as_str(), w, h, n), ("mjpeg", 320, 240, 12));
+    // An MP4 holds H.264 only: MJPEG into it is refused before the file is made.
+    let mp4 = dir.join("mjpeg.mp4");
+    let refused = Recorder::create(
+        &mp4,
+        RecorderConfig {
+            codec: Some(Codec::Mjpeg),
+            ..RecorderConfig::default()
+        },
+    );
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("hold h264, not mjpeg"), "{message}");
+    assert!(!mp4.exists());
+}
