@@ -20,7 +20,8 @@
 //! # else the first FWHT encoder), --only capture|import|copy (repeatable),
 //! # --interleave: one stream, an importing and a copying encoder context fed
 //! # frames in turn, each `encode` call's thread CPU time counted to its path
-//! # (host load that drifts during a run falls on both alike)
+//! # (host load that drifts during a run falls on both alike; its `fps` is
+//! # frames over the time spent inside `encode` calls)
 //! ```
 //!
 //! vicodec codes heights in multiples of 16 and zerocam copies frames whose
