@@ -1,5 +1,5 @@
-//! A V4L2 memory-to-memory encoder as a [`VideoEncoder`](crate::VideoEncoder):
-//! zerocam-capture's [`M2mEncoder`](zerocam_capture::v4l2::m2m::M2mEncoder),
+//! A V4L2 memory-to-memory encoder as a [`VideoEncoder`]:
+//! zerocam-capture's [`M2mEncoder`],
 //! which queues the frames' own dma-bufs (each capture buffer imported once)
 //! and holds each frame until the encoder is done reading it, or copies them
 //! (counted, logged) where it cannot.

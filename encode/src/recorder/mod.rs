@@ -1,7 +1,7 @@
 //! [`Recorder`]: frames in, a file out. The file name's extension picks the
 //! container (`output`: `.mp4`, or a codec's bare stream: `.h264`, `.hevc`,
 //! `.mjpeg`, `.fwht`), the first frame opens the encoder
-//! ([`open_encoder`](crate::encoder::open_encoder): hardware when present,
+//! ([`open_encoder`]: hardware when present,
 //! else software), and [`Recorder::finish`] drains the encoder and closes
 //! the file. On an error (a full disk, an encoder that went away) the file
 //! is closed at once, so that it plays up to the failure.
