@@ -66,9 +66,12 @@ def test_annex_b_and_close_is_idempotent(tmp_path):
 
 
 def test_refusals_are_typed_and_create_nothing(tmp_path):
-    with pytest.raises(zerocam.InvalidArgument, match=r"\.mp4 and \.h264"):
+    with pytest.raises(zerocam.InvalidArgument, match=r"\.mp4, \.h264, .* and \.fwht"):
         Recorder(tmp_path / "clip.avi")
     assert not (tmp_path / "clip.avi").exists()
+    with pytest.raises(zerocam.InvalidArgument, match="hold h264, not mjpeg"):
+        Recorder(tmp_path / "clip.mp4", codec="mjpeg")
+    assert not (tmp_path / "clip.mp4").exists()
     with pytest.raises(zerocam.InvalidArgument, match="vp9"):
         Recorder(tmp_path / "clip.mp4", codec="vp9")
     with pytest.raises(zerocam.InvalidArgument, match="nvenc"):
@@ -90,3 +93,13 @@ def test_a_frame_whose_tensor_is_mapped_is_refused_and_kept(tmp_path):
             assert not frame.released
         rec.write(frame)
         assert frame.released
+
+
+def test_a_bare_stream_takes_its_codec_from_the_extension(tmp_path):
+    # ``.mjpeg`` holds Motion JPEG: no codec given, every frame a JPEG.
+    path = tmp_path / "clip.mjpeg"
+    with Camera.pattern("NV12", (64, 48)) as cam, Recorder(path) as rec:
+        for _ in range(5):
+            rec.write(cam.read())
+    data = path.read_bytes()
+    assert data.count(b"\xff\xd8\xff") == 5
