@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
 
 /// A compressed video format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,15 +66,6 @@ impl FromStr for Codec {
     }
 }
 
-/// One encoded frame (or, for H.264/HEVC, one access unit).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet {
-    /// The compressed bytes (Annex-B for H.264/HEVC).
-    pub data: Vec<u8>,
-    /// The source frame's capture time (`CLOCK_MONOTONIC`).
-    pub pts: Duration,
-    /// A frame a decoder can start at (IDR for H.264).
-    pub keyframe: bool,
-    /// The source frame's sequence number.
-    pub sequence: u32,
-}
+/// One encoded frame (or, for H.264/HEVC, one access unit): the same type
+/// zerocam-capture's V4L2 memory-to-memory encoder returns.
+pub use zerocam_capture::v4l2::m2m::Packet;

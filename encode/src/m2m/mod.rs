@@ -80,17 +80,6 @@ pub fn find(codec: Codec) -> Option<PathBuf> {
         .next()
 }
 
-fn packets(ps: Vec<m2m::Packet>) -> Vec<Packet> {
-    ps.into_iter()
-        .map(|p| Packet {
-            data: p.data,
-            pts: p.pts,
-            keyframe: p.keyframe,
-            sequence: p.sequence,
-        })
-        .collect()
-}
-
 impl VideoEncoder for M2mVideoEncoder {
     fn codec(&self) -> Codec {
         self.codec
@@ -107,11 +96,11 @@ impl VideoEncoder for M2mVideoEncoder {
     }
 
     fn encode(&mut self, frame: Frame) -> Result<Vec<Packet>, EncodeError> {
-        Ok(packets(self.inner.encode(frame)?))
+        Ok(self.inner.encode(frame)?)
     }
 
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError> {
-        Ok(packets(self.inner.drain()?))
+        Ok(self.inner.drain()?)
     }
 
     fn stats(&self) -> EncodeStats {

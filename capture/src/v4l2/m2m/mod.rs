@@ -86,14 +86,16 @@ pub struct M2mStats {
     pub eos_events: u64,
 }
 
-/// One coded frame.
+/// One coded frame (for H.264/HEVC one access unit), from this encoder or
+/// any of zerocam-encode's (which re-exports it as `zerocam_encode::Packet`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packet {
-    /// The coded bytes.
+    /// The coded bytes (Annex-B for H.264/HEVC).
     pub data: Vec<u8>,
-    /// The source frame's timestamp.
+    /// The source frame's capture time (`CLOCK_MONOTONIC`).
     pub pts: Duration,
-    /// `V4L2_BUF_FLAG_KEYFRAME`.
+    /// A frame a decoder can start at (IDR for H.264; here,
+    /// `V4L2_BUF_FLAG_KEYFRAME`).
     pub keyframe: bool,
     /// The source frame's sequence number.
     pub sequence: u32,
