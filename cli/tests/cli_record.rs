@@ -4,52 +4,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::{fails, zerocam};
 
-/// ffprobe's view of `path`'s first video stream.
-struct Probe {
-    codec: String,
-    width: u64,
-    height: u64,
-    frames: u64,
-    duration: f64,
-}
-
-fn ffprobe(path: &Path) -> Probe {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args([
-            "-show_entries",
-            "stream=codec_name,width,height,nb_read_frames,duration",
-        ])
-        .args(["-of", "default=noprint_wrappers=1"])
-        .arg(path)
-        .output()
-        .unwrap_or_else(|e| panic!("ffprobe could not run ({e}): install ffmpeg"));
-    assert!(
-        out.status.success(),
-        "ffprobe {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .unwrap_or("0")
-            .to_string()
-    };
-    Probe {
-        codec: get("codec_name"),
-        width: get("width").parse().unwrap_or(0),
-        height: get("height").parse().unwrap_or(0),
-        frames: get("nb_read_frames").parse().unwrap_or(0),
-        duration: get("duration").parse().unwrap_or(0.0),
-    }
-}
+use zerocam_test_support::media::ffprobe;
 
 /// A fresh directory for one test.
 fn dir(name: &str) -> PathBuf {

@@ -4,7 +4,6 @@
 
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -57,16 +56,7 @@ fn next(src: &mut PatternSource) -> Frame {
 }
 
 fn ffprobe_frames(path: &Path) -> u64 {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-select_streams", "v:0", "-count_frames"])
-        .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
-        .arg(path)
-        .output()
-        .expect("ffprobe runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("ffprobe said {text:?}"))
+    zerocam_test_support::media::ffprobe(path).frames
 }
 
 fn open_fds() -> usize {

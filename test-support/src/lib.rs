@@ -6,7 +6,8 @@
 //! `cmd` (feature `cmd`), a package's binaries run from its tests,
 //! `lab` (feature `lab`), what lab tests share (one test at a time, fd
 //! counts, EGL on zink), `gl` (feature `gl`), a `Gpu` on zink, `vivid` (feature `vivid`), vivid streams of solid
-//! red, and `cuda_double` (feature `cuda-double`), which
+//! red, [`media`], video files read back through `ffprobe`, and
+//! `cuda_double` (feature `cuda-double`), which
 //! builds and loads the CUDA driver test double. Its own tests check that the docs still say what the
 //! workspace is (`tests/docs_*.rs`). Never a dependency of a product.
 
@@ -23,5 +24,6 @@ pub mod cuda_double;
 pub mod gl;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod media;
 #[cfg(feature = "vivid")]
 pub mod vivid;

@@ -2,7 +2,6 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
@@ -12,35 +11,8 @@ use super::*;
 /// ffprobe's view of `path`'s video stream: codec, width, height, frames
 /// read, duration in seconds.
 pub(crate) fn probe(path: &Path) -> (String, u64, u64, u64, f64) {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args([
-            "-show_entries",
-            "stream=codec_name,width,height,nb_read_frames,duration",
-        ])
-        .args(["-of", "default=noprint_wrappers=1"])
-        .arg(path)
-        .output()
-        .expect("ffprobe runs (install ffmpeg)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .unwrap_or("0")
-            .to_string()
-    };
-    (
-        get("codec_name"),
-        get("width").parse().unwrap_or(0),
-        get("height").parse().unwrap_or(0),
-        get("nb_read_frames").parse().unwrap_or(0),
-        get("duration").parse().unwrap_or(0.0),
-    )
+    let p = zerocam_test_support::media::ffprobe(path);
+    (p.codec, p.width, p.height, p.frames, p.duration)
 }
 
 fn pattern(format: &str, fps: Option<f64>) -> PatternSource {
