@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use nix::sys::resource::{getrusage, UsageWho};
 use zerocam_capture::v4l2::m2m::{M2mConfig, OutputMemory};
 use zerocam_capture::{
     BufferMode, CaptureFormat, Device, FourCc, FrameSource, Stream, StreamConfig,
@@ -44,37 +45,23 @@ use zerocam_encode::{Codec, VideoEncoder};
 const WAIT: Duration = Duration::from_secs(20);
 const WARMUP: u64 = 10;
 
-/// `struct rusage` (Linux, 64-bit): two `timeval`s, then 14 longs.
-#[repr(C)]
-#[derive(Default)]
-struct Rusage {
-    utime: [i64; 2],
-    stime: [i64; 2],
-    rest: [i64; 14],
-}
-
-extern "C" {
-    fn getrusage(who: i32, usage: *mut Rusage) -> i32;
-}
-
 /// User and system CPU time of the whole process so far.
 fn cpu_time() -> (Duration, Duration) {
-    rusage(0)
+    rusage(UsageWho::RUSAGE_SELF)
 }
 
 /// User and system CPU time of the calling thread so far.
 fn thread_cpu_time() -> (Duration, Duration) {
-    rusage(1)
+    rusage(UsageWho::RUSAGE_THREAD)
 }
 
-/// `getrusage(who)`: RUSAGE_SELF (0) or RUSAGE_THREAD (1).
-fn rusage(who: i32) -> (Duration, Duration) {
-    let mut u = Rusage::default();
-    // SAFETY: `u` is a valid, writable `struct rusage`; `who` is 0 or 1.
-    let rc = unsafe { getrusage(who, &mut u) };
-    assert_eq!(rc, 0, "getrusage failed");
-    let us = |t: [i64; 2]| Duration::from_micros(t[0] as u64 * 1_000_000 + t[1] as u64);
-    (us(u.utime), us(u.stime))
+/// `getrusage(who)`'s user and system time.
+fn rusage(who: UsageWho) -> (Duration, Duration) {
+    let u = getrusage(who).expect("getrusage");
+    let d = |t: nix::sys::time::TimeVal| {
+        Duration::from_micros(t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64)
+    };
+    (d(u.user_time()), d(u.system_time()))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

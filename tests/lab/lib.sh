@@ -121,6 +121,8 @@ udev
 bash
 pkg-config
 g++
+cmake
+nasm
 libclang-dev
 libegl-dev
 libgles-dev
