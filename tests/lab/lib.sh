@@ -122,6 +122,7 @@ bash
 pkg-config
 g++
 cmake
+make
 nasm
 libclang-dev
 libegl-dev
