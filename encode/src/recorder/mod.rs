@@ -279,6 +279,10 @@ impl Recorder {
             ..self.stats()
         };
         self.closed = Some(stats.clone());
+        // The encoder goes now, with any frames it still held (an encoder
+        // that failed mid-stream may hold some): they go back to the source,
+        // which captures on while this recorder lives.
+        self.open = None;
         result.map(|()| stats)
     }
 
