@@ -45,8 +45,17 @@ fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
+/// One test of this file at a time: every test makes `Gpu`s, whose threads
+/// open and close fds (the DRM render node, the display), so a neighbour
+/// running alongside would move the count `dropping_..._leaks_no_fd` checks.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn a_panicking_job_poisons_the_gpu_and_its_caller_gets_the_message() {
+    let _serial = serial();
     let gpu = Gpu::new().unwrap();
     gpu.__hold_texture_images(3).unwrap();
     let s = gpu.stats().unwrap();
@@ -84,6 +93,7 @@ fn a_panicking_job_poisons_the_gpu_and_its_caller_gets_the_message() {
 
 #[test]
 fn a_cpu_map_taken_before_the_panic_stays_valid_until_it_ends() {
+    let _serial = serial();
     let gpu = Gpu::new().unwrap();
     let t = gpu.pbo_tensor::<u8>(&[1 << 16]).unwrap();
     let mut map = t.map_write().unwrap();
@@ -100,6 +110,7 @@ fn a_cpu_map_taken_before_the_panic_stays_valid_until_it_ends() {
 
 #[test]
 fn a_panic_mid_convert_poisons_and_a_new_gpu_converts_correctly() {
+    let _serial = serial();
     let src = common::picture(PixelFormat::Nv12, 32, 16);
     let options = ConvertOptions::default();
     let image = || Tensor::<u8>::image(32, 16, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
@@ -131,6 +142,7 @@ fn a_panic_mid_convert_poisons_and_a_new_gpu_converts_correctly() {
 
 #[test]
 fn calls_queued_behind_the_panic_get_the_typed_error_and_none_hangs() {
+    let _serial = serial();
     let gpu = Gpu::new().unwrap();
     let workers: Vec<_> = (0..4)
         .map(|_| {
@@ -155,6 +167,7 @@ fn calls_queued_behind_the_panic_get_the_typed_error_and_none_hangs() {
 
 #[test]
 fn dropping_a_poisoned_gpu_and_its_tensors_leaks_no_fd() {
+    let _serial = serial();
     // The first context opens the display (and its fds) for the process.
     drop(Gpu::new().unwrap());
     let before = fd_count();
