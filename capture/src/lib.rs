@@ -43,6 +43,7 @@ pub mod gst;
 pub mod libcamera_source;
 pub mod open;
 pub mod pattern;
+pub mod ros;
 pub mod share;
 #[cfg(test)]
 use zerocam_test_support::alloc as test_alloc;
