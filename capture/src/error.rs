@@ -245,6 +245,10 @@ pub enum CaptureError {
         available: String,
     },
 
+    /// A Zenoh session, topic or sample failed (`zenoh:KEY`, feature `zenoh`).
+    #[cfg(feature = "zenoh")]
+    #[error(transparent)]
+    Zenoh(#[from] crate::zenoh_source::ZenohError),
     /// A GStreamer pipeline failed (`gst:PIPELINE`, feature `gstreamer`).
     #[cfg(feature = "gstreamer")]
     #[error(transparent)]

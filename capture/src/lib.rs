@@ -51,6 +51,7 @@ use zerocam_test_support::alloc as test_alloc;
 #[global_allocator]
 static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 pub mod v4l2;
+pub mod zenoh_source;
 
 pub use error::{ArgumentError, CaptureError, Result};
 pub use format::{CaptureFormat, FourCc, CAPTURE_FORMATS};
@@ -62,6 +63,8 @@ pub use libcamera_source::{
     libcamera_cameras, quiet_libcamera_log, LibcameraConfig, LibcameraSource,
 };
 pub use pattern::{PatternConfig, PatternSource};
+#[cfg(feature = "zenoh")]
+pub use zenoh_source::{ZenohSource, ZenohSourceConfig};
 pub use v4l2::{capture_devices, BufferMode, Device, Stream, StreamConfig};
 // The negotiated format every source describes its frames with (V4L2's
 // vocabulary, which libcamera, GStreamer, the pattern and sharing reuse).

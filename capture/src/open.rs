@@ -24,6 +24,7 @@ pub struct SourceSpec {
     /// A device path, `libcamera:<id>` (or `libcamera`: the first libcamera
     /// camera), `unix:<socket>` (a publisher's frames: `zerocam serve`),
     /// `gst:<pipeline>` (a GStreamer pipeline, feature `gstreamer`),
+    /// `zenoh:<key>` (JPEG frames from a Zenoh topic, feature `zenoh`),
     /// `pattern`, or `None` to pick the first libcamera camera
     /// (feature `libcamera`), else the first V4L2 camera, else the pattern.
     pub device: Option<String>,
@@ -40,6 +41,8 @@ pub struct SourceSpec {
     /// Open V4L2 buffers read-only ([`StreamConfig::read_only`]), as
     /// `zerocam serve` does to lend them to other processes.
     pub read_only: bool,
+    /// The Zenoh session of a `zenoh:<key>` source (endpoints, config file).
+    pub zenoh: crate::zenoh_source::ZenohOptions,
 }
 
 impl SourceSpec {
@@ -54,6 +57,7 @@ impl SourceSpec {
             buffers: 4,
             mode: BufferMode::Mmap,
             read_only: false,
+            zenoh: crate::zenoh_source::ZenohOptions::default(),
         }
     }
 }
@@ -129,6 +133,8 @@ pub enum SourceKind {
     Libcamera,
     /// A GStreamer pipeline.
     Gst,
+    /// A Zenoh topic.
+    Zenoh,
 }
 
 /// A source [`open_source`] opened, of the kind the spec named.
@@ -145,6 +151,9 @@ pub enum AnySource {
     /// A GStreamer pipeline (`gst:<pipeline>`; feature `gstreamer`).
     #[cfg(feature = "gstreamer")]
     Gst(Box<crate::GstSource>),
+    /// A Zenoh topic (`zenoh:<key>`; feature `zenoh`).
+    #[cfg(feature = "zenoh")]
+    Zenoh(Box<crate::ZenohSource>),
 }
 
 impl AnySource {
@@ -158,6 +167,8 @@ impl AnySource {
             AnySource::Libcamera(_) => SourceKind::Libcamera,
             #[cfg(feature = "gstreamer")]
             AnySource::Gst(_) => SourceKind::Gst,
+            #[cfg(feature = "zenoh")]
+            AnySource::Zenoh(_) => SourceKind::Zenoh,
         }
     }
 
@@ -171,6 +182,8 @@ impl AnySource {
             AnySource::Libcamera(l) => l.as_ref(),
             #[cfg(feature = "gstreamer")]
             AnySource::Gst(g) => g.as_ref(),
+            #[cfg(feature = "zenoh")]
+            AnySource::Zenoh(z) => z.as_ref(),
         }
     }
 
@@ -184,6 +197,8 @@ impl AnySource {
             AnySource::Libcamera(l) => l.as_mut(),
             #[cfg(feature = "gstreamer")]
             AnySource::Gst(g) => g.as_mut(),
+            #[cfg(feature = "zenoh")]
+            AnySource::Zenoh(z) => z.as_mut(),
         }
     }
 
@@ -197,6 +212,8 @@ impl AnySource {
             AnySource::Libcamera(l) => l,
             #[cfg(feature = "gstreamer")]
             AnySource::Gst(g) => g,
+            #[cfg(feature = "zenoh")]
+            AnySource::Zenoh(z) => z,
         }
     }
 }
@@ -281,6 +298,10 @@ pub fn open_source(spec: &SourceSpec, options: &OpenOptions) -> Result<OpenedSou
     if let Some(socket) = spec.device.as_deref().and_then(|d| d.strip_prefix("unix:")) {
         refuse_controls(options, &format!("unix:{socket}"))?;
         return open_subscriber(socket, spec);
+    }
+    if let Some(key) = spec.device.as_deref().and_then(|d| d.strip_prefix("zenoh:")) {
+        refuse_controls(options, &format!("zenoh:{key}"))?;
+        return open_zenoh(key, spec);
     }
     if let Some(pipeline) = spec.device.as_deref().and_then(|d| d.strip_prefix("gst:")) {
         refuse_controls(options, &format!("gst:{pipeline}"))?;
@@ -503,6 +524,41 @@ fn open_gst(pipeline: &str) -> Result<OpenedSource, CaptureError> {
     Err(crate::ArgumentError::FeatureMissing {
         what: format!("gst:{pipeline}"),
         feature: "gstreamer",
+    }
+    .into())
+}
+
+#[cfg(feature = "zenoh")]
+fn open_zenoh(key: &str, spec: &SourceSpec) -> Result<OpenedSource, CaptureError> {
+    if let Some(f) = spec.format.filter(|f| f.pixel != zerocam_tensor::PixelFormat::Rgb) {
+        return Err(CaptureError::UnsupportedFormat {
+            path: PathBuf::from(format!("zenoh:{key}")),
+            fourcc: f.fourcc,
+            offered: "RGB24 (JPEG topics decode to RGB)".into(),
+        });
+    }
+    let source = crate::ZenohSource::new(crate::ZenohSourceConfig {
+        options: spec.zenoh.clone(),
+        buffers: spec.buffers,
+        ..crate::ZenohSourceConfig::new(key)
+    })?;
+    let f = source.stream_format();
+    let description = format!(
+        "zenoh:{key} (JPEG CompressedImage over Zenoh, decoded): {} {}x{}",
+        f.format.name, f.width, f.height
+    );
+    Ok(OpenedSource {
+        source: AnySource::Zenoh(Box::new(source)),
+        description,
+        is_pattern: false,
+    })
+}
+
+#[cfg(not(feature = "zenoh"))]
+fn open_zenoh(key: &str, _spec: &SourceSpec) -> Result<OpenedSource, CaptureError> {
+    Err(crate::ArgumentError::FeatureMissing {
+        what: format!("zenoh:{key}"),
+        feature: "zenoh",
     }
     .into())
 }

@@ -32,6 +32,12 @@ pub struct StreamStats {
     /// GStreamer software decoder's, `videotestsrc`'s): the CPU reads them
     /// in place, the GPU path uploads them. 0 for sources of dma-bufs only.
     pub system_memory_frames: u64,
+    /// Frames that came after a newer one and were dropped (a network
+    /// source's reordering). 0 for local sources.
+    pub late: u64,
+    /// Frames the source refused: malformed, too large, undecodable (a
+    /// network source's; each logged). 0 for local sources.
+    pub rejected: u64,
 }
 
 impl StreamStats {
@@ -52,6 +58,8 @@ impl StreamStats {
             planes,
             cache,
             system_memory_frames: 0,
+            late: 0,
+            rejected: 0,
         }
     }
 }
