@@ -63,9 +63,9 @@ pub use libcamera_source::{
     libcamera_cameras, quiet_libcamera_log, LibcameraConfig, LibcameraSource,
 };
 pub use pattern::{PatternConfig, PatternSource};
+pub use v4l2::{capture_devices, BufferMode, Device, Stream, StreamConfig};
 #[cfg(feature = "zenoh")]
 pub use zenoh_source::{ZenohSource, ZenohSourceConfig};
-pub use v4l2::{capture_devices, BufferMode, Device, Stream, StreamConfig};
 // The negotiated format every source describes its frames with (V4L2's
 // vocabulary, which libcamera, GStreamer, the pattern and sharing reuse).
 pub use v4l2::{Colorimetry, PlaneLayout, StreamFormat};

@@ -299,7 +299,11 @@ pub fn open_source(spec: &SourceSpec, options: &OpenOptions) -> Result<OpenedSou
         refuse_controls(options, &format!("unix:{socket}"))?;
         return open_subscriber(socket, spec);
     }
-    if let Some(key) = spec.device.as_deref().and_then(|d| d.strip_prefix("zenoh:")) {
+    if let Some(key) = spec
+        .device
+        .as_deref()
+        .and_then(|d| d.strip_prefix("zenoh:"))
+    {
         refuse_controls(options, &format!("zenoh:{key}"))?;
         return open_zenoh(key, spec);
     }
@@ -530,7 +534,10 @@ fn open_gst(pipeline: &str) -> Result<OpenedSource, CaptureError> {
 
 #[cfg(feature = "zenoh")]
 fn open_zenoh(key: &str, spec: &SourceSpec) -> Result<OpenedSource, CaptureError> {
-    if let Some(f) = spec.format.filter(|f| f.pixel != zerocam_tensor::PixelFormat::Rgb) {
+    if let Some(f) = spec
+        .format
+        .filter(|f| f.pixel != zerocam_tensor::PixelFormat::Rgb)
+    {
         return Err(CaptureError::UnsupportedFormat {
             path: PathBuf::from(format!("zenoh:{key}")),
             fourcc: f.fourcc,

@@ -14,6 +14,7 @@ pub mod list;
 pub mod probe;
 pub mod record;
 pub mod serve;
+pub mod zenoh;
 
 /// What a CLI command can fail with; printed as one line.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,9 @@ use clap::{Args, Parser, Subcommand};
 use zerocam_capture::capture_devices;
 use zerocam_capture::format::parse_size;
 use zerocam_capture::open::SourceSpec;
+use zerocam_capture::zenoh_source::ZenohOptions;
 use zerocam_capture::{BufferMode, CaptureFormat};
+use zerocam_cli::zenoh::ZenohServe;
 use zerocam_cli::{bench, capture, list, probe, record, serve, CliError};
 
 #[derive(Parser)]
@@ -130,6 +132,19 @@ enum Command {
         /// Exit when the last client leaves (after one came).
         #[arg(long)]
         once: bool,
+        /// Publish on Zenoh as ROS 2 messages (PREFIX/jpeg, PREFIX/camera_info),
+        /// with or without --socket (feature zenoh; docs/network.md).
+        #[arg(long)]
+        zenoh: bool,
+        /// The Zenoh key prefix.
+        #[arg(long, default_value = "rt/camera", requires = "zenoh")]
+        topic: String,
+        /// The messages' frame_id.
+        #[arg(long, default_value = "camera", requires = "zenoh")]
+        frame_id: String,
+        /// JPEG quality of PREFIX/jpeg, 1 to 100.
+        #[arg(long, default_value_t = 85, requires = "zenoh")]
+        quality: i64,
     },
     /// Tensor memory kinds and the zero-copy self-check.
     Probe {
@@ -141,7 +156,7 @@ enum Command {
 
 #[derive(Args)]
 struct SourceArgs {
-    /// Device node, `libcamera:<id>` (feature libcamera), `unix:SOCKET` (a `zerocam serve`), or `pattern`; default: the first camera, else the pattern source.
+    /// Device node, `libcamera:<id>` (feature libcamera), `unix:SOCKET` (a `zerocam serve`), `zenoh:KEY` (feature zenoh), or `pattern`; default: the first camera, else the pattern source.
     device: Option<String>,
     #[arg(long, help = format!("Pixel format: {}", CaptureFormat::names()))]
     format: Option<String>,
@@ -160,6 +175,18 @@ struct SourceArgs {
     /// Buffer mode: mmap (driver buffers, exported once) or dmabuf (DMA heap pool).
     #[arg(long, default_value = "mmap")]
     memory: String,
+    /// A Zenoh config file (JSON5: TLS, routers, access control), passed
+    /// through as it is (zenoh: sources, serve --zenoh).
+    #[arg(long = "zenoh-config")]
+    zenoh_config: Option<PathBuf>,
+    /// A Zenoh endpoint to connect to, e.g. tcp/192.168.1.20:7447 (repeatable;
+    /// default for zenoh: sources: tcp/127.0.0.1:7447).
+    #[arg(long)]
+    connect: Vec<String>,
+    /// A Zenoh endpoint to listen on (repeatable; default for serve --zenoh:
+    /// tcp/127.0.0.1:7447 only).
+    #[arg(long)]
+    listen: Vec<String>,
 }
 
 impl SourceArgs {
@@ -195,7 +222,16 @@ impl SourceArgs {
             buffers: self.buffers,
             mode,
             read_only: false,
+            zenoh: self.zenoh_options(),
         })
+    }
+
+    fn zenoh_options(&self) -> ZenohOptions {
+        ZenohOptions {
+            config_file: self.zenoh_config.clone(),
+            connect: self.connect.clone(),
+            listen: self.listen.clone(),
+        }
     }
 }
 
@@ -267,6 +303,10 @@ fn run(command: Command) -> Result<String, CliError> {
             drain_ms,
             writable_fds,
             once,
+            zenoh,
+            topic,
+            frame_id,
+            quality,
         } => {
             if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
                 return Err(CliError::Usage(format!(
@@ -288,6 +328,16 @@ fn run(command: Command) -> Result<String, CliError> {
                 writable_fds,
                 frames: source.frames,
                 once,
+                zenoh: zenoh
+                    .then(|| -> Result<_, CliError> {
+                        Ok(ZenohServe {
+                            options: source.zenoh_options(),
+                            prefix: topic,
+                            frame_id,
+                            quality: zerocam_encode::jpeg::check_quality(quality)?,
+                        })
+                    })
+                    .transpose()?,
                 ..serve::ServeOptions::new(socket)
             };
             serve::serve(&source.spec()?, &options, |line| println!("{line}"))? + "\n"

@@ -11,6 +11,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, Signal};
@@ -18,8 +19,50 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use zerocam_capture::share::{take_systemd_socket, Publisher, PublisherConfig, PublisherStats};
 
 use crate::bench::cpu_time;
+use crate::zenoh::{SharedZenoh, Tapped, ZenohServe, ZenohSide};
 use crate::CliError;
 use zerocam_capture::open::{open, SourceSpec};
+use zerocam_capture::FrameSource;
+
+fn lock(z: &SharedZenoh) -> MutexGuard<'_, ZenohSide> {
+    z.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `serve --zenoh` without a socket: each frame published and dropped; a
+/// status line a second; a stop signal ends it (exit 0).
+fn serve_zenoh_only(
+    mut source: Box<dyn FrameSource>,
+    zenoh: &SharedZenoh,
+    description: &str,
+    signals: &SignalFd,
+    options: &ServeOptions,
+    print: &mut impl FnMut(&str),
+) -> Result<String, CliError> {
+    print(&format!("{description}\n{}", lock(zenoh).describe()));
+    let mut last = Instant::now();
+    let mut frames = 0u64;
+    loop {
+        if let Some(signo) = pending_signal(signals) {
+            print(&format!("stopping on {}", signal_name(signo)));
+            return Ok(lock(zenoh).status());
+        }
+        match source.next_frame(Duration::from_millis(100)) {
+            Ok(frame) => {
+                lock(zenoh).publish(&frame, source.stream_format());
+                frames += 1;
+            }
+            Err(zerocam_capture::CaptureError::Timeout { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if options.frames.is_some_and(|n| frames >= n) {
+            return Ok(lock(zenoh).status());
+        }
+        if last.elapsed() >= Duration::from_secs(1) {
+            last = Instant::now();
+            print(&lock(zenoh).status());
+        }
+    }
+}
 
 /// How `serve` listens and when it stops.
 #[derive(Debug, Clone)]
@@ -53,6 +96,8 @@ pub struct ServeOptions {
     pub frames: Option<u64>,
     /// Stop when the last client leaves (after at least one came).
     pub once: bool,
+    /// Publish on Zenoh too (or only, without a socket).
+    pub zenoh: Option<ZenohServe>,
 }
 
 impl ServeOptions {
@@ -74,6 +119,7 @@ impl ServeOptions {
             writable_fds: config.writable_fds,
             frames: None,
             once: false,
+            zenoh: None,
         }
     }
 }
@@ -166,11 +212,16 @@ pub fn serve(
     if log::set_logger(&STDERR_LOG).is_ok() {
         log::set_max_level(log::LevelFilter::Info);
     }
-    if passed.is_none() && options.socket.is_none() {
+    let socketless = passed.is_none() && options.socket.is_none();
+    if socketless && options.zenoh.is_none() {
         return Err(CliError::Usage(
-            "serve needs --socket PATH, or a socket passed by systemd (LISTEN_FDS)".into(),
+            "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), or --zenoh".into(),
         ));
     }
+    let zenoh: Option<SharedZenoh> = match &options.zenoh {
+        Some(z) => Some(Arc::new(Mutex::new(ZenohSide::new(z)?))),
+        None => None,
+    };
     // V4L2 buffers exported or allocated read-only: clients cannot write
     // into frames that other clients read.
     let opened = open(&SourceSpec {
@@ -191,13 +242,21 @@ pub fn serve(
         ..PublisherConfig::new(options.socket.clone().unwrap_or_default())
     };
     let description = opened.description;
+    let source = opened.source;
+    if let (true, Some(z)) = (socketless, &zenoh) {
+        return serve_zenoh_only(source, z, &description, &signals, options, &mut print);
+    }
+    let source: Box<dyn FrameSource> = match &zenoh {
+        Some(z) => Box::new(Tapped::new(source, z.clone())),
+        None => source,
+    };
     let (mut publisher, how) = match passed {
         Some(fd) => (
-            Publisher::from_listener(opened.source, config, fd)?,
+            Publisher::from_listener(source, config, fd)?,
             "socket passed by systemd".to_owned(),
         ),
         None => {
-            let p = Publisher::new(opened.source, config)?;
+            let p = Publisher::new(source, config)?;
             let mode =
                 std::fs::metadata(p.socket()).map_or(options.mode, |m| m.permissions().mode());
             (p, format!("mode {:04o}", mode & 0o7777))
@@ -209,6 +268,9 @@ pub fn serve(
         "{description}\nserving at {} ({how})",
         publisher.socket().display()
     ));
+    if let Some(z) = &zenoh {
+        print(&lock(z).describe());
+    }
     let cpu0 = cpu_time();
     let mut last = Instant::now();
     loop {
@@ -233,6 +295,9 @@ pub fn serve(
                 &publisher.stats(),
                 cpu_time().saturating_sub(cpu0),
             ));
+            if let Some(z) = &zenoh {
+                print(&lock(z).status());
+            }
         }
     }
 }

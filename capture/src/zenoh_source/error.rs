@@ -88,7 +88,9 @@ pub enum ZenohError {
         reason: String,
     },
     /// A frame of another size than the stream's first.
-    #[error("Zenoh key `{key}`: a {width}x{height} frame in a {stream_width}x{stream_height} stream")]
+    #[error(
+        "Zenoh key `{key}`: a {width}x{height} frame in a {stream_width}x{stream_height} stream"
+    )]
     SizeChanged {
         /// The sample's key.
         key: String,

@@ -123,7 +123,13 @@ mod tests {
         };
         let e = o.config(Role::Subscriber).unwrap_err();
         assert!(
-            matches!(&e, ZenohError::Config { key: "connect/endpoints", .. }),
+            matches!(
+                &e,
+                ZenohError::Config {
+                    key: "connect/endpoints",
+                    ..
+                }
+            ),
             "{e}"
         );
         let o = ZenohOptions {

@@ -18,11 +18,11 @@ use crate::frame::slot::{cache_capacity, read_only_planes_of, Slot};
 use crate::frame::stats::Counters;
 use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
 use crate::ros::{CompressedImage, Message};
+use crate::v4l2::ioctl::raw;
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
     Result, SharedPlane, StreamFormat, StreamStats, CAPTURE_FORMATS,
 };
-use crate::v4l2::ioctl::raw;
 
 /// What a decoded JPEG is: sRGB, full range (JFIF).
 const JPEG_COLORIMETRY: Colorimetry = Colorimetry {
@@ -147,7 +147,10 @@ fn decode_error(key: &str, e: &turbojpeg::Error) -> ZenohError {
 }
 
 /// A `CompressedImage` payload's JPEG, checked.
-fn jpeg_of<'a>(key: &str, payload: &'a [u8]) -> std::result::Result<(CompressedImage<'a>, u32, u32), ZenohError> {
+fn jpeg_of<'a>(
+    key: &str,
+    payload: &'a [u8],
+) -> std::result::Result<(CompressedImage<'a>, u32, u32), ZenohError> {
     let msg = CompressedImage::decode(payload).map_err(|source| ZenohError::Malformed {
         key: key.to_owned(),
         source,

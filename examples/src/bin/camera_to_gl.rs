@@ -58,6 +58,7 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         buffers: 4,
         mode: BufferMode::Mmap,
         read_only: false,
+        ..SourceSpec::new(None)
     };
     let mut opened = open(&spec)?;
     println!("{}", opened.description);

@@ -50,6 +50,7 @@ fn run(device: Option<String>, frames: u64) -> Result<(), Box<dyn std::error::Er
         buffers: 4,
         mode: BufferMode::DmaBuf,
         read_only: false,
+        ..SourceSpec::new(None)
     };
     // No DMA heap (or a driver without DMABUF): MMAP + EXPBUF buffers on the
     // same open device, which `Stream::new` hands back with the error.

@@ -1,0 +1,151 @@
+//! `zerocam serve --zenoh`: the capture's frames as ROS 2 topics on Zenoh
+//! (zerocam-net's `ZenohPublisher`, docs/network.md), alone or beside the
+//! Unix socket from the same capture. Without the cargo feature `zenoh`,
+//! `--zenoh` is refused with a message naming it.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use zerocam_capture::zenoh_source::ZenohOptions;
+use zerocam_capture::{Frame, FrameSource, Result as CaptureResult, SharedPlane};
+use zerocam_capture::{StreamFormat, StreamStats};
+
+use crate::CliError;
+
+/// What `--zenoh` publishes, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZenohServe {
+    /// The session (`--zenoh-config`, `--connect`, `--listen`).
+    pub options: ZenohOptions,
+    /// The key prefix (`--topic`).
+    pub prefix: String,
+    /// The messages' `frame_id` (`--frame-id`).
+    pub frame_id: String,
+    /// JPEG quality (`--quality`).
+    pub quality: u8,
+}
+
+/// The Zenoh side of `serve`: a publisher, or (without the feature) nothing.
+pub struct ZenohSide {
+    #[cfg(feature = "zenoh")]
+    publisher: zerocam_net::zenoh::ZenohPublisher,
+    /// Publishing errors so far (each logged).
+    errors: u64,
+}
+
+impl ZenohSide {
+    /// Opens the session and declares the topics.
+    ///
+    /// # Errors
+    /// The session's and topics' errors; [`CliError::Usage`] without the
+    /// feature `zenoh`.
+    #[cfg(feature = "zenoh")]
+    pub fn new(serve: &ZenohServe) -> Result<ZenohSide, CliError> {
+        let config = zerocam_net::zenoh::ZenohPublisherConfig {
+            options: serve.options.clone(),
+            prefix: serve.prefix.clone(),
+            frame_id: serve.frame_id.clone(),
+            jpeg_quality: serve.quality,
+        };
+        let publisher = zerocam_net::zenoh::ZenohPublisher::new(&config)
+            .map_err(|e| CliError::Usage(format!("--zenoh: {e}")))?;
+        Ok(ZenohSide {
+            publisher,
+            errors: 0,
+        })
+    }
+
+    /// Without the feature: refused.
+    ///
+    /// # Errors
+    /// Always [`CliError::Usage`].
+    #[cfg(not(feature = "zenoh"))]
+    pub fn new(_serve: &ZenohServe) -> Result<ZenohSide, CliError> {
+        Err(CliError::Usage(
+            "--zenoh needs zerocam built with the cargo feature `zenoh` \
+             (cargo build --release -p zerocam-cli --features zenoh)"
+                .into(),
+        ))
+    }
+
+    /// What is published, for the first lines.
+    pub fn describe(&self) -> String {
+        #[cfg(feature = "zenoh")]
+        {
+            format!("publishing on Zenoh: {}", self.publisher.keys())
+        }
+        #[cfg(not(feature = "zenoh"))]
+        String::new()
+    }
+
+    /// Publishes `frame` (an error is logged and counted: a network hiccup
+    /// does not stop the capture or the socket's clients).
+    pub fn publish(&mut self, frame: &Frame, format: &StreamFormat) {
+        #[cfg(feature = "zenoh")]
+        if let Err(e) = self.publisher.publish(frame, format) {
+            self.errors += 1;
+            log::warn!("zenoh: {e}");
+        }
+        #[cfg(not(feature = "zenoh"))]
+        let _ = (frame, format);
+    }
+
+    /// The publisher's counters as a status line.
+    pub fn status(&self) -> String {
+        #[cfg(feature = "zenoh")]
+        {
+            let s = self.publisher.stats();
+            let per = s.encode.as_secs_f64() * 1e3 / s.jpeg.max(1) as f64;
+            format!(
+                "zenoh: frames {}, jpeg sent {}, not encoded (no subscriber) {}, \
+                 camera_info sent {}, errors {}, JPEG encode {per:.2} ms/frame",
+                s.frames, s.jpeg, s.idle, s.camera_info, self.errors
+            )
+        }
+        #[cfg(not(feature = "zenoh"))]
+        format!("zenoh: errors {}", self.errors)
+    }
+}
+
+/// The Zenoh side, shared by the tapped source and `serve`'s status lines.
+pub type SharedZenoh = Arc<Mutex<ZenohSide>>;
+
+/// A source whose every frame is also published on Zenoh before it goes
+/// on (to the Unix socket's publisher): one capture, both at once.
+pub struct Tapped<S> {
+    inner: S,
+    zenoh: SharedZenoh,
+}
+
+impl<S: FrameSource> Tapped<S> {
+    /// `inner`'s frames, each published on `zenoh` first.
+    pub fn new(inner: S, zenoh: SharedZenoh) -> Tapped<S> {
+        Tapped { inner, zenoh }
+    }
+}
+
+impl<S: FrameSource> FrameSource for Tapped<S> {
+    fn next_frame(&mut self, timeout: Duration) -> CaptureResult<Frame> {
+        let frame = self.inner.next_frame(timeout)?;
+        let mut zenoh = self.zenoh.lock().unwrap_or_else(|p| p.into_inner());
+        zenoh.publish(&frame, self.inner.stream_format());
+        Ok(frame)
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        self.inner.stream_format()
+    }
+
+    fn stats(&self) -> StreamStats {
+        self.inner.stats()
+    }
+
+    fn name(&self) -> &Path {
+        self.inner.name()
+    }
+
+    fn read_only_planes(&self, index: usize) -> CaptureResult<Vec<SharedPlane>> {
+        self.inner.read_only_planes(index)
+    }
+}

@@ -1,0 +1,39 @@
+//! A camera on Zenoh: [`ZenohPublisher`] publishes each frame it is given
+//! as ROS 2 messages under a key prefix (`rt/camera` by default, the
+//! `zenoh-bridge-ros2dds` convention for the ROS topic `/camera`):
+//!
+//! | key | message | when |
+//! |---|---|---|
+//! | `PREFIX/jpeg` | `sensor_msgs/msg/CompressedImage`, format `jpeg` | while a subscriber matches: the frame encoded once, whatever the number of subscribers |
+//! | `PREFIX/camera_info` | `sensor_msgs/msg/CameraInfo` | while a subscriber matches: the size only (zerocam has no calibration yet: `K` is all zero, ROS's mark of an uncalibrated camera) |
+//!
+//! Every message is stamped with the frame's capture time on the system
+//! clock (ROS's clock) and carries zerocam's 16-byte
+//! [`Attachment`](zerocam_capture::zenoh_source::Attachment) (publisher
+//! instance, capture sequence, sample number). Samples are sent with
+//! congestion control `Drop`: a stalled subscriber loses frames, counted on
+//! its side, and never blocks the capture.
+
+mod publisher;
+
+pub use publisher::{ZenohPublisher, ZenohPublisherConfig, ZenohPublisherStats};
+pub use zerocam_capture::zenoh_source::{ZenohError, ZenohOptions};
+
+/// What publishing can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The session or a topic.
+    #[error(transparent)]
+    Zenoh(#[from] ZenohError),
+    /// The JPEG encoder.
+    #[error(transparent)]
+    Jpeg(#[from] zerocam_encode::jpeg::JpegError),
+    /// A sample could not be sent.
+    #[error("cannot publish on Zenoh key `{key}`: {reason}")]
+    Put {
+        /// The key.
+        key: String,
+        /// Zenoh's reason.
+        reason: String,
+    },
+}
