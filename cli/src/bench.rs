@@ -25,8 +25,12 @@ pub struct BenchReport {
     pub imports: u64,
     /// Cache hits.
     pub cache_hits: u64,
-    /// Frames the driver dropped.
+    /// Frames the driver dropped (a network source: samples lost).
     pub dropped: u64,
+    /// A network source's samples that came after a newer one (dropped).
+    pub late: u64,
+    /// A network source's samples refused (malformed, not decodable).
+    pub rejected: u64,
     /// Median SDK overhead per frame, µs.
     pub overhead_us_median: f64,
     /// 99th percentile SDK overhead per frame, µs.
@@ -59,6 +63,8 @@ impl BenchReport {
             "imports": self.imports,
             "cache_hits": self.cache_hits,
             "dropped": self.dropped,
+            "late": self.late,
+            "rejected": self.rejected,
             "overhead_us_median": self.overhead_us_median,
             "overhead_us_p99": self.overhead_us_p99,
             "latency_us_median": self.latency_us_median,
@@ -169,6 +175,8 @@ pub fn bench(
         imports: st.cache.misses,
         cache_hits: st.cache.hits,
         dropped: st.dropped,
+        late: st.late,
+        rejected: st.rejected,
         overhead_us_median: quantile_us(&overhead, 0.5),
         overhead_us_p99: quantile_us(&overhead, 0.99),
         latency_us_median: quantile_us(&age, 0.5),

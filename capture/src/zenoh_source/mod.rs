@@ -1,5 +1,5 @@
 //! Frames from another machine over Zenoh: `zenoh:KEY` wherever a source is
-//! accepted. [`ZenohSource`] (feature `zenoh`) subscribes to a
+//! accepted. `ZenohSource` (feature `zenoh`) subscribes to a
 //! `sensor_msgs/msg/CompressedImage` topic (what `zerocam serve --zenoh`
 //! publishes, or any ROS 2 camera through `zenoh-bridge-ros2dds` or
 //! `rmw_zenoh`'s keys), decodes each JPEG into an RGB frame of its own

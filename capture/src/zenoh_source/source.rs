@@ -85,13 +85,6 @@ impl Requeue for Mutex<State> {
     }
 }
 
-/// What one sample gave.
-enum Taken {
-    Frame(Frame),
-    /// Older than one already shown.
-    Late,
-}
-
 /// Frames from a Zenoh topic of JPEG `CompressedImage`s, as RGB (full
 /// range, sRGB) frames of the first sample's size.
 ///
@@ -290,8 +283,9 @@ impl ZenohSource {
         &self.session
     }
 
-    /// Decodes `sample` into a free buffer.
-    fn take(&mut self, sample: &Sample) -> Result<Taken> {
+    /// Decodes `sample` into a free buffer; `None` when it is late (older
+    /// than one already shown).
+    fn take(&mut self, sample: &Sample) -> Result<Option<Frame>> {
         let key = self.key.clone();
         let len = sample.payload().len();
         if len > self.max_payload {
@@ -309,7 +303,7 @@ impl ZenohSource {
         if let Some(a) = numbers {
             if let Some((instance, last)) = self.last {
                 if instance == a.instance && a.number <= last {
-                    return Ok(Taken::Late);
+                    return Ok(None);
                 }
                 if instance == a.instance {
                     dropped = a.number - last - 1;
@@ -390,7 +384,7 @@ impl ZenohSource {
             },
             placement: Placement::default(),
         };
-        Ok(Taken::Frame(Frame::new(
+        Ok(Some(Frame::new(
             shared,
             index,
             tensor,
@@ -450,8 +444,8 @@ impl FrameSource for ZenohSource {
                 }
             };
             match self.take(&sample) {
-                Ok(Taken::Frame(f)) => return Ok(f),
-                Ok(Taken::Late) => self.late += 1,
+                Ok(Some(f)) => return Ok(f),
+                Ok(None) => self.late += 1,
                 Err(CaptureError::Zenoh(e)) => {
                     log::warn!("{e}");
                     self.rejected += 1;

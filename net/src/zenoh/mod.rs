@@ -1,6 +1,7 @@
 //! A camera on Zenoh: [`ZenohPublisher`] publishes each frame it is given
-//! as ROS 2 messages under a key prefix (`rt/camera` by default, the
-//! `zenoh-bridge-ros2dds` convention for the ROS topic `/camera`):
+//! as ROS 2 messages under a key prefix (`rt/camera` by default: the DDS name
+//! ROS 2 gives the topic `/camera`, as `zenoh-bridge-dds` keys it;
+//! docs/network.md says how each bridge maps it):
 //!
 //! | key | message | when |
 //! |---|---|---|

@@ -18,8 +18,8 @@ use super::PublishError;
 pub struct ZenohPublisherConfig {
     /// The session.
     pub options: ZenohOptions,
-    /// The key prefix (`rt/camera`: the ROS topic `/camera` as
-    /// `zenoh-bridge-ros2dds` maps it).
+    /// The key prefix (`rt/camera`: the DDS name of the ROS topic `/camera`,
+    /// as `zenoh-bridge-dds` keys it; docs/network.md).
     pub prefix: String,
     /// The messages' `frame_id`.
     pub frame_id: String,

@@ -1,0 +1,173 @@
+//! `zerocam serve --zenoh` and `zenoh:` subscribers, each in its own
+//! process, on loopback only: zerocam's default session has multicast
+//! scouting and gossip off, and every endpoint here is
+//! `tcp/127.0.0.1:PORT` on a port the test picked.
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use zerocam_capture::pattern::BARS_RGB;
+use zerocam_capture::zenoh_source::ZenohOptions;
+use zerocam_capture::{FrameSource, ZenohSource, ZenohSourceConfig};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The publisher: the pattern source at 30 fps, `frames` frames, under
+/// `rt/PREFIX`.
+struct Server(Child);
+
+impl Server {
+    fn start(port: u16, prefix: &str, frames: u64) -> Server {
+        let child = Command::new(BIN)
+            .args([
+                "serve", "pattern", "--zenoh", "--fps", "30", "--topic", prefix,
+            ])
+            .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
+            .args(["--frames", &frames.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Server(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn options(port: u16) -> ZenohOptions {
+    ZenohOptions {
+        connect: vec![format!("tcp/127.0.0.1:{port}")],
+        ..ZenohOptions::default()
+    }
+}
+
+/// PSNR (dB) of the decoded RGB frame against the pattern's bars for
+/// `sequence` (its white line's rows left out: NV12 chroma smears it), on
+/// every 8th row and 4th column: the check must keep up with 30 fps in a
+/// debug build, or the subscriber itself would lose samples.
+fn psnr_against_bars(rgb: &[u8], stride: usize, w: usize, h: usize, sequence: u32) -> f64 {
+    let shift = (2 * sequence as usize) % w / 2 * 2;
+    let line = (2 * sequence as usize) % h;
+    let (mut sum, mut n) = (0f64, 0u64);
+    for y in (0..h).step_by(8).filter(|&y| y.abs_diff(line) > 2) {
+        for x in (0..w).step_by(4) {
+            let want = BARS_RGB[((x + shift) % w) * 8 / w];
+            for c in 0..3 {
+                let d = f64::from(rgb[y * stride + x * 3 + c]) - f64::from(want[c]);
+                sum += d * d;
+                n += 1;
+            }
+        }
+    }
+    10.0 * (255.0f64 * 255.0 / (sum / n as f64)).log10()
+}
+
+#[test]
+fn a_subscriber_gets_every_frame_decoded_within_30_db() {
+    let port = free_port();
+    let _server = Server::start(port, "rt/one", 400);
+    let mut source = ZenohSource::new(ZenohSourceConfig {
+        options: options(port),
+        first_sample: Duration::from_secs(20),
+        ..ZenohSourceConfig::new("rt/one/jpeg")
+    })
+    .unwrap();
+    let f = source.stream_format().clone();
+    assert_eq!((f.width, f.height), (1280, 720));
+    let stride = f.planes[0].bytes_per_line as usize;
+    let mut last = None;
+    let mut worst = f64::INFINITY;
+    for _ in 0..300 {
+        let frame = source.next_frame(Duration::from_secs(5)).unwrap();
+        if let Some(prev) = last {
+            assert_eq!(
+                frame.sequence(),
+                prev + 1,
+                "the capture's sequence, unbroken"
+            );
+        }
+        last = Some(frame.sequence());
+        assert!(!frame.synthesized().sequence, "the sender's sequence");
+        assert!(!frame.synthesized().timestamp, "the sender's stamp");
+        let map = frame.tensor().map_read().unwrap();
+        worst = worst.min(psnr_against_bars(&map, stride, 1280, 720, frame.sequence()));
+    }
+    assert!(worst >= 30.0, "worst PSNR {worst:.1} dB");
+    let stats = source.stats();
+    assert_eq!(
+        (stats.frames, stats.dropped, stats.late, stats.rejected),
+        (300, 0, 0, 0),
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn four_subscriber_processes_each_get_100_frames_none_lost() {
+    let port = free_port();
+    let _server = Server::start(port, "rt/four", 100_000);
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    let subscribers: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(BIN)
+                .args(["bench", "zenoh:rt/four/jpeg", "--json", "--frames", "100"])
+                .args(["--connect", &endpoint])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for s in subscribers {
+        let out = s.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["frames"], 100, "{report}");
+        assert_eq!(report["dropped"], 0, "{report}");
+        assert_eq!(report["rejected"], 0, "{report}");
+    }
+}
+
+#[test]
+fn nothing_published_is_a_typed_error_naming_the_key_and_endpoint() {
+    let port = free_port();
+    let e = ZenohSource::new(ZenohSourceConfig {
+        options: options(port),
+        first_sample: Duration::from_millis(500),
+        ..ZenohSourceConfig::new("rt/nobody/jpeg")
+    })
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("rt/nobody/jpeg"), "{text}");
+    assert!(text.contains(&format!("tcp/127.0.0.1:{port}")), "{text}");
+}
+
+#[test]
+fn serve_without_the_socket_or_zenoh_says_what_it_needs() {
+    let out = Command::new(BIN)
+        .args(["serve", "pattern"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--zenoh"), "{err}");
+}
