@@ -102,6 +102,7 @@ enum Kind {
     Subscriber,
     Libcamera,
     Gst,
+    Zenoh,
 }
 
 impl Kind {
@@ -113,6 +114,8 @@ impl Kind {
             Kind::Subscriber
         } else if d.starts_with("gst:") {
             Kind::Gst
+        } else if d.starts_with("zenoh:") {
+            Kind::Zenoh
         } else if d == "pattern" {
             Kind::Pattern
         } else if d == "libcamera" || d.starts_with("libcamera:") {
@@ -132,6 +135,7 @@ impl Kind {
             SourceKind::Subscriber => Kind::Subscriber,
             SourceKind::Libcamera => Kind::Libcamera,
             SourceKind::Gst => Kind::Gst,
+            SourceKind::Zenoh => Kind::Zenoh,
         }
     }
 
@@ -148,6 +152,7 @@ impl Kind {
                 "a libcamera camera ({name}) has no V4L2 controls here"
             )),
             Kind::Gst => Some("a GStreamer pipeline (gst:) has no controls here".into()),
+            Kind::Zenoh => Some(format!("a Zenoh topic ({name}) has no controls here")),
         }
     }
 
@@ -167,6 +172,7 @@ impl Kind {
             Kind::Pattern => "the pattern source has its own (memfd) buffers",
             Kind::Subscriber => "a publisher's frames ({name}) come in its buffers",
             Kind::Libcamera => "a libcamera camera ({name}) has its own (dma-buf) buffers",
+            Kind::Zenoh => "a Zenoh topic ({name}) is decoded into its own (memfd) buffers",
             Kind::V4l2 | Kind::Gst => return Ok(()),
         };
         if mode != BufferMode::Mmap {
