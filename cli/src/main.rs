@@ -145,6 +145,13 @@ enum Command {
         /// JPEG quality of PREFIX/jpeg, 1 to 100.
         #[arg(long, default_value_t = 85, requires = "zenoh")]
         quality: i64,
+        /// The encoder of PREFIX/h264: auto, software, /dev/videoN, gst:ELEMENT,
+        /// or none (no H.264 topic). With --socket too: software.
+        #[arg(long, default_value = "auto", requires = "zenoh")]
+        h264: String,
+        /// Frames between H.264 keyframes.
+        #[arg(long, default_value_t = 30, requires = "zenoh")]
+        gop: u32,
     },
     /// Tensor memory kinds and the zero-copy self-check.
     Probe {
@@ -307,6 +314,8 @@ fn run(command: Command) -> Result<String, CliError> {
             topic,
             frame_id,
             quality,
+            h264,
+            gop,
         } => {
             if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
                 return Err(CliError::Usage(format!(
@@ -335,6 +344,15 @@ fn run(command: Command) -> Result<String, CliError> {
                             prefix: topic,
                             frame_id,
                             quality: zerocam_encode::jpeg::check_quality(quality)?,
+                            h264: match h264.as_str() {
+                                "none" => None,
+                                other => Some(
+                                    other
+                                        .parse()
+                                        .map_err(|e| CliError::Usage(format!("--h264: {e}")))?,
+                                ),
+                            },
+                            gop,
                         })
                     })
                     .transpose()?,

@@ -48,7 +48,7 @@ fn serve_zenoh_only(
         }
         match source.next_frame(Duration::from_millis(100)) {
             Ok(frame) => {
-                lock(zenoh).publish(&frame, source.stream_format());
+                lock(zenoh).publish_owned(frame, source.stream_format());
                 frames += 1;
             }
             Err(zerocam_capture::CaptureError::Timeout { .. }) => {}
@@ -219,7 +219,7 @@ pub fn serve(
         ));
     }
     let zenoh: Option<SharedZenoh> = match &options.zenoh {
-        Some(z) => Some(Arc::new(Mutex::new(ZenohSide::new(z)?))),
+        Some(z) => Some(Arc::new(Mutex::new(ZenohSide::new(z, !socketless)?))),
         None => None,
     };
     // V4L2 buffers exported or allocated read-only: clients cannot write

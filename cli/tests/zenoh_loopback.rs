@@ -9,7 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use zerocam_capture::pattern::BARS_RGB;
-use zerocam_capture::zenoh_source::ZenohOptions;
+use zerocam_capture::ros::{CompressedVideo, Message};
+use zerocam_capture::zenoh_source::zenoh::Wait;
+use zerocam_capture::zenoh_source::{open_session, Role, ZenohOptions};
 use zerocam_capture::{FrameSource, ZenohSource, ZenohSourceConfig};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
@@ -170,4 +172,56 @@ fn serve_without_the_socket_or_zenoh_says_what_it_needs() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--zenoh"), "{err}");
+}
+
+/// Whether an Annex-B access unit holds an SPS (NAL type 7) and an IDR
+/// slice (type 5).
+fn is_keyframe_with_parameter_sets(au: &[u8]) -> bool {
+    let types: Vec<u8> = au
+        .windows(4)
+        .filter(|w| w[..3] == [0, 0, 1])
+        .map(|w| w[3] & 0x1f)
+        .collect();
+    types.contains(&7) && types.contains(&5)
+}
+
+#[test]
+fn the_h264_topic_starts_at_a_keyframe_and_plays() {
+    let port = free_port();
+    let _server = Server::start(port, "rt/video", 100_000);
+    let session = open_session(&options(port), Role::Subscriber).unwrap();
+    let subscriber = session.declare_subscriber("rt/video/h264").wait().unwrap();
+    let mut stream = Vec::new();
+    let mut first = true;
+    for _ in 0..60 {
+        let sample = subscriber
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap()
+            .expect("an H.264 sample within 20 s");
+        let payload = sample.payload().to_bytes();
+        let msg = CompressedVideo::decode(&payload).unwrap();
+        assert_eq!((msg.format, msg.frame_id), ("h264", "camera"));
+        if first {
+            assert!(
+                is_keyframe_with_parameter_sets(msg.data),
+                "the first is a keyframe"
+            );
+            first = false;
+        }
+        stream.extend_from_slice(msg.data);
+    }
+    let path = std::env::temp_dir().join(format!("zerocam-zenoh-{}.h264", std::process::id()));
+    std::fs::write(&path, &stream).unwrap();
+    let probe = zerocam_test_support::media::ffprobe(&path);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        (
+            probe.codec.as_str(),
+            probe.width,
+            probe.height,
+            probe.frames
+        ),
+        ("h264", 1280, 720, 60),
+        "{probe:?}"
+    );
 }

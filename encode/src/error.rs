@@ -30,6 +30,14 @@ pub enum EncodeError {
         /// The codec asked for.
         codec: crate::Codec,
     },
+    /// [`VideoEncoder::encode_borrowed`](crate::VideoEncoder::encode_borrowed)
+    /// asked of an encoder that keeps the frames it reads (a hardware
+    /// encoder holds the buffer until it is done with it).
+    #[error("{encoder} keeps the frames it encodes: it takes them by value, not borrowed")]
+    NeedsOwnedFrames {
+        /// The encoder, as it describes itself.
+        encoder: String,
+    },
     /// An output file name whose extension zerocam doesn't write.
     #[error("{path}: zerocam does not write {ext:?} files (it writes {known})")]
     Extension {

@@ -66,6 +66,16 @@ pub trait VideoEncoder: Send {
     /// frame's lease until it is done reading the buffer), and returns the
     /// packets that are ready (none, one or more: encoders lag).
     fn encode(&mut self, frame: Frame) -> Result<Vec<Packet>, EncodeError>;
+    /// Encodes a frame the caller keeps (it goes on elsewhere, as to the
+    /// sharing socket's clients): only an encoder that is done reading the
+    /// frame when this returns can (the software ones); the others refuse
+    /// with [`EncodeError::NeedsOwnedFrames`], this default.
+    fn encode_borrowed(&mut self, frame: &Frame) -> Result<Vec<Packet>, EncodeError> {
+        let _ = frame;
+        Err(EncodeError::NeedsOwnedFrames {
+            encoder: self.describe(),
+        })
+    }
     /// Drains: every packet still inside, then no more frames.
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError>;
     /// The counts so far.

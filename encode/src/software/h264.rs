@@ -179,6 +179,12 @@ impl VideoEncoder for SoftwareH264 {
     }
 
     fn encode(&mut self, frame: Frame) -> Result<Vec<Packet>, EncodeError> {
+        self.encode_borrowed(&frame)
+    }
+
+    /// OpenH264 reads the frame's planes (converted to I420 where they are
+    /// not) before this returns: it keeps nothing.
+    fn encode_borrowed(&mut self, frame: &Frame) -> Result<Vec<Packet>, EncodeError> {
         let t = frame.tensor();
         let (w, h) = (t.width().unwrap_or(0), t.height().unwrap_or(0));
         if (w, h) != (self.width, self.height) {

@@ -6,6 +6,7 @@
 //! | key | message | when |
 //! |---|---|---|
 //! | `PREFIX/jpeg` | `sensor_msgs/msg/CompressedImage`, format `jpeg` | while a subscriber matches: the frame encoded once, whatever the number of subscribers |
+//! | `PREFIX/h264` | `foxglove_msgs/msg/CompressedVideo`, format `h264` (Annex B) | while a subscriber matches: an encoder is opened when the first comes (the stream starts at a keyframe with its parameter sets) and closed when the last goes; a keyframe every `gop` frames for later subscribers |
 //! | `PREFIX/camera_info` | `sensor_msgs/msg/CameraInfo` | while a subscriber matches: the size only (zerocam has no calibration yet: `K` is all zero, ROS's mark of an uncalibrated camera) |
 //!
 //! Every message is stamped with the frame's capture time on the system
@@ -29,6 +30,9 @@ pub enum PublishError {
     /// The JPEG encoder.
     #[error(transparent)]
     Jpeg(#[from] zerocam_encode::jpeg::JpegError),
+    /// The H.264 encoder (it is closed; the next frame opens a new one).
+    #[error(transparent)]
+    Encode(zerocam_encode::EncodeError),
     /// A sample could not be sent.
     #[error("cannot publish on Zenoh key `{key}`: {reason}")]
     Put {

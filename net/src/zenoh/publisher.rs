@@ -6,10 +6,12 @@ use zenoh::bytes::{Encoding, ZBytes};
 use zenoh::pubsub::Publisher;
 use zenoh::qos::CongestionControl;
 use zenoh::{Session, Wait};
-use zerocam_capture::ros::{CameraInfo, CompressedImage, Header, Message, Time};
+use zerocam_capture::ros::{CameraInfo, CompressedImage, CompressedVideo, Header, Message, Time};
 use zerocam_capture::zenoh_source::{open_session, Attachment, Role, ZenohError, ZenohOptions};
 use zerocam_capture::{Frame, StreamFormat};
+use zerocam_encode::encoder::{open_encoder, EncoderConfig};
 use zerocam_encode::jpeg::JpegEncoder;
+use zerocam_encode::{Codec, EncoderChoice, Packet, VideoEncoder};
 
 use super::PublishError;
 
@@ -25,6 +27,16 @@ pub struct ZenohPublisherConfig {
     pub frame_id: String,
     /// JPEG quality, 1–100.
     pub jpeg_quality: u8,
+    /// The H.264 encoder of `PREFIX/h264` (`None`: no H.264 topic). Frames
+    /// given by reference ([`ZenohPublisher::publish`]) need one that
+    /// keeps nothing (software); frames given by value
+    /// ([`ZenohPublisher::publish_owned`]) go to any, a hardware encoder
+    /// importing the capture's dma-bufs.
+    pub h264: Option<EncoderChoice>,
+    /// Frames between H.264 keyframes (a late subscriber waits at most this
+    /// long for a picture); each new subscription also starts a new stream
+    /// at a keyframe.
+    pub gop: u32,
 }
 
 impl ZenohPublisherConfig {
@@ -36,6 +48,8 @@ impl ZenohPublisherConfig {
             prefix: "rt/camera".into(),
             frame_id: "camera".into(),
             jpeg_quality: 85,
+            h264: Some(EncoderChoice::Auto),
+            gop: 30,
         }
     }
 }
@@ -57,6 +71,12 @@ pub struct ZenohPublisherStats {
     pub idle: u64,
     /// `camera_info` samples sent.
     pub camera_info: u64,
+    /// H.264 access units sent.
+    pub h264: u64,
+    /// Of those, keyframes.
+    pub h264_keyframes: u64,
+    /// H.264 encoders opened (one per run of matching subscriptions).
+    pub h264_opened: u64,
     /// Time spent encoding JPEG.
     pub encode: Duration,
 }
@@ -115,11 +135,24 @@ impl Topic {
     }
 }
 
+/// The H.264 topic's encoder: opened when a subscriber comes (its first
+/// access unit is a keyframe with the parameter sets), dropped when the last
+/// goes (no encode CPU while nobody watches).
+struct Video {
+    topic: Topic,
+    choice: EncoderChoice,
+    config: EncoderConfig,
+    encoder: Option<Box<dyn VideoEncoder>>,
+    /// Why no encoder could be opened (then none is tried again).
+    unavailable: Option<String>,
+}
+
 /// Publishes frames as ROS 2 messages on Zenoh (see [the module](super)).
 pub struct ZenohPublisher {
     // Declared before the session: the publishers go first.
     jpeg: Topic,
     info: Topic,
+    video: Option<Video>,
     session: Session,
     encoder: JpegEncoder,
     frame_id: String,
@@ -165,6 +198,19 @@ impl ZenohPublisher {
         let prefix = config.prefix.trim_end_matches('/');
         let jpeg = Topic::new(&session, format!("{prefix}/jpeg"), CompressedImage::TYPE)?;
         let info = Topic::new(&session, format!("{prefix}/camera_info"), CameraInfo::TYPE)?;
+        let video = match &config.h264 {
+            Some(choice) => Some(Video {
+                topic: Topic::new(&session, format!("{prefix}/h264"), CompressedVideo::TYPE)?,
+                choice: choice.clone(),
+                config: EncoderConfig {
+                    gop: Some(config.gop.max(1)),
+                    ..EncoderConfig::new(Codec::H264)
+                },
+                encoder: None,
+                unavailable: None,
+            }),
+            None => None,
+        };
         let instance = std::process::id()
             ^ SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
@@ -172,6 +218,7 @@ impl ZenohPublisher {
         Ok(ZenohPublisher {
             jpeg,
             info,
+            video,
             session,
             encoder,
             frame_id: config.frame_id.clone(),
@@ -183,7 +230,21 @@ impl ZenohPublisher {
 
     /// The keys published, e.g. `rt/camera/jpeg, rt/camera/camera_info`.
     pub fn keys(&self) -> String {
-        format!("{}, {}", self.jpeg.key, self.info.key)
+        let mut keys = format!("{}, {}", self.jpeg.key, self.info.key);
+        if let Some(v) = &self.video {
+            keys += &format!(", {}", v.topic.key);
+        }
+        keys
+    }
+
+    /// The H.264 encoder in use (its description), or why there is none.
+    pub fn h264_encoder(&self) -> Option<String> {
+        let v = self.video.as_ref()?;
+        match (&v.encoder, &v.unavailable) {
+            (Some(e), _) => Some(e.describe()),
+            (None, Some(why)) => Some(format!("unavailable: {why}")),
+            (None, None) => Some("opened when a subscriber comes".into()),
+        }
     }
 
     /// The session (its id, or to declare more on it).
@@ -196,27 +257,57 @@ impl ZenohPublisher {
         self.stats
     }
 
-    /// The capture time of `frame` on the system clock.
-    fn stamp(&self, frame: &Frame) -> Time {
-        let t = match self.to_system {
-            Some(offset) => frame.timestamp() + offset,
-            None => SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default(),
-        };
-        Time::from_duration(t)
+    /// A capture time (`CLOCK_MONOTONIC`) on the system clock.
+    fn stamp(&self, monotonic: Duration) -> Time {
+        match self.to_system {
+            Some(offset) => Time::from_duration(monotonic + offset),
+            None => self_now(),
+        }
     }
 
-    /// Publishes `frame` on every topic a subscriber matches; encodes the
-    /// JPEG only when one matches its topic.
+    /// Publishes `frame` on every topic a subscriber matches; encodes only
+    /// for topics one matches. The frame stays the caller's: H.264 needs an
+    /// encoder that keeps nothing ([`VideoEncoder::encode_borrowed`]).
     ///
     /// # Errors
     /// [`PublishError::Jpeg`] when the frame does not encode,
     /// [`PublishError::Put`] when Zenoh refuses a sample.
     pub fn publish(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
+        self.publish_stills(frame, format)?;
+        if let Some(packets) = self.video_packets(frame, |e, f| e.encode_borrowed(f)) {
+            self.put_packets(packets?)?;
+        }
+        Ok(())
+    }
+
+    /// As [`publish`](Self::publish), with the frame handed over: the
+    /// H.264 encoder may keep it (a hardware encoder holds the capture's
+    /// buffer until it is done, importing its dma-buf once).
+    ///
+    /// # Errors
+    /// As [`publish`](Self::publish).
+    pub fn publish_owned(
+        &mut self,
+        frame: Frame,
+        format: &StreamFormat,
+    ) -> Result<(), PublishError> {
+        self.publish_stills(&frame, format)?;
+        let mut frame = Some(frame);
+        let packets = self.video_packets(&mut frame, |e, f| match f.take() {
+            Some(f) => e.encode(f),
+            None => Ok(Vec::new()),
+        });
+        if let Some(packets) = packets {
+            self.put_packets(packets?)?;
+        }
+        Ok(())
+    }
+
+    /// JPEG and camera_info.
+    fn publish_stills(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
         self.stats.frames += 1;
         let header = Header {
-            stamp: self.stamp(frame),
+            stamp: self.stamp(frame.timestamp()),
             frame_id: &self.frame_id,
         };
         let sequence = frame.sequence();
@@ -242,5 +333,101 @@ impl ZenohPublisher {
         self.jpeg.put(payload, self.instance, sequence)?;
         self.stats.jpeg += 1;
         Ok(())
+    }
+
+    /// The H.264 packets of `frame` (`None`: no H.264 topic, nobody
+    /// subscribed, or no encoder), opening the encoder when a subscriber
+    /// came and dropping it when the last went.
+    fn video_packets<F>(
+        &mut self,
+        frame: F,
+        encode: impl FnOnce(
+            &mut dyn VideoEncoder,
+            F,
+        ) -> Result<Vec<Packet>, zerocam_encode::EncodeError>,
+    ) -> Option<Result<Vec<Packet>, PublishError>>
+    where
+        F: FrameRef,
+    {
+        let video = self.video.as_mut()?;
+        if !video.topic.matching() {
+            if video.encoder.take().is_some() {
+                log::info!("{}: no subscriber left, encoder closed", video.topic.key);
+            }
+            return None;
+        }
+        if video.unavailable.is_some() {
+            return None;
+        }
+        if video.encoder.is_none() {
+            match open_encoder(&video.choice, &video.config, frame.frame()?) {
+                Ok((e, why)) => {
+                    log::info!("{}: {why}", video.topic.key);
+                    video.encoder = Some(e);
+                    self.stats.h264_opened += 1;
+                }
+                Err(e) => {
+                    log::warn!("{}: no H.264 encoder: {e}", video.topic.key);
+                    video.unavailable = Some(e.to_string());
+                    return None;
+                }
+            }
+        }
+        let encoder = video.encoder.as_deref_mut()?;
+        Some(encode(encoder, frame).map_err(|e| {
+            // The next subscription (or frame) starts a fresh encoder.
+            video.encoder = None;
+            PublishError::Encode(e)
+        }))
+    }
+
+    /// Sends H.264 access units as `CompressedVideo`.
+    fn put_packets(&mut self, packets: Vec<Packet>) -> Result<(), PublishError> {
+        let Some(video) = self.video.as_mut() else {
+            return Ok(());
+        };
+        for p in packets {
+            let stamp = match self.to_system {
+                Some(offset) => Time::from_duration(p.pts + offset),
+                None => self_now(),
+            };
+            let msg = CompressedVideo {
+                timestamp: stamp,
+                frame_id: &self.frame_id,
+                data: &p.data,
+                format: "h264",
+            };
+            video.topic.put(msg.encode(), self.instance, p.sequence)?;
+            self.stats.h264 += 1;
+            self.stats.h264_keyframes += u64::from(p.keyframe);
+        }
+        Ok(())
+    }
+}
+
+/// The system clock now, as a stamp.
+fn self_now() -> Time {
+    Time::from_duration(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
+}
+
+/// A frame by reference or by value (in an `Option` it can be taken from),
+/// so one code path opens encoders for both.
+trait FrameRef {
+    fn frame(&self) -> Option<&Frame>;
+}
+
+impl FrameRef for &Frame {
+    fn frame(&self) -> Option<&Frame> {
+        Some(self)
+    }
+}
+
+impl FrameRef for &mut Option<Frame> {
+    fn frame(&self) -> Option<&Frame> {
+        self.as_ref()
     }
 }
