@@ -238,6 +238,10 @@ impl FrameSource for AnySource {
     fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>, CaptureError> {
         self.as_frame_source().read_only_planes(index)
     }
+
+    fn clock(&self) -> crate::frame::Clock {
+        self.as_frame_source().clock()
+    }
 }
 
 /// What [`open_source`] opened: [`Opened`] with the source's kind kept.

@@ -119,13 +119,6 @@ pub(crate) fn cpu_time() -> Duration {
     micros(usage.user_time()) + micros(usage.system_time())
 }
 
-/// `CLOCK_MONOTONIC` now, the clock frame timestamps are on.
-fn monotonic_now() -> Duration {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(Duration::from)
-        .unwrap_or_default()
-}
-
 /// The `q` quantile of sorted durations, µs (0 when there are none).
 fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
     sorted
@@ -152,10 +145,13 @@ pub fn bench(
     let mut overhead = Vec::with_capacity(frames as usize);
     let mut age = Vec::with_capacity(frames as usize);
     let (start, cpu0) = (Instant::now(), cpu_time());
+    // A Zenoh topic's frames are stamped on the sender's system clock: their
+    // age is capture to received and decoded, across the network.
+    let clock = opened.source.clock();
     for _ in 0..frames {
         let f = opened.source.next_frame(Duration::from_secs(5))?;
         let t = Instant::now();
-        age.push(monotonic_now().saturating_sub(f.timestamp()));
+        age.push(clock.now().saturating_sub(f.timestamp()));
         let deq = f.dequeue_overhead();
         drop(f);
         overhead.push(deq + t.elapsed());

@@ -195,4 +195,8 @@ impl<S: FrameSource> FrameSource for Tapped<S> {
     fn read_only_planes(&self, index: usize) -> CaptureResult<Vec<SharedPlane>> {
         self.inner.read_only_planes(index)
     }
+
+    fn clock(&self) -> zerocam_capture::frame::Clock {
+        self.inner.clock()
+    }
 }

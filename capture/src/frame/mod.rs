@@ -9,7 +9,7 @@ pub(crate) mod slot;
 pub(crate) mod stats;
 pub(crate) mod tensor;
 
-pub use stats::StreamStats;
+pub use stats::{Clock, StreamStats};
 
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -282,6 +282,12 @@ pub trait FrameSource: Send {
             reason: "this source's buffers cannot be had read-only".into(),
         })
     }
+
+    /// The clock its frames' timestamps are on ([`Clock::Monotonic`]: this
+    /// default).
+    fn clock(&self) -> Clock {
+        Clock::Monotonic
+    }
 }
 
 /// A boxed source is a source (the CLI opens one of several kinds and hands
@@ -305,5 +311,9 @@ impl<S: FrameSource + ?Sized> FrameSource for Box<S> {
 
     fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>> {
         (**self).read_only_planes(index)
+    }
+
+    fn clock(&self) -> Clock {
+        (**self).clock()
     }
 }

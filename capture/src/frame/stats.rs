@@ -114,6 +114,30 @@ impl SequenceTracker {
     }
 }
 
+/// The clock a source's [`Frame::timestamp`](crate::Frame::timestamp)s are on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Clock {
+    /// `CLOCK_MONOTONIC` of this machine: V4L2, libcamera, GStreamer, the
+    /// pattern, a local publisher's frames.
+    #[default]
+    Monotonic,
+    /// The system clock (`CLOCK_REALTIME`, since the Unix epoch), possibly
+    /// another machine's: ROS stamps, frames from a Zenoh topic.
+    Realtime,
+}
+
+impl Clock {
+    /// This clock now (0 when it cannot be read).
+    pub fn now(self) -> Duration {
+        match self {
+            Clock::Monotonic => monotonic_now(),
+            Clock::Realtime => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// `CLOCK_MONOTONIC` now, the clock V4L2 timestamps use.
 pub(crate) fn monotonic_now() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)

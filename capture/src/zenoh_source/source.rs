@@ -16,6 +16,7 @@ use super::{open_session, Attachment, Role, ZenohError, ZenohOptions, MAX_MESSAG
 use crate::frame::plane_memory::PlaneMemory;
 use crate::frame::slot::{cache_capacity, read_only_planes_of, Slot};
 use crate::frame::stats::Counters;
+use crate::frame::Clock;
 use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
 use crate::ros::{CompressedImage, Message};
 use crate::v4l2::ioctl::raw;
@@ -475,5 +476,10 @@ impl FrameSource for ZenohSource {
     fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>> {
         let st = lock(&self.shared);
         read_only_planes_of(&st.slots, index, &self.path)
+    }
+
+    /// The sender's stamps: its system clock.
+    fn clock(&self) -> Clock {
+        Clock::Realtime
     }
 }
