@@ -121,6 +121,8 @@ pub(crate) fn with_frame<R>(
 /// Opens the source `spec` names: a V4L2 device path (`"/dev/video0"`),
 /// `"libcamera:ID"` or `"libcamera"` (built with libcamera), `"unix:PATH"`
 /// (a `zerocam serve` publisher), `"gst:PIPELINE"` (built with GStreamer),
+/// `"zenoh:KEY?connect=ENDPOINT"` (a JPEG topic on Zenoh, built with Zenoh;
+/// without `connect=`, `tcp/127.0.0.1:7447`),
 /// `"pattern"` (the built-in test pattern), or NULL: the first camera, else
 /// the pattern. `options` may be NULL (every default).
 ///

@@ -178,6 +178,8 @@ fn capture_status(e: &CaptureError) -> zerocam_status {
         E::Gst(zerocam_capture::gst::GstError::Eos { .. }) => ZEROCAM_ERROR_END_OF_STREAM,
         #[cfg(feature = "gstreamer")]
         E::Gst(zerocam_capture::gst::GstError::Parse { .. }) => ZEROCAM_ERROR_INVALID_ARGUMENT,
+        #[cfg(feature = "zenoh")]
+        E::Zenoh(z) => zenoh_status(z),
         E::InvalidArgument(zerocam_capture::ArgumentError::FeatureMissing { .. })
         | E::LibcameraUnsupported { .. } => ZEROCAM_ERROR_UNSUPPORTED,
         E::InvalidArgument(_)
@@ -189,6 +191,21 @@ fn capture_status(e: &CaptureError) -> zerocam_status {
         | E::NoSuchControl { .. }
         | E::NotCapture { .. } => ZEROCAM_ERROR_INVALID_ARGUMENT,
         E::Open { .. } | E::Ioctl { .. } => ZEROCAM_ERROR_IO,
+        _ => ZEROCAM_ERROR_DEVICE,
+    }
+}
+
+/// The status of a Zenoh error (`zenoh:` sources).
+#[cfg(feature = "zenoh")]
+fn zenoh_status(e: &zerocam_capture::zenoh_source::ZenohError) -> zerocam_status {
+    use zerocam_capture::zenoh_source::ZenohError as Z;
+    match e {
+        // Nothing published the key in time.
+        Z::NoSample { .. } => ZEROCAM_ERROR_TIMEOUT,
+        Z::ConfigFile { .. } | Z::Config { .. } | Z::Key { .. } | Z::Format { .. } => {
+            ZEROCAM_ERROR_INVALID_ARGUMENT
+        }
+        Z::Session { .. } => ZEROCAM_ERROR_IO,
         _ => ZEROCAM_ERROR_DEVICE,
     }
 }

@@ -106,6 +106,87 @@ fn gst_capture_example_reads_a_pipeline_from_c_and_its_end_is_end_of_stream() {
     assert!(stderr.contains("ZEROCAM_ERROR_END_OF_STREAM"), "{stderr}");
 }
 
+/// A Zenoh topic of JPEG `CompressedImage`s published from this process
+/// (zerocam's default session: scouting and gossip off, listening on
+/// `tcp/127.0.0.1:port` only) until the returned flag is set.
+#[cfg(feature = "zenoh")]
+#[allow(clippy::unwrap_used)] // a test's publisher: failing loudly is the point
+fn publish_jpegs(port: u16, key: &'static str) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use zerocam_capture::ros::{CompressedImage, Header, Message, Time};
+    use zerocam_capture::zenoh_source::zenoh::Wait;
+    use zerocam_capture::zenoh_source::{open_session, Role, ZenohOptions};
+    use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
+
+    let mut pattern =
+        PatternSource::new(PatternConfig::new("NV12".parse().unwrap(), 320, 240)).unwrap();
+    let frame = pattern
+        .next_frame(std::time::Duration::from_secs(1))
+        .unwrap();
+    let jpeg = zerocam_encode::jpeg::encode_frame(&frame, 85).unwrap();
+    let options = ZenohOptions {
+        listen: vec![format!("tcp/127.0.0.1:{port}")],
+        ..ZenohOptions::default()
+    };
+    let session = open_session(&options, Role::Publisher).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let done = stop.clone();
+    std::thread::spawn(move || {
+        let publisher = session.declare_publisher(key).wait().unwrap();
+        let mut payload = Vec::new();
+        for sec in 1.. {
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+            let header = Header {
+                stamp: Time { sec, nanosec: 0 },
+                frame_id: "c",
+            };
+            CompressedImage {
+                header,
+                format: "jpeg",
+                data: &jpeg,
+            }
+            .encode_into(&mut payload);
+            publisher.put(payload.clone()).wait().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+    });
+    stop
+}
+
+#[cfg(feature = "zenoh")]
+#[test]
+#[allow(clippy::unwrap_used)] // tests may panic
+fn capture_example_reads_a_zenoh_topic_named_in_its_spec_string() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let stop = publish_jpegs(port, "rt/c/jpeg");
+    let dir = workdir("capture_zenoh");
+    let exe = compile(&dir, "examples/c/capture.c", "capture", &shared(&dir));
+    let spec = format!("zenoh:rt/c/jpeg?connect=tcp/127.0.0.1:{port}");
+    let out = success(&mut program(&dir, &exe, &[&spec, "10"]));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(out.contains(" 320x240 "), "{out}");
+    assert!(out.contains("\nframes 10 dropped 0\n"), "{out}");
+    // A parameter zerocam does not know: refused before any session opens.
+    let bad = output(&mut program(
+        &dir,
+        &exe,
+        &["zenoh:rt/c/jpeg?mode=client", "1"],
+    ));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("ZEROCAM_ERROR_INVALID_ARGUMENT"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mode=client"), "{stderr}");
+}
+
 #[test]
 fn import_bench_example_times_cache_hits_and_imports_each_pool_buffer_once() {
     let dir = workdir("import_bench");

@@ -360,6 +360,9 @@ pub enum ArgumentError {
     /// A hold count of zero ([`StreamConfig::hold`](crate::StreamConfig::hold)).
     #[error("hold count 0: a frame is held from next_frame until it drops, so at least 1")]
     ZeroHold,
+    /// A `zenoh:` spec's parameters are not `connect=`, `listen=`, `config=`.
+    #[error(transparent)]
+    ZenohSpec(#[from] crate::zenoh_source::ZenohSpecError),
     /// A source this build of zerocam does not include.
     #[error("{what} needs zerocam built with the cargo feature `{feature}`")]
     FeatureMissing {

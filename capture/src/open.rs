@@ -548,11 +548,13 @@ fn open_zenoh(key: &str, spec: &SourceSpec) -> Result<OpenedSource, CaptureError
             offered: "RGB24 (JPEG topics decode to RGB)".into(),
         });
     }
+    let parsed = crate::zenoh_source::ZenohSpec::parse(key).map_err(crate::ArgumentError::from)?;
     let source = crate::ZenohSource::new(crate::ZenohSourceConfig {
-        options: spec.zenoh.clone(),
+        options: parsed.options_over(&spec.zenoh),
         buffers: spec.buffers,
-        ..crate::ZenohSourceConfig::new(key)
+        ..crate::ZenohSourceConfig::new(parsed.key.clone())
     })?;
+    let key = parsed.key;
     let f = source.stream_format();
     let description = format!(
         "zenoh:{key} (JPEG CompressedImage over Zenoh, decoded): {} {}x{}",

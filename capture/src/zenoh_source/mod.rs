@@ -14,7 +14,7 @@ mod attachment;
 mod options;
 
 pub use attachment::Attachment;
-pub use options::{Role, ZenohOptions, DEFAULT_ENDPOINT, MAX_MESSAGE};
+pub use options::{Role, ZenohOptions, ZenohSpec, ZenohSpecError, DEFAULT_ENDPOINT, MAX_MESSAGE};
 
 #[cfg(feature = "zenoh")]
 mod error;

@@ -327,34 +327,47 @@ impl ZenohSource {
         let shared = self.shared.clone();
         let mut guard = lock(&shared);
         let st = &mut *guard;
-        let Some(index) = st.slots.iter().position(|s| !s.is_held()) else {
-            return Err(CaptureError::NoFreeBuffer {
-                path: self.path.clone(),
-                buffers: st.slots.len(),
-            });
-        };
-        let slot = &mut st.slots[index];
-        let crate::frame::plane_memory::PlaneSource::Owned(t) = &slot.planes[0].source else {
-            return Err(tensor_error(
-                &self.path,
-                zerocam_tensor::Error::NoFd {
-                    memory: TensorMemory::Shm,
-                },
-            ));
-        };
-        {
-            let mut pixels = t.map_write().map_err(|e| tensor_error(&self.path, e))?;
+        // Buffers cycle in order, as a driver's queue and the pattern's do:
+        // each is imported once, and a frame's buffer is the oldest free one.
+        // A free buffer whose old frame's tensor is still mapped (a numpy
+        // view kept past the frame) is passed over, as the pattern does.
+        let n = st.slots.len();
+        let next = (st.counters.frames as usize) % n;
+        let pitch = self.format.planes[0].bytes_per_line as usize;
+        let mut decoded_into = None;
+        for index in (0..n).map(|i| (next + i) % n) {
+            let slot = &st.slots[index];
+            if slot.is_held() {
+                continue;
+            }
+            let crate::frame::plane_memory::PlaneSource::Owned(t) = &slot.planes[0].source else {
+                continue;
+            };
+            let mut pixels = match t.map_write() {
+                Ok(m) => m,
+                Err(zerocam_tensor::Error::MapConflict { .. }) => continue,
+                Err(e) => return Err(tensor_error(&self.path, e)),
+            };
             let image = turbojpeg::Image {
                 pixels: &mut pixels[..],
                 width: width as usize,
-                pitch: self.format.planes[0].bytes_per_line as usize,
+                pitch,
                 height: height as usize,
                 format: turbojpeg::PixelFormat::RGB,
             };
             self.decompressor
                 .decompress(msg.data, image)
                 .map_err(|e| CaptureError::Zenoh(decode_error(&key, &e)))?;
+            decoded_into = Some(index);
+            break;
         }
+        let Some(index) = decoded_into else {
+            return Err(CaptureError::NoFreeBuffer {
+                path: self.path.clone(),
+                buffers: n,
+            });
+        };
+        let slot = &mut st.slots[index];
         let ready = Instant::now();
         let tensor = slot
             .tensor(&mut st.cache, &self.format, &[0], None)
