@@ -511,3 +511,51 @@ fn a_stalled_subscriber_does_not_block_the_publisher() {
     );
     drop(publisher);
 }
+
+#[test]
+fn samples_lost_just_before_a_rejected_one_are_still_counted() {
+    use zerocam_capture::zenoh_source::Attachment;
+    let port = free_port();
+    let session = open_session(&listen(port), Role::Publisher).unwrap();
+    let publisher = session
+        .declare_publisher("rt/gap/jpeg")
+        .congestion_control(CongestionControl::Block)
+        .wait()
+        .unwrap();
+    let jpeg = pattern_jpeg(64, 48);
+    let put = |number: u64, payload: Vec<u8>| {
+        let a = Attachment {
+            instance: 9,
+            sequence: number as u32,
+            number,
+        };
+        publisher
+            .put(payload)
+            .attachment(a.to_bytes().to_vec())
+            .wait()
+            .unwrap();
+    };
+    let opening = thread::spawn(move || {
+        ZenohSource::new(ZenohSourceConfig {
+            options: connect(port),
+            first_sample: Duration::from_secs(20),
+            ..ZenohSourceConfig::new("rt/gap/jpeg")
+        })
+    });
+    // Sample 0 until the source has its size (numbered 0 each time: the
+    // repeats are late, never lost).
+    while !opening.is_finished() {
+        put(0, image(1, "jpeg", &jpeg));
+        thread::sleep(Duration::from_millis(50));
+    }
+    let mut source = opening.join().unwrap().unwrap();
+    while next_frame(&mut source, Duration::from_millis(500)).is_ok() {}
+    // 1 good, 2–4 never sent, 5 malformed, 6 good: three lost, one refused.
+    put(1, image(2, "jpeg", &jpeg));
+    next_frame(&mut source, Duration::from_secs(5)).unwrap();
+    put(5, noise(64));
+    put(6, image(3, "jpeg", &jpeg));
+    next_frame(&mut source, Duration::from_secs(5)).unwrap();
+    let st = source.stats();
+    assert_eq!((st.dropped, st.rejected), (3, 1), "{st:?}");
+}

@@ -312,6 +312,8 @@ impl ZenohSource {
             }
             self.last = Some((a.instance, a.number));
         }
+        // Counted now: whatever becomes of this sample, those before it are lost.
+        lock(&self.shared).counters.dropped += dropped;
         let payload = sample.payload().to_bytes();
         let (msg, width, height) = jpeg_of(&key, &payload)?;
         if (width, height) != (self.format.width, self.format.height) {
@@ -362,6 +364,8 @@ impl ZenohSource {
             break;
         }
         let Some(index) = decoded_into else {
+            // The sample is gone with nowhere to put it: a loss too.
+            st.counters.dropped += 1;
             return Err(CaptureError::NoFreeBuffer {
                 path: self.path.clone(),
                 buffers: n,
@@ -374,7 +378,6 @@ impl ZenohSource {
             .map_err(|e| tensor_error(&self.path, e))?;
         slot.hold();
         st.counters.frames += 1;
-        st.counters.dropped += dropped;
         drop(guard);
         let (sequence, own) = match numbers {
             Some(a) => (a.sequence, false),
