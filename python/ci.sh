@@ -61,7 +61,10 @@ wheel311=$(ls "$wheels"/zerocam-*-cp311-abi3-*.whl)
 # published, for the tests marked gstreamer or zenoh.
 gstwheels=$root/target/python-wheels-gst
 rm -rf "$gstwheels"
-maturin build -q --release --features gstreamer,zenoh --compatibility linux --auditwheel skip \
+# A debug build: it is never published, and the debug artifacts of GStreamer's
+# and Zenoh's crates are the ones tests/run's host tests built just before (a
+# release build of them would cost minutes on a 2-core runner).
+maturin build -q --features gstreamer,zenoh --compatibility linux --auditwheel skip \
     -m python/Cargo.toml -o "$gstwheels"
 wheelgst=$(ls "$gstwheels"/zerocam-*-cp39-abi3-*.whl)
 ls -l "$wheels"

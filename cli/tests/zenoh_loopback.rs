@@ -120,14 +120,14 @@ fn a_subscriber_gets_every_frame_decoded_within_30_db() {
 }
 
 #[test]
-fn four_subscriber_processes_each_get_100_frames_none_lost() {
+fn four_subscriber_processes_each_get_300_frames_none_lost() {
     let port = free_port();
     let _server = Server::start(port, "rt/four", 100_000);
     let endpoint = format!("tcp/127.0.0.1:{port}");
     let subscribers: Vec<_> = (0..4)
         .map(|_| {
             Command::new(BIN)
-                .args(["bench", "zenoh:rt/four/jpeg", "--json", "--frames", "100"])
+                .args(["bench", "zenoh:rt/four/jpeg", "--json", "--frames", "300"])
                 .args(["--connect", &endpoint])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -143,7 +143,7 @@ fn four_subscriber_processes_each_get_100_frames_none_lost() {
             String::from_utf8_lossy(&out.stderr)
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(report["frames"], 100, "{report}");
+        assert_eq!(report["frames"], 300, "{report}");
         assert_eq!(report["dropped"], 0, "{report}");
         assert_eq!(report["rejected"], 0, "{report}");
     }
