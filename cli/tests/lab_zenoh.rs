@@ -8,7 +8,6 @@
 mod common;
 
 use std::io::BufReader;
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use zerocam_capture::share::Subscriber;
 use zerocam_capture::zenoh_source::ZenohOptions;
 use zerocam_capture::{FrameSource, ZenohSource, ZenohSourceConfig};
 
-use common::{read_until, serial};
+use common::{free_port, read_until, serial};
 
 const ZEROCAM: &str = env!("CARGO_BIN_EXE_zerocam");
 /// How long a subscriber waits for a frame (emulated guest, JPEG in software).
@@ -25,11 +24,7 @@ const WAIT: Duration = Duration::from_secs(20);
 #[test]
 fn lab_one_vivid_capture_served_on_the_socket_and_zenoh_at_once() {
     let _g = serial();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let socket =
         std::env::temp_dir().join(format!("zerocam-lab-zenoh-{}.sock", std::process::id()));
     let mut child = Command::new(ZEROCAM)

@@ -6,7 +6,6 @@
 //! picked.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -23,16 +22,11 @@ use zerocam_capture::{
 };
 use zerocam_net::zenoh::{ZenohPublisher, ZenohPublisherConfig};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
+mod common;
 
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::free_port;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
 
 fn endpoint(port: u16) -> String {
     format!("tcp/127.0.0.1:{port}")

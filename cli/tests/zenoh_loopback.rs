@@ -4,7 +4,6 @@
 //! `tcp/127.0.0.1:PORT` on a port the test picked.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -14,16 +13,11 @@ use zerocam_capture::zenoh_source::zenoh::Wait;
 use zerocam_capture::zenoh_source::{open_session, Role, ZenohOptions};
 use zerocam_capture::{FrameSource, ZenohSource, ZenohSourceConfig};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
+mod common;
 
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::free_port;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
 
 /// The publisher: the pattern source at 30 fps, `frames` frames, under
 /// `rt/PREFIX`.

@@ -210,6 +210,46 @@ pub(crate) fn read_only_planes_of(
         .map_err(not_shareable)
 }
 
+/// The buffers of a source that fills them itself (the pattern, a Zenoh
+/// topic's decoder): each `Idle` or `Held`, never queued to a driver; a
+/// frame's drop frees its slot.
+#[derive(Debug)]
+pub(crate) struct OwnedSlots {
+    pub slots: Vec<Slot>,
+    pub cache: zerocam_cache::ImportCache,
+    pub counters: crate::frame::stats::Counters,
+}
+
+impl OwnedSlots {
+    /// `slots` of `planes` memory planes each, with an import cache of
+    /// [`cache_capacity`].
+    pub fn new(slots: Vec<Slot>, planes: usize) -> OwnedSlots {
+        let capacity = cache_capacity(slots.len(), planes);
+        OwnedSlots {
+            slots,
+            cache: zerocam_cache::ImportCache::new(capacity),
+            counters: crate::frame::stats::Counters::default(),
+        }
+    }
+
+    /// The slots not held, in order from `start` round (buffers cycle as a
+    /// driver's queue does: each imported once, the oldest free one next).
+    pub fn free_from(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
+        let n = self.slots.len();
+        (0..n)
+            .map(move |i| (start + i) % n.max(1))
+            .filter(|&i| !self.slots[i].is_held())
+    }
+}
+
+impl crate::frame::Requeue for std::sync::Mutex<OwnedSlots> {
+    fn requeue(&self, index: usize) {
+        if let Some(s) = crate::frame::lock(self).slots.get_mut(index) {
+            s.free(false);
+        }
+    }
+}
+
 /// A source's default import-cache capacity: every buffer plane twice.
 pub(crate) fn cache_capacity(buffers: usize, planes: usize) -> usize {
     2 * buffers * planes

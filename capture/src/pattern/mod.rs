@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
-use crate::frame::slot::{cache_capacity, read_only_planes_of, Slot};
-use crate::frame::stats::{monotonic_now, Counters};
-use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
+use crate::frame::slot::{read_only_planes_of, OwnedSlots, Slot};
+use crate::frame::stats::monotonic_now;
+use crate::frame::{lock, FrameMeta, Placement, Synthesized};
 use crate::v4l2::ioctl::raw;
 use crate::{
     ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
@@ -84,22 +83,6 @@ impl PatternConfig {
     }
 }
 
-/// The buffers, `Idle` or `Held` (the pattern source queues nothing).
-#[derive(Debug)]
-struct State {
-    slots: Vec<Slot>,
-    cache: ImportCache,
-    counters: Counters,
-}
-
-impl Requeue for Mutex<State> {
-    fn requeue(&self, index: usize) {
-        if let Some(s) = lock(self).slots.get_mut(index) {
-            s.free(false);
-        }
-    }
-}
-
 /// The built-in pattern camera: memfd buffers through the same import cache
 /// and [`Frame`] API as a V4L2 stream, padded rows like a driver's, scrolling
 /// colour bars (BT.601 limited range for YUV) and a white line moving down, in
@@ -107,7 +90,7 @@ impl Requeue for Mutex<State> {
 /// [`Frame::color_spec`] says.
 #[derive(Debug)]
 pub struct PatternSource {
-    shared: Arc<Mutex<State>>,
+    shared: Arc<Mutex<OwnedSlots>>,
     format: StreamFormat,
     /// Per plane: a row of bars, and a row of the white line.
     rows: Vec<Vec<u8>>,
@@ -232,13 +215,9 @@ impl PatternSource {
             let planes = stream_format.planes.iter().enumerate().map(plane);
             slots.push(Slot::new(planes.collect::<Result<_>>()?));
         }
-        let capacity = cache_capacity(slots.len(), stream_format.planes.len());
+        let planes = stream_format.planes.len();
         Ok(PatternSource {
-            shared: Arc::new(Mutex::new(State {
-                slots,
-                cache: ImportCache::new(capacity),
-                counters: Counters::default(),
-            })),
+            shared: Arc::new(Mutex::new(OwnedSlots::new(slots, planes))),
             rows,
             white,
             format: stream_format,
@@ -346,14 +325,9 @@ impl FrameSource for PatternSource {
         let mut guard = lock(&shared);
         let st = &mut *guard;
         // Buffers cycle in order, as a driver's queue does.
-        let n = st.slots.len();
-        let next = (self.sequence as usize) % n;
         let sequence = self.sequence;
         let mut drawn_into = None;
-        for index in (0..n)
-            .map(|i| (next + i) % n)
-            .filter(|&i| !st.slots[i].is_held())
-        {
+        for index in st.free_from(sequence as usize) {
             match self.draw(&st.slots[index].planes, sequence) {
                 Ok(()) => {
                     drawn_into = Some(index);

@@ -9,15 +9,13 @@ use zenoh::handlers::{RingChannel, RingChannelHandler};
 use zenoh::pubsub::Subscriber;
 use zenoh::sample::Sample;
 use zenoh::{Session, Wait};
-use zerocam_cache::ImportCache;
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
 use super::{open_session, Attachment, Role, ZenohError, ZenohOptions, MAX_MESSAGE};
 use crate::frame::plane_memory::PlaneMemory;
-use crate::frame::slot::{cache_capacity, read_only_planes_of, Slot};
-use crate::frame::stats::Counters;
+use crate::frame::slot::{read_only_planes_of, OwnedSlots, Slot};
 use crate::frame::Clock;
-use crate::frame::{lock, FrameMeta, Placement, Requeue, Synthesized};
+use crate::frame::{lock, FrameMeta, Placement, Synthesized};
 use crate::ros::{CompressedImage, Message};
 use crate::v4l2::ioctl::raw;
 use crate::{
@@ -71,21 +69,6 @@ impl ZenohSourceConfig {
     }
 }
 
-#[derive(Debug)]
-struct State {
-    slots: Vec<Slot>,
-    cache: ImportCache,
-    counters: Counters,
-}
-
-impl Requeue for Mutex<State> {
-    fn requeue(&self, index: usize) {
-        if let Some(s) = lock(self).slots.get_mut(index) {
-            s.free(false);
-        }
-    }
-}
-
 /// Frames from a Zenoh topic of JPEG `CompressedImage`s, as RGB (full
 /// range, sRGB) frames of the first sample's size.
 ///
@@ -103,7 +86,7 @@ pub struct ZenohSource {
     // Declared before the session: the subscriber goes first.
     subscriber: Subscriber<RingChannelHandler<Sample>>,
     session: Session,
-    shared: Arc<Mutex<State>>,
+    shared: Arc<Mutex<OwnedSlots>>,
     format: StreamFormat,
     path: PathBuf,
     key: String,
@@ -250,15 +233,10 @@ impl ZenohSource {
                 Ok(Slot::new(vec![plane]))
             })
             .collect::<Result<Vec<_>>>()?;
-        let capacity = cache_capacity(slots.len(), 1);
         Ok(ZenohSource {
             subscriber,
             session,
-            shared: Arc::new(Mutex::new(State {
-                slots,
-                cache: ImportCache::new(capacity),
-                counters: Counters::default(),
-            })),
+            shared: Arc::new(Mutex::new(OwnedSlots::new(slots, 1))),
             format,
             path,
             key,
@@ -333,15 +311,10 @@ impl ZenohSource {
         // each is imported once, and a frame's buffer is the oldest free one.
         // A free buffer whose old frame's tensor is still mapped (a numpy
         // view kept past the frame) is passed over, as the pattern does.
-        let n = st.slots.len();
-        let next = (st.counters.frames as usize) % n;
         let pitch = self.format.planes[0].bytes_per_line as usize;
         let mut decoded_into = None;
-        for index in (0..n).map(|i| (next + i) % n) {
+        for index in st.free_from(st.counters.frames as usize) {
             let slot = &st.slots[index];
-            if slot.is_held() {
-                continue;
-            }
             let crate::frame::plane_memory::PlaneSource::Owned(t) = &slot.planes[0].source else {
                 continue;
             };
@@ -368,7 +341,7 @@ impl ZenohSource {
             st.counters.dropped += 1;
             return Err(CaptureError::NoFreeBuffer {
                 path: self.path.clone(),
-                buffers: n,
+                buffers: st.slots.len(),
             });
         };
         let slot = &mut st.slots[index];

@@ -44,3 +44,12 @@ pub fn read_until(out: &mut std::io::BufReader<std::process::ChildStdout>, word:
         }
     }
 }
+
+/// A loopback port nobody listens on now (the Zenoh tests' endpoints).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
