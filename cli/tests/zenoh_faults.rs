@@ -553,3 +553,105 @@ fn samples_lost_just_before_a_rejected_one_are_still_counted() {
     let st = source.stats();
     assert_eq!((st.dropped, st.rejected), (3, 1), "{st:?}");
 }
+
+/// A publisher on `key` (listening on `port`, congestion control Block: every
+/// sample reaches the test's subscriber), and a source on it opened once a
+/// first good sample numbered 0 came.
+fn numbered_topic(
+    port: u16,
+    key: &'static str,
+) -> (
+    zerocam_capture::zenoh_source::zenoh::Session,
+    ZenohSource,
+    Vec<u8>,
+) {
+    let session = open_session(&listen(port), Role::Publisher).unwrap();
+    let jpeg = pattern_jpeg(64, 48);
+    let first = image(1, "jpeg", &jpeg);
+    let s2 = session.clone();
+    let opening = thread::spawn(move || {
+        ZenohSource::new(ZenohSourceConfig {
+            options: connect(port),
+            first_sample: Duration::from_secs(20),
+            ..ZenohSourceConfig::new(key)
+        })
+    });
+    while !opening.is_finished() {
+        put_numbered(&s2, key, 0, first.clone());
+        thread::sleep(Duration::from_millis(50));
+    }
+    let mut source = opening.join().unwrap().unwrap();
+    while next_frame(&mut source, Duration::from_millis(500)).is_ok() {}
+    (session, source, jpeg)
+}
+
+/// Puts `payload` on `key` with zerocam's attachment, sample `number`.
+fn put_numbered(
+    session: &zerocam_capture::zenoh_source::zenoh::Session,
+    key: &str,
+    number: u64,
+    payload: Vec<u8>,
+) {
+    use zerocam_capture::zenoh_source::Attachment;
+    let a = Attachment {
+        instance: 7,
+        sequence: 0,
+        number,
+    };
+    session
+        .put(key.to_owned(), payload)
+        .congestion_control(CongestionControl::Block)
+        .attachment(a.to_bytes().to_vec())
+        .wait()
+        .unwrap();
+}
+
+#[test]
+fn a_forged_sample_number_is_a_new_count_not_a_huge_loss_nor_a_stall() {
+    let port = free_port();
+    let key = "rt/forged/jpeg";
+    let (session, mut source, jpeg) = numbered_topic(port, key);
+    let before = source.stats();
+    // 2^40 ahead: a loss of a trillion samples if taken at face value,
+    // and every honest sample after it "late".
+    put_numbered(&session, key, 1 << 40, image(2, "jpeg", &jpeg));
+    next_frame(&mut source, Duration::from_secs(5)).unwrap();
+    for n in 1..=3 {
+        put_numbered(&session, key, n, image(3, "jpeg", &jpeg));
+        next_frame(&mut source, Duration::from_secs(5)).unwrap();
+    }
+    let st = source.stats();
+    assert_eq!(st.dropped, before.dropped, "{st:?}");
+    assert_eq!(st.late, before.late, "{st:?}");
+    assert_eq!(st.frames, before.frames + 4, "{st:?}");
+}
+
+#[test]
+fn a_flood_of_refused_samples_does_not_hold_next_frame_past_its_timeout() {
+    let port = free_port();
+    let key = "rt/flood/jpeg";
+    let (session, mut source, _) = numbered_topic(port, key);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flooding = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            for n in 1.. {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                put_numbered(&session, key, n, noise(256));
+            }
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let e = next_frame(&mut source, Duration::from_millis(500)).unwrap_err();
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    flooding.join().unwrap();
+    assert!(matches!(e, CaptureError::Timeout { .. }), "{e}");
+    // A bound for the test (a debug build on a loaded runner), far below
+    // "never": the sample being decoded when the time ran out finishes.
+    assert!(took < Duration::from_secs(5), "next_frame took {took:?}");
+    assert!(source.stats().rejected > 0);
+}

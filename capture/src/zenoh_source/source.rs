@@ -30,6 +30,14 @@ const JPEG_COLORIMETRY: Colorimetry = Colorimetry {
     quantization: raw::QUANTIZATION_FULL_RANGE,
 };
 
+/// A forward step in a sender's sample numbers above this is a new count
+/// (a restart, or a forged number), not that many losses.
+const MAX_GAP: u64 = 1 << 16;
+
+/// A backward step in a sender's numbers of at most this is a late sample
+/// (skipped); a larger one is a new count.
+const MAX_BACKSTEP: u64 = 1 << 10;
+
 /// Rows are padded to this many bytes, as the pattern source's are.
 const ROW_ALIGN: usize = 64;
 
@@ -187,7 +195,14 @@ impl ZenohSource {
         let mut last_error = None;
         let (first, width, height) = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let sample = match subscriber.recv_timeout(left) {
+            // Once the time is up, bad samples still queued are not read:
+            // a flood of them cannot hold `new` past `first_sample`.
+            let received = if left.is_zero() {
+                Ok(None)
+            } else {
+                subscriber.recv_timeout(left)
+            };
+            let sample = match received {
                 Ok(Some(s)) => s,
                 Ok(None) => {
                     return Err(last_error
@@ -266,8 +281,29 @@ impl ZenohSource {
     /// than one already shown).
     fn take(&mut self, sample: &Sample) -> Result<Option<Frame>> {
         let key = self.key.clone();
+        let numbers = sample
+            .attachment()
+            .and_then(|a| Attachment::from_bytes(&a.to_bytes()));
+        let mut dropped = 0;
+        if let Some(a) = numbers {
+            if let Some((instance, last)) = self.last {
+                // A number far from the last (forged, or a publisher that
+                // restarted with the same instance) starts a new count,
+                // never a huge loss or a stream of "late" samples.
+                let step = a.number.wrapping_sub(last);
+                let same = instance == a.instance;
+                if same && (step == 0 || step > u64::MAX - MAX_BACKSTEP) {
+                    return Ok(None);
+                }
+                if same && step <= MAX_GAP {
+                    dropped = step - 1;
+                }
+            }
+            self.last = Some((a.instance, a.number));
+        }
         let len = sample.payload().len();
         if len > self.max_payload {
+            lock(&self.shared).counters.dropped += dropped;
             return Err(ZenohError::TooLarge {
                 key,
                 len,
@@ -275,23 +311,10 @@ impl ZenohSource {
             }
             .into());
         }
-        let numbers = sample
-            .attachment()
-            .and_then(|a| Attachment::from_bytes(&a.to_bytes()));
-        let mut dropped = 0;
-        if let Some(a) = numbers {
-            if let Some((instance, last)) = self.last {
-                if instance == a.instance && a.number <= last {
-                    return Ok(None);
-                }
-                if instance == a.instance {
-                    dropped = a.number - last - 1;
-                }
-            }
-            self.last = Some((a.instance, a.number));
-        }
         // Counted now: whatever becomes of this sample, those before it are lost.
-        lock(&self.shared).counters.dropped += dropped;
+        let mut st = lock(&self.shared);
+        st.counters.dropped = st.counters.dropped.saturating_add(dropped);
+        drop(st);
         let payload = sample.payload().to_bytes();
         let (msg, width, height) = jpeg_of(&key, &payload)?;
         if (width, height) != (self.format.width, self.format.height) {
@@ -413,6 +436,14 @@ impl FrameSource for ZenohSource {
         loop {
             let sample = match self.pending.take() {
                 Some(s) => s,
+                // Samples that keep coming late or refused do not hold the
+                // caller past its timeout.
+                None if Instant::now() >= deadline => {
+                    return Err(CaptureError::Timeout {
+                        path: self.path.clone(),
+                        timeout,
+                    })
+                }
                 None => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     match self.subscriber.recv_timeout(left) {
