@@ -60,7 +60,14 @@ fn serve_zenoh_only(
                 lock(zenoh).publish_owned(frame, source.stream_format());
                 frames += 1;
             }
-            Err(zerocam_capture::CaptureError::Timeout { .. }) => {}
+            // What the socket's publisher also rides out: no frame in time,
+            // a buffer the driver flagged, every buffer held for a moment
+            // (a hardware encoder still reading).
+            Err(
+                zerocam_capture::CaptureError::Timeout { .. }
+                | zerocam_capture::CaptureError::BufferError { .. }
+                | zerocam_capture::CaptureError::NoFreeBuffer { .. },
+            ) => {}
             Err(e) => return Err(e.into()),
         }
         if options.frames.is_some_and(|n| frames >= n) {
@@ -222,6 +229,21 @@ pub fn serve(
         log::set_max_level(log::LevelFilter::Info);
     }
     let socketless = passed.is_none() && options.socket.is_none();
+    // A `zenoh:` source's frames are stamped on the sender's system clock,
+    // which the publisher would shift again, and its session would meet
+    // the publisher's own on the same endpoints.
+    if options.zenoh.is_some()
+        && spec
+            .device
+            .as_deref()
+            .is_some_and(|d| d.starts_with("zenoh:"))
+    {
+        return Err(CliError::Usage(
+            "serve --zenoh cannot re-publish a zenoh: source yet (a Zenoh router or \
+             zenoh-bridge forwards topics between networks)"
+                .into(),
+        ));
+    }
     if socketless && options.zenoh.is_none() {
         return Err(CliError::Usage(
             "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), or --zenoh".into(),

@@ -219,3 +219,14 @@ fn the_h264_topic_starts_at_a_keyframe_and_plays() {
         "{probe:?}"
     );
 }
+
+#[test]
+fn serve_refuses_to_re_publish_a_zenoh_source() {
+    let out = Command::new(BIN)
+        .args(["serve", "zenoh:rt/x/jpeg", "--zenoh"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("re-publish"), "{err}");
+}
