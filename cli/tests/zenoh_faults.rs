@@ -655,3 +655,27 @@ fn a_flood_of_refused_samples_does_not_hold_next_frame_past_its_timeout() {
     assert!(took < Duration::from_secs(5), "next_frame took {took:?}");
     assert!(source.stats().rejected > 0);
 }
+
+#[test]
+fn a_first_picture_larger_than_max_pixels_does_not_size_the_buffers() {
+    let port = free_port();
+    let session = open_session(&listen(port), Role::Publisher).unwrap();
+    let jpeg = pattern_jpeg(64, 48);
+    let opening = thread::spawn(move || {
+        ZenohSource::new(ZenohSourceConfig {
+            options: connect(port),
+            first_sample: Duration::from_secs(3),
+            max_pixels: 64 * 48 - 1,
+            ..ZenohSourceConfig::new("rt/big/jpeg")
+        })
+    });
+    while !opening.is_finished() {
+        put_numbered(&session, "rt/big/jpeg", 0, image(1, "jpeg", &jpeg));
+        thread::sleep(Duration::from_millis(50));
+    }
+    let Err(e) = opening.join().unwrap() else {
+        panic!("a 64x48 picture over a 3071-pixel bound was taken");
+    };
+    assert!(e.to_string().contains("64x48"), "{e}");
+    assert!(e.to_string().contains("3071"), "{e}");
+}

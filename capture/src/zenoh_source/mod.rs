@@ -28,7 +28,7 @@ pub use error::ZenohError;
 #[cfg(feature = "zenoh")]
 pub use session::open_session;
 #[cfg(feature = "zenoh")]
-pub use source::{ZenohSource, ZenohSourceConfig};
+pub use source::{ZenohSource, ZenohSourceConfig, MAX_PIXELS};
 /// The Zenoh crate the session and source speak (feature `zenoh`).
 #[cfg(feature = "zenoh")]
 pub use zenoh;

@@ -61,11 +61,19 @@ pub struct ZenohSourceConfig {
     pub first_sample: Duration,
     /// The largest payload taken.
     pub max_payload: usize,
+    /// The most pixels a picture may have: the first sample sizes the
+    /// buffers, so a sender's header alone cannot make the source allocate
+    /// gigabytes.
+    pub max_pixels: u64,
 }
+
+/// [`ZenohSourceConfig::max_pixels`]' default: 4K UHD (24 MiB an RGB buffer).
+pub const MAX_PIXELS: u64 = 3840 * 2160;
 
 impl ZenohSourceConfig {
     /// `key` on zerocam's default session, 4 buffers, 5 s for the first
-    /// sample, payloads up to [`MAX_MESSAGE`].
+    /// sample, payloads up to [`MAX_MESSAGE`], pictures up to
+    /// [`MAX_PIXELS`].
     pub fn new(key: impl Into<String>) -> ZenohSourceConfig {
         ZenohSourceConfig {
             key: key.into(),
@@ -73,6 +81,7 @@ impl ZenohSourceConfig {
             buffers: 4,
             first_sample: Duration::from_secs(5),
             max_payload: MAX_MESSAGE,
+            max_pixels: MAX_PIXELS,
         }
     }
 }
@@ -172,6 +181,7 @@ impl ZenohSource {
             buffers,
             first_sample,
             max_payload,
+            max_pixels,
         } = config;
         if buffers < 2 {
             return Err(ArgumentError::TooFewBuffers(buffers).into());
@@ -223,7 +233,19 @@ impl ZenohSource {
             };
             let payload = sample.payload().to_bytes();
             match jpeg_of(&key, &payload) {
-                Ok((_, w, h)) => break (sample.clone(), w, h),
+                Ok((_, w, h)) if u64::from(w) * u64::from(h) <= max_pixels => {
+                    break (sample.clone(), w, h)
+                }
+                Ok((_, w, h)) => {
+                    let e = ZenohError::Decode {
+                        key: key.clone(),
+                        reason: format!(
+                            "a {w}x{h} picture, more than the {max_pixels} pixels accepted"
+                        ),
+                    };
+                    log::warn!("{e}");
+                    last_error = Some(e);
+                }
                 Err(e) => {
                     log::warn!("{e}");
                     last_error = Some(e);
