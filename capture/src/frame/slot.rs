@@ -221,6 +221,19 @@ pub(crate) struct OwnedSlots {
 }
 
 impl OwnedSlots {
+    /// Checks a buffer count for a source that fills its own buffers:
+    /// at least 2 (one held, one filling), at most
+    /// [`MAX_BUFFERS`](crate::v4l2::MAX_BUFFERS).
+    pub fn check_count(buffers: u32) -> crate::Result<()> {
+        if buffers < 2 {
+            return Err(crate::ArgumentError::TooFewBuffers(buffers).into());
+        }
+        if buffers > crate::v4l2::MAX_BUFFERS {
+            return Err(crate::ArgumentError::TooManyBuffers(buffers).into());
+        }
+        Ok(())
+    }
+
     /// `slots` of `planes` memory planes each, with an import cache of
     /// [`cache_capacity`].
     pub fn new(slots: Vec<Slot>, planes: usize) -> OwnedSlots {

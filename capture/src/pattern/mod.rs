@@ -141,12 +141,7 @@ impl PatternSource {
             fps,
             buffers,
         } = config;
-        if buffers < 2 {
-            return Err(ArgumentError::TooFewBuffers(buffers).into());
-        }
-        if buffers > crate::v4l2::MAX_BUFFERS {
-            return Err(ArgumentError::TooManyBuffers(buffers).into());
-        }
+        OwnedSlots::check_count(buffers)?;
         let interval = match fps {
             Some(f) if f.is_finite() && f > 0.0 => Some(
                 Duration::try_from_secs_f64(1.0 / f).map_err(|_| ArgumentError::BadFrameRate(f))?,

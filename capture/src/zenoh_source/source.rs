@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use zenoh::handlers::{RingChannel, RingChannelHandler};
 use zenoh::pubsub::Subscriber;
@@ -19,8 +19,8 @@ use crate::frame::{lock, FrameMeta, Placement, Synthesized};
 use crate::ros::{CompressedImage, Message};
 use crate::v4l2::ioctl::raw;
 use crate::{
-    ArgumentError, CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout,
-    Result, SharedPlane, StreamFormat, StreamStats, CAPTURE_FORMATS,
+    CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout, Result, SharedPlane,
+    StreamFormat, StreamStats, CAPTURE_FORMATS,
 };
 
 /// What a decoded JPEG is: sRGB, full range (JFIF).
@@ -183,12 +183,7 @@ impl ZenohSource {
             max_payload,
             max_pixels,
         } = config;
-        if buffers < 2 {
-            return Err(ArgumentError::TooFewBuffers(buffers).into());
-        }
-        if buffers > crate::v4l2::MAX_BUFFERS {
-            return Err(ArgumentError::TooManyBuffers(buffers).into());
-        }
+        OwnedSlots::check_count(buffers)?;
         let session = open_session(&options, Role::Subscriber)?;
         let key_error = |e: zenoh::Error| ZenohError::Key {
             key: key.clone(),
@@ -403,11 +398,7 @@ impl ZenohSource {
         };
         self.sequence = self.sequence.wrapping_add(1);
         let stamp = msg.header.stamp.to_duration();
-        let timestamp = stamp.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-        });
+        let timestamp = stamp.unwrap_or_else(|| Clock::Realtime.now());
         let meta = FrameMeta {
             sequence,
             timestamp,

@@ -14,7 +14,8 @@
 //! [`Attachment`](zerocam_capture::zenoh_source::Attachment) (publisher
 //! instance, capture sequence, sample number). Samples are sent with
 //! congestion control `Drop`: a stalled subscriber loses frames, counted on
-//! its side, and never blocks the capture.
+//! its side, rather than queueing them (Zenoh may still hold a `put` up to
+//! its drop wait, 1 ms, or 50 ms for a fragmented sample: docs/network.md).
 
 mod publisher;
 

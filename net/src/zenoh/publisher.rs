@@ -6,6 +6,7 @@ use zenoh::bytes::{Encoding, ZBytes};
 use zenoh::pubsub::Publisher;
 use zenoh::qos::CongestionControl;
 use zenoh::{Session, Wait};
+use zerocam_capture::frame::Clock;
 use zerocam_capture::ros::{CameraInfo, CompressedImage, CompressedVideo, Header, Message, Time};
 use zerocam_capture::zenoh_source::{open_session, Attachment, Role, ZenohError, ZenohOptions};
 use zerocam_capture::{Frame, StreamFormat};
@@ -174,15 +175,16 @@ impl std::fmt::Debug for ZenohPublisher {
 
 /// `CLOCK_REALTIME - CLOCK_MONOTONIC`, read now.
 fn monotonic_to_system() -> Option<Duration> {
-    let mono = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
-    let mono = Duration::new(
-        u64::try_from(mono.tv_sec()).ok()?,
-        u32::try_from(mono.tv_nsec()).ok()?,
-    );
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .ok()?;
-    now.checked_sub(mono)
+    Clock::Realtime.now().checked_sub(Clock::Monotonic.now())
+}
+
+/// A capture time (`CLOCK_MONOTONIC`) on the system clock, by `offset`
+/// (the system clock now where there is none).
+fn stamp(offset: Option<Duration>, monotonic: Duration) -> Time {
+    Time::from_duration(match offset {
+        Some(offset) => monotonic + offset,
+        None => Clock::Realtime.now(),
+    })
 }
 
 impl ZenohPublisher {
@@ -257,14 +259,6 @@ impl ZenohPublisher {
         self.stats
     }
 
-    /// A capture time (`CLOCK_MONOTONIC`) on the system clock.
-    fn stamp(&self, monotonic: Duration) -> Time {
-        match self.to_system {
-            Some(offset) => Time::from_duration(monotonic + offset),
-            None => self_now(),
-        }
-    }
-
     /// Publishes `frame` on every topic a subscriber matches; encodes only
     /// for topics one matches. The frame stays the caller's: H.264 needs an
     /// encoder that keeps nothing ([`VideoEncoder::encode_borrowed`]).
@@ -307,7 +301,7 @@ impl ZenohPublisher {
     fn publish_stills(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
         self.stats.frames += 1;
         let header = Header {
-            stamp: self.stamp(frame.timestamp()),
+            stamp: stamp(self.to_system, frame.timestamp()),
             frame_id: &self.frame_id,
         };
         let sequence = frame.sequence();
@@ -375,8 +369,13 @@ impl ZenohPublisher {
         }
         let encoder = video.encoder.as_deref_mut()?;
         Some(encode(encoder, frame).map_err(|e| {
-            // The next subscription (or frame) starts a fresh encoder.
+            // The next frame starts a fresh encoder; one that cannot take
+            // borrowed frames never will, so it is not opened again.
             video.encoder = None;
+            if matches!(e, zerocam_encode::EncodeError::NeedsOwnedFrames { .. }) {
+                log::warn!("{}: no H.264: {e}", video.topic.key);
+                video.unavailable = Some(e.to_string());
+            }
             PublishError::Encode(e)
         }))
     }
@@ -387,12 +386,8 @@ impl ZenohPublisher {
             return Ok(());
         };
         for p in packets {
-            let stamp = match self.to_system {
-                Some(offset) => Time::from_duration(p.pts + offset),
-                None => self_now(),
-            };
             let msg = CompressedVideo {
-                timestamp: stamp,
+                timestamp: stamp(self.to_system, p.pts),
                 frame_id: &self.frame_id,
                 data: &p.data,
                 format: "h264",
@@ -403,15 +398,6 @@ impl ZenohPublisher {
         }
         Ok(())
     }
-}
-
-/// The system clock now, as a stamp.
-fn self_now() -> Time {
-    Time::from_duration(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default(),
-    )
 }
 
 /// A frame by reference or by value (in an `Option` it can be taken from),
