@@ -557,7 +557,7 @@ fn open_zenoh(key: &str, spec: &SourceSpec) -> Result<OpenedSource, CaptureError
     let key = parsed.key;
     let f = source.stream_format();
     let description = format!(
-        "zenoh:{key} (JPEG CompressedImage over Zenoh, decoded): {} {}x{}",
+        "zenoh:{key} (over Zenoh, decoded): {} {}x{}",
         f.format.name, f.width, f.height
     );
     Ok(OpenedSource {

@@ -202,7 +202,22 @@ impl SourceArgs {
         self.frames.unwrap_or(100)
     }
 
-    fn spec(&self) -> Result<SourceSpec, CliError> {
+    /// The source's spec. `publishing`: serve --zenoh, whose publisher
+    /// takes the Zenoh flags; otherwise only a `zenoh:` source does, and
+    /// they are refused beside any other (not silently ignored).
+    fn spec(&self, publishing: bool) -> Result<SourceSpec, CliError> {
+        let zenoh_source = self
+            .device
+            .as_deref()
+            .is_some_and(|d| d.starts_with("zenoh:"));
+        let zenoh_flags =
+            self.zenoh_config.is_some() || !self.connect.is_empty() || !self.listen.is_empty();
+        if zenoh_flags && !zenoh_source && !publishing {
+            return Err(CliError::Usage(
+                "--zenoh-config, --connect and --listen are for zenoh: sources and serve --zenoh"
+                    .into(),
+            ));
+        }
         let format = self
             .format
             .as_deref()
@@ -262,7 +277,7 @@ fn run(command: Command) -> Result<String, CliError> {
             output,
             quality,
         } => capture::capture(
-            &source.spec()?,
+            &source.spec(false)?,
             source.frame_count() as usize,
             &output,
             quality,
@@ -285,10 +300,11 @@ fn run(command: Command) -> Result<String, CliError> {
                 frames: source.frames,
                 seconds,
             };
-            record::record(&source.spec()?, &options, |line| println!("{line}"))? + "\n"
+            record::record(&source.spec(false)?, &options, |line| println!("{line}"))? + "\n"
         }
         Command::Bench { source, json } => {
-            let (description, report) = bench::bench(&source.spec()?, source.frame_count(), !json)?;
+            let (description, report) =
+                bench::bench(&source.spec(false)?, source.frame_count(), !json)?;
             if json {
                 report.to_json() + "\n"
             } else {
@@ -358,7 +374,7 @@ fn run(command: Command) -> Result<String, CliError> {
                     .transpose()?,
                 ..serve::ServeOptions::new(socket)
             };
-            serve::serve(&source.spec()?, &options, |line| println!("{line}"))? + "\n"
+            serve::serve(&source.spec(zenoh)?, &options, |line| println!("{line}"))? + "\n"
         }
         Command::Probe { maps } => probe::report(&probe::run(maps)?),
     })

@@ -156,6 +156,10 @@ fn bad_arguments_are_one_line_errors() {
     assert!(fails(&["info", "/dev/null"]).contains("not a V4L2 device"));
     assert!(fails(&["bench", "--size", "63x32"]).contains("63x32"));
     assert!(fails(&["bench", "--memory", "usrptr"]).contains("expected mmap or dmabuf"));
+    // Zenoh's flags beside a source that is not zenoh: (and no serve
+    // --zenoh) would do nothing: refused, not ignored.
+    let err = fails(&["bench", "pattern", "--connect", "tcp/127.0.0.1:7447"]);
+    assert!(err.contains("are for zenoh: sources"), "{err}");
     assert!(fails(&["frobnicate"]).contains("frobnicate"));
     // clap's own errors keep the words that say what is wrong.
     let missing = fails(&["capture", "--format", "XYZ"]);

@@ -230,3 +230,45 @@ fn serve_refuses_to_re_publish_a_zenoh_source() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("re-publish"), "{err}");
 }
+
+#[test]
+fn an_h264_topic_is_a_source_of_nv12_frames() {
+    let port = free_port();
+    let _server = Server::start(port, "rt/h264src", 100_000);
+    let mut source = ZenohSource::new(ZenohSourceConfig {
+        options: options(port),
+        first_sample: Duration::from_secs(20),
+        ..ZenohSourceConfig::new("rt/h264src/h264")
+    })
+    .unwrap();
+    let f = source.stream_format().clone();
+    assert_eq!((f.width, f.height, f.format.name), (1280, 720, "NV12"));
+    let stride = f.planes[0].bytes_per_line as usize;
+    let mut last = None;
+    for _ in 0..60 {
+        let frame = source.next_frame(Duration::from_secs(5)).unwrap();
+        if let Some(prev) = last {
+            assert_eq!(
+                frame.sequence(),
+                prev + 1,
+                "the capture's sequence, unbroken"
+            );
+        }
+        last = Some(frame.sequence());
+        // Luma of the bars (BT.601 limited, as the pattern draws it) at a
+        // row away from the white line: within a few codes of the source.
+        let map = frame.tensor().map_read().unwrap();
+        let line = (2 * frame.sequence() as usize) % 720;
+        let y = if line.abs_diff(100) > 8 { 100 } else { 300 };
+        let shift = (2 * frame.sequence() as usize) % 1280 / 2 * 2;
+        // Each bar's centre, wherever the scroll put it.
+        for (b, bar) in BARS_RGB.iter().enumerate() {
+            let x = (b * 160 + 80 + 1280 - shift) % 1280;
+            let want = zerocam_capture::pattern::rgb_to_yuv(*bar)[0];
+            let got = map[y * stride + x];
+            assert!(got.abs_diff(want) <= 12, "x {x}: luma {got}, bar {want}");
+        }
+    }
+    let st = source.stats();
+    assert_eq!((st.dropped, st.rejected), (0, 0), "{st:?}");
+}

@@ -19,6 +19,8 @@ pub use options::{Role, ZenohOptions, ZenohSpec, ZenohSpecError, DEFAULT_ENDPOIN
 #[cfg(feature = "zenoh")]
 mod error;
 #[cfg(feature = "zenoh")]
+mod picture;
+#[cfg(feature = "zenoh")]
 mod session;
 #[cfg(feature = "zenoh")]
 mod source;

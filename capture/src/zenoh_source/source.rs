@@ -11,16 +11,24 @@ use zenoh::sample::Sample;
 use zenoh::{Session, Wait};
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
+use super::picture::{decode_error, jpeg_size, Kind, Unit, H264};
 use super::{open_session, Attachment, Role, ZenohError, ZenohOptions, MAX_MESSAGE};
 use crate::frame::plane_memory::PlaneMemory;
+use crate::frame::plane_memory::PlaneSource;
 use crate::frame::slot::{read_only_planes_of, OwnedSlots, Slot};
 use crate::frame::Clock;
 use crate::frame::{lock, FrameMeta, Placement, Synthesized};
-use crate::ros::{CompressedImage, Message};
 use crate::v4l2::ioctl::raw;
 use crate::{
     CaptureError, CaptureFormat, Colorimetry, Frame, FrameSource, PlaneLayout, Result, SharedPlane,
     StreamFormat, StreamStats, CAPTURE_FORMATS,
+};
+
+/// What an H.264 stream without colour information is: BT.601, limited.
+const H264_COLORIMETRY: Colorimetry = Colorimetry {
+    colorspace: raw::COLORSPACE_SMPTE170M,
+    ycbcr_enc: raw::YCBCR_ENC_601,
+    quantization: raw::QUANTIZATION_LIM_RANGE,
 };
 
 /// What a decoded JPEG is: sRGB, full range (JFIF).
@@ -45,6 +53,10 @@ const ROW_ALIGN: usize = 64;
 /// they come, the oldest are dropped (and counted lost), never queued
 /// without bound.
 const QUEUE: usize = 2;
+
+/// Refused samples are logged at most once per this (with the count since
+/// the last line): a sender flooding bad samples cannot flood the log.
+const WARN_EVERY: Duration = Duration::from_secs(1);
 
 /// How to set up a [`ZenohSource`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,13 +120,18 @@ pub struct ZenohSource {
     path: PathBuf,
     key: String,
     max_payload: usize,
+    kind: Kind,
     decompressor: turbojpeg::Decompressor,
+    h264: Option<H264>,
     pending: Option<Sample>,
     last: Option<(u32, u64)>,
     sequence: u32,
     late: u64,
     rejected: u64,
     last_error: Option<ZenohError>,
+    /// When a refused sample was last logged, and how many since.
+    warned: Option<Instant>,
+    unlogged: u64,
 }
 
 impl std::fmt::Debug for ZenohSource {
@@ -130,39 +147,6 @@ fn tensor_error(path: &Path, source: zerocam_tensor::Error) -> CaptureError {
     CaptureError::Tensor {
         path: path.to_path_buf(),
         source,
-    }
-}
-
-fn decode_error(key: &str, e: &turbojpeg::Error) -> ZenohError {
-    ZenohError::Decode {
-        key: key.to_owned(),
-        reason: e.to_string(),
-    }
-}
-
-/// A `CompressedImage` payload's JPEG, checked.
-fn jpeg_of<'a>(
-    key: &str,
-    payload: &'a [u8],
-) -> std::result::Result<(CompressedImage<'a>, u32, u32), ZenohError> {
-    let msg = CompressedImage::decode(payload).map_err(|source| ZenohError::Malformed {
-        key: key.to_owned(),
-        source,
-    })?;
-    if !msg.format.to_ascii_lowercase().contains("jpeg") {
-        return Err(ZenohError::Format {
-            key: key.to_owned(),
-            format: msg.format.to_owned(),
-        });
-    }
-    let header = turbojpeg::read_header(msg.data).map_err(|e| decode_error(key, &e))?;
-    let size = |v: usize| u32::try_from(v).ok().filter(|&v| v > 0 && v <= 16384);
-    match (size(header.width), size(header.height)) {
-        (Some(w), Some(h)) => Ok((msg, w, h)),
-        _ => Err(ZenohError::Decode {
-            key: key.to_owned(),
-            reason: format!("a {}x{} image", header.width, header.height),
-        }),
     }
 }
 
@@ -195,10 +179,12 @@ impl ZenohSource {
             .wait()
             .map_err(key_error)?;
         let path = PathBuf::from(format!("zenoh:{key}"));
-        // The first good sample: its size is the stream's.
+        // The first good sample: its kind is the topic's, its size (for
+        // H.264, the first picture's) the stream's.
         let deadline = Instant::now() + first_sample;
         let mut last_error = None;
-        let (first, width, height) = loop {
+        let mut h264 = None;
+        let (first, kind, width, height) = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             // Once the time is up, bad samples still queued are not read:
             // a flood of them cannot hold `new` past `first_sample`.
@@ -227,27 +213,47 @@ impl ZenohSource {
                 }
             };
             let payload = sample.payload().to_bytes();
-            match jpeg_of(&key, &payload) {
-                Ok((_, w, h)) if u64::from(w) * u64::from(h) <= max_pixels => {
-                    break (sample.clone(), w, h)
+            let sized = Kind::of(&key, &sample, &payload).and_then(|kind| {
+                let unit = Unit::read(kind, &key, &payload)?;
+                match kind {
+                    Kind::Jpeg => jpeg_size(&key, unit.data).map(|(w, h)| Some((kind, w, h))),
+                    Kind::H264 => {
+                        let decoder = match &mut h264 {
+                            Some(d) => d,
+                            None => h264.insert(H264::new(&key)?),
+                        };
+                        let picture = decoder.decode(&key, unit.data)?;
+                        Ok(picture.map(|p| (kind, p.width, p.height)))
+                    }
                 }
-                Ok((_, w, h)) => {
-                    let e = ZenohError::Decode {
+            });
+            let sized = sized.and_then(|s| match s {
+                Some((_, w, h)) if u64::from(w) * u64::from(h) > max_pixels => {
+                    Err(ZenohError::Decode {
                         key: key.clone(),
                         reason: format!(
                             "a {w}x{h} picture, more than the {max_pixels} pixels accepted"
                         ),
-                    };
-                    log::warn!("{e}");
-                    last_error = Some(e);
+                    })
                 }
+                s => Ok(s),
+            });
+            match sized {
+                // A JPEG is decoded again into a buffer; the first H.264
+                // picture only sized the stream (the decoder keeps its state).
+                Ok(Some((Kind::Jpeg, w, h))) => break (Some(sample.clone()), Kind::Jpeg, w, h),
+                Ok(Some((kind, w, h))) => break (None, kind, w, h),
+                Ok(None) => {}
                 Err(e) => {
                     log::warn!("{e}");
                     last_error = Some(e);
                 }
             }
         };
-        let format = rgb_format(width, height, &path)?;
+        let format = match kind {
+            Kind::Jpeg => rgb_format(width, height, &path)?,
+            Kind::H264 => nv12_format(width, height, &path)?,
+        };
         let slots = (0..buffers)
             .map(|index| {
                 let name = format!("zenoh:{index}");
@@ -273,15 +279,36 @@ impl ZenohSource {
             path,
             key,
             max_payload,
+            kind,
             decompressor: turbojpeg::Decompressor::new()
-                .map_err(|e| CaptureError::Zenoh(decode_error("", &e)))?,
-            pending: Some(first),
+                .map_err(|e| CaptureError::Zenoh(decode_error("", &e.to_string())))?,
+            h264,
+            pending: first,
             last: None,
             sequence: 0,
             late: 0,
             rejected: 0,
             last_error: None,
+            warned: None,
+            unlogged: 0,
         })
+    }
+
+    /// Logs a refused sample, at most once per [`WARN_EVERY`].
+    fn warn_rejected(&mut self, e: &ZenohError) {
+        let now = Instant::now();
+        if self
+            .warned
+            .is_some_and(|t| now.duration_since(t) < WARN_EVERY)
+        {
+            self.unlogged += 1;
+            return;
+        }
+        match std::mem::take(&mut self.unlogged) {
+            0 => log::warn!("{e}"),
+            n => log::warn!("{e} (and {n} more refused since the last line)"),
+        }
+        self.warned = Some(now);
     }
 
     /// The last sample refused ([`StreamStats::rejected`]), if any.
@@ -295,7 +322,8 @@ impl ZenohSource {
     }
 
     /// Decodes `sample` into a free buffer; `None` when it is late (older
-    /// than one already shown).
+    /// than one already shown: counted) or gave no picture (an H.264
+    /// access unit of parameter sets only).
     fn take(&mut self, sample: &Sample) -> Result<Option<Frame>> {
         let key = self.key.clone();
         let numbers = sample
@@ -310,6 +338,7 @@ impl ZenohSource {
                 let step = a.number.wrapping_sub(last);
                 let same = instance == a.instance;
                 if same && (step == 0 || step > u64::MAX - MAX_BACKSTEP) {
+                    self.late += 1;
                     return Ok(None);
                 }
                 if same && step <= MAX_GAP {
@@ -333,50 +362,53 @@ impl ZenohSource {
         st.counters.dropped = st.counters.dropped.saturating_add(dropped);
         drop(st);
         let payload = sample.payload().to_bytes();
-        let (msg, width, height) = jpeg_of(&key, &payload)?;
-        if (width, height) != (self.format.width, self.format.height) {
-            return Err(ZenohError::SizeChanged {
-                key,
-                width,
-                height,
-                stream_width: self.format.width,
-                stream_height: self.format.height,
-            }
-            .into());
-        }
+        let unit = Unit::read(self.kind, &key, &payload)?;
+        let pitch = self.format.planes[0].bytes_per_line as usize;
         let shared = self.shared.clone();
         let mut guard = lock(&shared);
         let st = &mut *guard;
-        // Buffers cycle in order, as a driver's queue and the pattern's do:
-        // each is imported once, and a frame's buffer is the oldest free one.
-        // A free buffer whose old frame's tensor is still mapped (a numpy
-        // view kept past the frame) is passed over, as the pattern does.
-        let pitch = self.format.planes[0].bytes_per_line as usize;
-        let mut decoded_into = None;
-        for index in st.free_from(st.counters.frames as usize) {
-            let slot = &st.slots[index];
-            let crate::frame::plane_memory::PlaneSource::Owned(t) = &slot.planes[0].source else {
-                continue;
-            };
-            let mut pixels = match t.map_write() {
-                Ok(m) => m,
-                Err(zerocam_tensor::Error::MapConflict { .. }) => continue,
-                Err(e) => return Err(tensor_error(&self.path, e)),
-            };
-            let image = turbojpeg::Image {
-                pixels: &mut pixels[..],
-                width: width as usize,
-                pitch,
-                height: height as usize,
-                format: turbojpeg::PixelFormat::RGB,
-            };
-            self.decompressor
-                .decompress(msg.data, image)
-                .map_err(|e| CaptureError::Zenoh(decode_error(&key, &e)))?;
-            decoded_into = Some(index);
-            break;
-        }
-        let Some(index) = decoded_into else {
+        let stream = (self.format.width, self.format.height);
+        let size_changed = |(width, height): (u32, u32)| ZenohError::SizeChanged {
+            key: key.clone(),
+            width,
+            height,
+            stream_width: stream.0,
+            stream_height: stream.1,
+        };
+        let written = match (self.kind, &mut self.h264) {
+            (Kind::H264, Some(decoder)) => {
+                let Some(picture) = decoder.decode(&key, unit.data)? else {
+                    return Ok(None);
+                };
+                if (picture.width, picture.height) != stream {
+                    return Err(size_changed((picture.width, picture.height)).into());
+                }
+                write_free_slot(st, &self.path, |pixels| {
+                    picture.write_nv12(pixels, pitch);
+                    Ok(())
+                })?
+            }
+            _ => {
+                let (width, height) = jpeg_size(&key, unit.data)?;
+                if (width, height) != stream {
+                    return Err(size_changed((width, height)).into());
+                }
+                let decompressor = &mut self.decompressor;
+                write_free_slot(st, &self.path, |pixels| {
+                    let image = turbojpeg::Image {
+                        pixels,
+                        width: width as usize,
+                        pitch,
+                        height: height as usize,
+                        format: turbojpeg::PixelFormat::RGB,
+                    };
+                    decompressor
+                        .decompress(unit.data, image)
+                        .map_err(|e| decode_error(&key, &e.to_string()))
+                })?
+            }
+        };
+        let Some(index) = written else {
             // The sample is gone with nowhere to put it: a loss too.
             st.counters.dropped += 1;
             return Err(CaptureError::NoFreeBuffer {
@@ -397,7 +429,7 @@ impl ZenohSource {
             None => (self.sequence, true),
         };
         self.sequence = self.sequence.wrapping_add(1);
-        let stamp = msg.header.stamp.to_duration();
+        let stamp = unit.stamp.to_duration();
         let timestamp = stamp.unwrap_or_else(|| Clock::Realtime.now());
         let meta = FrameMeta {
             sequence,
@@ -419,6 +451,56 @@ impl ZenohSource {
             ready,
         )))
     }
+}
+
+/// Writes a picture into the first free buffer (in order from the next
+/// one, as a driver's queue cycles; a buffer whose old frame is still
+/// mapped, a numpy view kept past its frame, is passed over); its index, or
+/// `None` when every buffer is held.
+fn write_free_slot(
+    st: &mut OwnedSlots,
+    path: &Path,
+    mut write: impl FnMut(&mut [u8]) -> std::result::Result<(), ZenohError>,
+) -> Result<Option<usize>> {
+    for index in st.free_from(st.counters.frames as usize) {
+        let PlaneSource::Owned(t) = &st.slots[index].planes[0].source else {
+            continue;
+        };
+        let mut pixels = match t.map_write() {
+            Ok(m) => m,
+            Err(zerocam_tensor::Error::MapConflict { .. }) => continue,
+            Err(e) => return Err(tensor_error(path, e)),
+        };
+        write(&mut pixels[..])?;
+        return Ok(Some(index));
+    }
+    Ok(None)
+}
+
+/// The NV12 stream format of `width`x`height` H.264 pictures (one buffer,
+/// Y then CbCr), BT.601 limited range: H.264's default without colour
+/// information, and what OpenH264 puts out.
+fn nv12_format(width: u32, height: u32, path: &Path) -> Result<StreamFormat> {
+    let nv12 = CAPTURE_FORMATS
+        .iter()
+        .find(|f| f.pixel == PixelFormat::Nv12 && f.memory_planes == 1);
+    let format = *nv12.ok_or_else(|| CaptureError::UnsupportedFormat {
+        path: path.to_path_buf(),
+        fourcc: crate::FourCc(*b"NV12"),
+        offered: CaptureFormat::names(),
+    })?;
+    let stride = (width as usize).next_multiple_of(ROW_ALIGN);
+    let size = stride * height as usize * 3 / 2;
+    Ok(StreamFormat {
+        format,
+        width,
+        height,
+        planes: vec![PlaneLayout {
+            bytes_per_line: u32::try_from(stride).unwrap_or(u32::MAX),
+            size: u32::try_from(size).unwrap_or(u32::MAX),
+        }],
+        color: H264_COLORIMETRY.color_spec(PixelFormat::Nv12),
+    })
 }
 
 /// The RGB stream format of `width`x`height` frames.
@@ -479,10 +561,10 @@ impl FrameSource for ZenohSource {
             };
             match self.take(&sample) {
                 Ok(Some(f)) => return Ok(f),
-                Ok(None) => self.late += 1,
+                Ok(None) => {}
                 Err(CaptureError::Zenoh(e)) => {
-                    log::warn!("{e}");
                     self.rejected += 1;
+                    self.warn_rejected(&e);
                     self.last_error = Some(e);
                 }
                 Err(e) => return Err(e),

@@ -1,6 +1,8 @@
 //! [`ZenohPublisher`]: a capture's frames as ROS 2 topics on Zenoh.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, Instant};
 
 use zenoh::bytes::{Encoding, ZBytes};
 use zenoh::pubsub::Publisher;
@@ -159,9 +161,6 @@ pub struct ZenohPublisher {
     frame_id: String,
     instance: u32,
     stats: ZenohPublisherStats,
-    /// The offset from `CLOCK_MONOTONIC` (frame timestamps) to the system
-    /// clock, read once.
-    to_system: Option<Duration>,
 }
 
 impl std::fmt::Debug for ZenohPublisher {
@@ -173,18 +172,25 @@ impl std::fmt::Debug for ZenohPublisher {
     }
 }
 
-/// `CLOCK_REALTIME - CLOCK_MONOTONIC`, read now.
-fn monotonic_to_system() -> Option<Duration> {
-    Clock::Realtime.now().checked_sub(Clock::Monotonic.now())
+/// A capture time (`CLOCK_MONOTONIC`) on the system clock. The offset
+/// between the two is read for each stamp (two vDSO reads), so a step of
+/// the system clock (NTP, a board's RTC set late) shows in the next stamp,
+/// not never. Before the epoch: the system clock now.
+fn stamp(monotonic: Duration) -> Time {
+    let now = Clock::Realtime.now();
+    Time::from_duration(match now.checked_sub(Clock::Monotonic.now()) {
+        Some(offset) => monotonic + offset,
+        None => now,
+    })
 }
 
-/// A capture time (`CLOCK_MONOTONIC`) on the system clock, by `offset`
-/// (the system clock now where there is none).
-fn stamp(offset: Option<Duration>, monotonic: Duration) -> Time {
-    Time::from_duration(match offset {
-        Some(offset) => monotonic + offset,
-        None => Clock::Realtime.now(),
-    })
+/// A number for this publisher's samples that a restarted one (same pid
+/// after a reboot, same moment) does not repeat: from the OS's random seed
+/// of the standard library's hasher.
+fn random_instance() -> u32 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() as u32
 }
 
 impl ZenohPublisher {
@@ -213,10 +219,7 @@ impl ZenohPublisher {
             }),
             None => None,
         };
-        let instance = std::process::id()
-            ^ SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
+        let instance = random_instance();
         Ok(ZenohPublisher {
             jpeg,
             info,
@@ -226,7 +229,6 @@ impl ZenohPublisher {
             frame_id: config.frame_id.clone(),
             instance,
             stats: ZenohPublisherStats::default(),
-            to_system: monotonic_to_system(),
         })
     }
 
@@ -261,17 +263,23 @@ impl ZenohPublisher {
 
     /// Publishes `frame` on every topic a subscriber matches; encodes only
     /// for topics one matches. The frame stays the caller's: H.264 needs an
-    /// encoder that keeps nothing ([`VideoEncoder::encode_borrowed`]).
+    /// encoder that keeps nothing ([`VideoEncoder::encode_borrowed`]), so
+    /// [`EncoderChoice::Auto`] means the software encoder here (a hardware
+    /// one takes frames by value: [`publish_owned`](Self::publish_owned)).
+    ///
+    /// Every topic is tried: one that fails does not starve the others.
     ///
     /// # Errors
-    /// [`PublishError::Jpeg`] when the frame does not encode,
-    /// [`PublishError::Put`] when Zenoh refuses a sample.
+    /// The first failure: [`PublishError::Jpeg`] when the frame does not
+    /// encode, [`PublishError::Put`] when Zenoh refuses a sample,
+    /// [`PublishError::Encode`] from the H.264 encoder.
     pub fn publish(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
-        self.publish_stills(frame, format)?;
-        if let Some(packets) = self.video_packets(frame, |e, f| e.encode_borrowed(f)) {
-            self.put_packets(packets?)?;
-        }
-        Ok(())
+        let stills = self.publish_stills(frame, format);
+        let video = match self.video_packets(frame, true, |e, f| e.encode_borrowed(f)) {
+            Some(packets) => packets.and_then(|p| self.put_packets(p)),
+            None => Ok(()),
+        };
+        stills.and(video)
     }
 
     /// As [`publish`](Self::publish), with the frame handed over: the
@@ -285,34 +293,36 @@ impl ZenohPublisher {
         frame: Frame,
         format: &StreamFormat,
     ) -> Result<(), PublishError> {
-        self.publish_stills(&frame, format)?;
+        let stills = self.publish_stills(&frame, format);
         let mut frame = Some(frame);
-        let packets = self.video_packets(&mut frame, |e, f| match f.take() {
+        let packets = self.video_packets(&mut frame, false, |e, f| match f.take() {
             Some(f) => e.encode(f),
             None => Ok(Vec::new()),
         });
-        if let Some(packets) = packets {
-            self.put_packets(packets?)?;
-        }
-        Ok(())
+        let video = match packets {
+            Some(packets) => packets.and_then(|p| self.put_packets(p)),
+            None => Ok(()),
+        };
+        stills.and(video)
     }
 
     /// JPEG and camera_info.
     fn publish_stills(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
         self.stats.frames += 1;
         let header = Header {
-            stamp: stamp(self.to_system, frame.timestamp()),
+            stamp: stamp(frame.timestamp()),
             frame_id: &self.frame_id,
         };
         let sequence = frame.sequence();
+        let mut info = Ok(());
         if self.info.matching() {
-            let info = CameraInfo::uncalibrated(header, format.width, format.height);
-            self.info.put(info.encode(), self.instance, sequence)?;
-            self.stats.camera_info += 1;
+            let msg = CameraInfo::uncalibrated(header, format.width, format.height);
+            info = self.info.put(msg.encode(), self.instance, sequence);
+            self.stats.camera_info += u64::from(info.is_ok());
         }
         if !self.jpeg.matching() {
             self.stats.idle += 1;
-            return Ok(());
+            return info;
         }
         let started = Instant::now();
         let data = self.encoder.encode(frame)?;
@@ -326,7 +336,7 @@ impl ZenohPublisher {
         msg.encode_into(&mut payload);
         self.jpeg.put(payload, self.instance, sequence)?;
         self.stats.jpeg += 1;
-        Ok(())
+        info
     }
 
     /// The H.264 packets of `frame` (`None`: no H.264 topic, nobody
@@ -335,6 +345,7 @@ impl ZenohPublisher {
     fn video_packets<F>(
         &mut self,
         frame: F,
+        borrowed: bool,
         encode: impl FnOnce(
             &mut dyn VideoEncoder,
             F,
@@ -354,7 +365,13 @@ impl ZenohPublisher {
             return None;
         }
         if video.encoder.is_none() {
-            match open_encoder(&video.choice, &video.config, frame.frame()?) {
+            // Borrowed frames go to an encoder that keeps none: `auto`
+            // would pick a hardware one first, which must keep them.
+            let choice = match &video.choice {
+                EncoderChoice::Auto if borrowed => &EncoderChoice::Software,
+                choice => choice,
+            };
+            match open_encoder(choice, &video.config, frame.frame()?) {
                 Ok((e, why)) => {
                     log::info!("{}: {why}", video.topic.key);
                     video.encoder = Some(e);
@@ -387,7 +404,7 @@ impl ZenohPublisher {
         };
         for p in packets {
             let msg = CompressedVideo {
-                timestamp: stamp(self.to_system, p.pts),
+                timestamp: stamp(p.pts),
                 frame_id: &self.frame_id,
                 data: &p.data,
                 format: "h264",

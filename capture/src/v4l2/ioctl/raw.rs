@@ -31,6 +31,8 @@ pub const MEMORY_DMABUF: u32 = 4;
 pub const FIELD_NONE: u32 = 1;
 
 /// `enum v4l2_colorspace` values zerocam's colour rules name.
+#[cfg_attr(not(feature = "zenoh"), allow(dead_code))] // the H.264 source's default
+pub const COLORSPACE_SMPTE170M: u32 = 1;
 pub const COLORSPACE_SMPTE240M: u32 = 2;
 pub const COLORSPACE_REC709: u32 = 3;
 pub const COLORSPACE_JPEG: u32 = 7;
