@@ -8,13 +8,15 @@
 //! counts, EGL on zink), `gl` (feature `gl`), a `Gpu` on zink, `vivid` (feature `vivid`), vivid streams of solid
 //! red, [`media`], video files read back through `ffprobe`, and
 //! `cuda_double` (feature `cuda-double`), which
-//! builds and loads the CUDA driver test double. Its own tests check that the docs still say what the
+//! builds and loads the CUDA driver test double; `browser` (feature `browser`), a headless Chromium over the DevTools Protocol, and [`netns`], a test run again inside a private network namespace. Its own tests check that the docs still say what the
 //! workspace is (`tests/docs_*.rs`). Never a dependency of a product.
 
 #![deny(unsafe_code)]
 
 #[allow(unsafe_code)] // a GlobalAlloc is an unsafe impl by nature
 pub mod alloc;
+#[cfg(feature = "browser")]
+pub mod browser;
 #[cfg(feature = "cmd")]
 pub mod cmd;
 #[cfg(feature = "cuda-double")]
@@ -25,5 +27,6 @@ pub mod gl;
 #[cfg(feature = "lab")]
 pub mod lab;
 pub mod media;
+pub mod netns;
 #[cfg(feature = "vivid")]
 pub mod vivid;
