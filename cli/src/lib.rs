@@ -14,6 +14,8 @@ pub mod list;
 pub mod probe;
 pub mod record;
 pub mod serve;
+pub mod tap;
+pub mod view;
 pub mod zenoh;
 
 /// What a CLI command can fail with; printed as one line.

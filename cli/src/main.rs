@@ -14,6 +14,7 @@ use zerocam_capture::format::parse_size;
 use zerocam_capture::open::SourceSpec;
 use zerocam_capture::zenoh_source::ZenohOptions;
 use zerocam_capture::{BufferMode, CaptureFormat};
+use zerocam_cli::view::ViewServe;
 use zerocam_cli::zenoh::ZenohServe;
 use zerocam_cli::{bench, capture, list, probe, record, serve, CliError};
 
@@ -21,7 +22,7 @@ use zerocam_cli::{bench, capture, list, probe, record, serve, CliError};
 #[command(
     name = "zerocam",
     version,
-    about = "Zero-copy camera capture: list, info, capture, bench, serve, probe"
+    about = "Zero-copy camera capture: list, info, capture, record, bench, serve, view, probe"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -142,8 +143,8 @@ enum Command {
         /// The messages' frame_id.
         #[arg(long, default_value = "camera", requires = "zenoh")]
         frame_id: String,
-        /// JPEG quality of PREFIX/jpeg, 1 to 100.
-        #[arg(long, default_value_t = 85, requires = "zenoh")]
+        /// JPEG quality of PREFIX/jpeg and of the live view's stream, 1 to 100.
+        #[arg(long, default_value_t = 85)]
         quality: i64,
         /// The encoder of PREFIX/h264: auto, software, /dev/videoN, gst:ELEMENT,
         /// or none (no H.264 topic). With --socket too: software.
@@ -152,6 +153,30 @@ enum Command {
         /// Frames between H.264 keyframes.
         #[arg(long, default_value_t = 30, requires = "zenoh")]
         gop: u32,
+        /// Serve the live view too (zerocam view) at ADDR:PORT or PORT
+        /// (default 127.0.0.1:8080; docs/view.md).
+        #[arg(long, num_args = 0..=1, default_missing_value = view_addr::DEFAULT)]
+        http: Option<String>,
+        /// A token the live view's page and endpoints want (?token=).
+        #[arg(long, requires = "http")]
+        token: Option<String>,
+    },
+    /// A live view in the browser: the picture, its figures each second, a
+    /// model's boxes posted to /detections drawn over it, a snapshot
+    /// (MJPEG over HTTP on 127.0.0.1:8080 unless --http says otherwise).
+    View {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Where to listen: ADDR:PORT or PORT (127.0.0.1 unless an address
+        /// is given; another address exposes the camera: add --token).
+        #[arg(long, default_value = view_addr::DEFAULT)]
+        http: String,
+        /// A token the page and endpoints want (?token=).
+        #[arg(long)]
+        token: Option<String>,
+        /// JPEG quality of the stream, 1 to 100.
+        #[arg(long, default_value_t = 80)]
+        quality: i64,
     },
     /// Tensor memory kinds and the zero-copy self-check.
     Probe {
@@ -311,6 +336,33 @@ fn run(command: Command) -> Result<String, CliError> {
                 format!("{description}\n{}", report.to_text())
             }
         }
+        Command::View {
+            source,
+            http,
+            token,
+            quality,
+        } => {
+            // The pattern source paced as a camera would be (it runs
+            // flat out otherwise, as `bench` wants).
+            let mut spec = source.spec(false)?;
+            let pattern = match spec.device.as_deref() {
+                Some(d) => d == "pattern",
+                None => capture_devices().is_empty(),
+            };
+            if pattern && spec.fps.is_none() {
+                spec.fps = Some(30.0);
+            }
+            let options = serve::ServeOptions {
+                frames: source.frames,
+                http: Some(ViewServe {
+                    addr: view_addr::parse(&http)?,
+                    token,
+                    quality: zerocam_encode::jpeg::check_quality(quality)?,
+                }),
+                ..serve::ServeOptions::new(None)
+            };
+            serve::serve(&spec, &options, |line| println!("{line}"))? + "\n"
+        }
         Command::Serve {
             source,
             socket,
@@ -332,7 +384,10 @@ fn run(command: Command) -> Result<String, CliError> {
             quality,
             h264,
             gop,
+            http,
+            token,
         } => {
+            let quality = zerocam_encode::jpeg::check_quality(quality)?;
             if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
                 return Err(CliError::Usage(format!(
                     "--max-clients {max_clients}, --max-clients-per-uid {max_clients_per_uid:?}, \
@@ -359,7 +414,7 @@ fn run(command: Command) -> Result<String, CliError> {
                             options: source.zenoh_options(),
                             prefix: topic,
                             frame_id,
-                            quality: zerocam_encode::jpeg::check_quality(quality)?,
+                            quality,
                             h264: match h264.as_str() {
                                 "none" => None,
                                 other => Some(
@@ -369,6 +424,15 @@ fn run(command: Command) -> Result<String, CliError> {
                                 ),
                             },
                             gop,
+                        })
+                    })
+                    .transpose()?,
+                http: http
+                    .map(|addr| -> Result<_, CliError> {
+                        Ok(ViewServe {
+                            addr: view_addr::parse(&addr)?,
+                            token,
+                            quality,
                         })
                     })
                     .transpose()?,
@@ -446,5 +510,30 @@ mod tests {
             "the following required arguments were not provided: --output <OUTPUT>"
         );
         assert_eq!(one_line(""), "bad arguments");
+    }
+}
+
+/// `--http`'s address: `ADDR:PORT`, or a `PORT` on 127.0.0.1.
+mod view_addr {
+    use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
+
+    use crate::CliError;
+
+    /// The view's default address.
+    pub const DEFAULT: &str = "127.0.0.1:8080";
+
+    /// Reads `text` as an address.
+    pub fn parse(text: &str) -> Result<SocketAddr, CliError> {
+        if let Ok(port) = text.parse::<u16>() {
+            return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+        }
+        text.to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--http {text:?}: expected ADDR:PORT (127.0.0.1:8080) or a PORT"
+                ))
+            })
     }
 }

@@ -11,7 +11,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, Signal};
@@ -19,33 +19,36 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use zerocam_capture::share::{take_systemd_socket, Publisher, PublisherConfig, PublisherStats};
 
 use crate::bench::cpu_time;
-use crate::zenoh::{SharedZenoh, Tapped, ZenohServe, ZenohSide};
+use crate::tap::{Tapped, Taps};
+use crate::view::{ViewServe, ViewSide};
+use crate::zenoh::{ZenohServe, ZenohSide};
 use crate::CliError;
 use zerocam_capture::open::{open, SourceSpec};
 use zerocam_capture::FrameSource;
 
-fn lock(z: &SharedZenoh) -> MutexGuard<'_, ZenohSide> {
-    z.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// `serve --zenoh` without a socket: each frame published and dropped; a
-/// status line a second; a stop signal ends it (exit 0).
-fn serve_zenoh_only(
+/// `serve --zenoh`/`--http` (or `zerocam view`) without a socket: each
+/// frame shown to the taps and dropped; a status line a second; a stop
+/// signal ends it (exit 0).
+fn serve_taps_only(
     mut source: Box<dyn FrameSource>,
-    zenoh: &SharedZenoh,
+    taps: &Taps,
     description: &str,
     signals: &SignalFd,
     options: &ServeOptions,
     print: &mut impl FnMut(&str),
 ) -> Result<String, CliError> {
-    print(&format!("{description}\n{}", lock(zenoh).describe()));
+    print(
+        &[vec![description.to_owned()], taps.describe()]
+            .concat()
+            .join("\n"),
+    );
     // The whole process's CPU (capture, encoding, Zenoh's threads) per frame.
     let (cpu0, mut frames) = (cpu_time(), 0u64);
     let status = |frames: u64| {
         let cpu = cpu_time().saturating_sub(cpu0).as_secs_f64() * 1e6;
         format!(
             "{}, process CPU per frame {:.0} µs",
-            lock(zenoh).status(),
+            taps.status().join("; "),
             cpu / frames.max(1) as f64
         )
     };
@@ -57,7 +60,7 @@ fn serve_zenoh_only(
         }
         match source.next_frame(Duration::from_millis(100)) {
             Ok(frame) => {
-                lock(zenoh).publish_owned(frame, source.stream_format());
+                taps.frame_owned(frame, source.as_ref());
                 frames += 1;
             }
             // What the socket's publisher also rides out: no frame in time,
@@ -114,6 +117,8 @@ pub struct ServeOptions {
     pub once: bool,
     /// Publish on Zenoh too (or only, without a socket).
     pub zenoh: Option<ZenohServe>,
+    /// Serve the live view too (or only, without a socket).
+    pub http: Option<ViewServe>,
 }
 
 impl ServeOptions {
@@ -136,6 +141,7 @@ impl ServeOptions {
             frames: None,
             once: false,
             zenoh: None,
+            http: None,
         }
     }
 }
@@ -244,15 +250,19 @@ pub fn serve(
                 .into(),
         ));
     }
-    if socketless && options.zenoh.is_none() {
+    if socketless && options.zenoh.is_none() && options.http.is_none() {
         return Err(CliError::Usage(
-            "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), or --zenoh".into(),
+            "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), --zenoh or --http"
+                .into(),
         ));
     }
-    let zenoh: Option<SharedZenoh> = match &options.zenoh {
-        Some(z) => Some(Arc::new(Mutex::new(ZenohSide::new(z, !socketless)?))),
-        None => None,
-    };
+    let mut taps = Taps::default();
+    if let Some(z) = &options.zenoh {
+        taps.zenoh = Some(Arc::new(Mutex::new(ZenohSide::new(z, !socketless)?)));
+    }
+    if let Some(v) = &options.http {
+        taps.view = Some(Arc::new(Mutex::new(ViewSide::new(v)?)));
+    }
     // V4L2 buffers exported or allocated read-only: clients cannot write
     // into frames that other clients read.
     let opened = open(&SourceSpec {
@@ -274,12 +284,13 @@ pub fn serve(
     };
     let description = opened.description;
     let source = opened.source;
-    if let (true, Some(z)) = (socketless, &zenoh) {
-        return serve_zenoh_only(source, z, &description, &signals, options, &mut print);
+    if socketless {
+        return serve_taps_only(source, &taps, &description, &signals, options, &mut print);
     }
-    let source: Box<dyn FrameSource> = match &zenoh {
-        Some(z) => Box::new(Tapped::new(source, z.clone())),
-        None => source,
+    let source: Box<dyn FrameSource> = if taps.is_empty() {
+        source
+    } else {
+        Box::new(Tapped::new(source, taps.clone()))
     };
     let (mut publisher, how) = match passed {
         Some(fd) => (
@@ -299,8 +310,8 @@ pub fn serve(
         "{description}\nserving at {} ({how})",
         publisher.socket().display()
     ));
-    if let Some(z) = &zenoh {
-        print(&lock(z).describe());
+    for line in taps.describe() {
+        print(&line);
     }
     let cpu0 = cpu_time();
     let mut last = Instant::now();
@@ -326,8 +337,8 @@ pub fn serve(
                 &publisher.stats(),
                 cpu_time().saturating_sub(cpu0),
             ));
-            if let Some(z) = &zenoh {
-                print(&lock(z).status());
+            for line in taps.status() {
+                print(&line);
             }
         }
     }

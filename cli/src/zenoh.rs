@@ -3,13 +3,10 @@
 //! Unix socket from the same capture. Without the cargo feature `zenoh`,
 //! `--zenoh` is refused with a message naming it.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use zerocam_capture::zenoh_source::ZenohOptions;
-use zerocam_capture::{Frame, FrameSource, Result as CaptureResult, SharedPlane};
-use zerocam_capture::{StreamFormat, StreamStats};
+use zerocam_capture::{Frame, StreamFormat};
 
 use crate::CliError;
 use zerocam_encode::EncoderChoice;
@@ -157,46 +154,3 @@ impl ZenohSide {
 
 /// The Zenoh side, shared by the tapped source and `serve`'s status lines.
 pub type SharedZenoh = Arc<Mutex<ZenohSide>>;
-
-/// A source whose every frame is also published on Zenoh before it goes
-/// on (to the Unix socket's publisher): one capture, both at once.
-pub struct Tapped<S> {
-    inner: S,
-    zenoh: SharedZenoh,
-}
-
-impl<S: FrameSource> Tapped<S> {
-    /// `inner`'s frames, each published on `zenoh` first.
-    pub fn new(inner: S, zenoh: SharedZenoh) -> Tapped<S> {
-        Tapped { inner, zenoh }
-    }
-}
-
-impl<S: FrameSource> FrameSource for Tapped<S> {
-    fn next_frame(&mut self, timeout: Duration) -> CaptureResult<Frame> {
-        let frame = self.inner.next_frame(timeout)?;
-        let mut zenoh = self.zenoh.lock().unwrap_or_else(|p| p.into_inner());
-        zenoh.publish(&frame, self.inner.stream_format());
-        Ok(frame)
-    }
-
-    fn stream_format(&self) -> &StreamFormat {
-        self.inner.stream_format()
-    }
-
-    fn stats(&self) -> StreamStats {
-        self.inner.stats()
-    }
-
-    fn name(&self) -> &Path {
-        self.inner.name()
-    }
-
-    fn read_only_planes(&self, index: usize) -> CaptureResult<Vec<SharedPlane>> {
-        self.inner.read_only_planes(index)
-    }
-
-    fn clock(&self) -> zerocam_capture::frame::Clock {
-        self.inner.clock()
-    }
-}

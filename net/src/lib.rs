@@ -1,8 +1,11 @@
 //! # zerocam-net
 //!
-//! Frames to other machines, over transports that already exist, while
+//! Frames off the process, over transports that already exist, while
 //! processes on the board keep zerocam's local zero-copy sharing.
 //!
+//! - [`view`]: a live view in the browser: MJPEG over HTTP, a page that
+//!   draws a model's boxes over the picture by frame sequence, the
+//!   stream's figures, a snapshot.
 //! - `zenoh` (feature `zenoh`): a camera's topics on Zenoh as ROS 2
 //!   messages in CDR: `PREFIX/jpeg` (`sensor_msgs/msg/CompressedImage`) and
 //!   `PREFIX/camera_info` (`sensor_msgs/msg/CameraInfo`), the JPEG encoded
@@ -11,6 +14,8 @@
 //!   [`zerocam_capture::ros`]'s.
 
 #![deny(unsafe_code)]
+
+pub mod view;
 
 #[cfg(feature = "zenoh")]
 pub mod zenoh;

@@ -42,7 +42,19 @@ impl Process {
             }
         };
         let log_out = log.try_clone();
-        let mut command = Command::new(&program);
+        // On a core of its own where there are two or more (the last): a
+        // browser on the same small machine must not take the CPU the
+        // program under test needs (on a board, the browser runs on
+        // another machine). Not by `nice`: Chromium sets its processes'
+        // priorities itself.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut command = if cpus > 1 {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &(cpus - 1).to_string()]).arg(&program);
+            c
+        } else {
+            Command::new(&program)
+        };
         command
             .args([
                 "--headless=new",

@@ -1,0 +1,154 @@
+//! The live view of `zerocam view` and `serve --http`: zerocam-net's
+//! `ViewServer` fed from the capture (docs/view.md). A JPEG is encoded only
+//! while a browser watches; the stream's figures go to the page four times
+//! a second.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zerocam_capture::{Frame, FrameSource};
+use zerocam_encode::jpeg::JpegEncoder;
+use zerocam_net::view::{ViewConfig, ViewServer, ViewStatus};
+
+use crate::CliError;
+
+/// JPEG quality of `GET /snapshot.jpg`.
+const SNAPSHOT_QUALITY: u8 = 95;
+/// How often the page's figures are refreshed.
+const STATUS_EVERY: Duration = Duration::from_millis(250);
+
+/// What `--http` serves, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewServe {
+    /// The address (`--http`, default 127.0.0.1:8080).
+    pub addr: SocketAddr,
+    /// The token the page and endpoints want (`--token`).
+    pub token: Option<String>,
+    /// The stream's JPEG quality (`--quality`).
+    pub quality: u8,
+}
+
+/// The view's side of a capture: the server, its encoders and figures.
+pub struct ViewSide {
+    server: ViewServer,
+    encoder: JpegEncoder,
+    snapshot: JpegEncoder,
+    /// Frames seen, and at the start of the current second.
+    frames: u64,
+    window: (Instant, u64),
+    fps: f64,
+    status_at: Option<Instant>,
+    /// Frames that would not encode (each logged).
+    errors: u64,
+}
+
+/// The view, shared by the tapped source and `serve`'s status lines.
+pub type SharedView = Arc<Mutex<ViewSide>>;
+
+impl ViewSide {
+    /// Binds the address and starts the server.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] naming the address when it cannot be bound, or a
+    /// token the view refuses; the JPEG quality's error.
+    pub fn new(serve: &ViewServe) -> Result<ViewSide, CliError> {
+        let server = ViewServer::start(ViewConfig {
+            addr: serve.addr,
+            token: serve.token.clone(),
+            ..ViewConfig::new()
+        })
+        .map_err(|e| CliError::Usage(format!("--http: {e}")))?;
+        Ok(ViewSide {
+            server,
+            encoder: JpegEncoder::new(serve.quality)?,
+            snapshot: JpegEncoder::new(SNAPSHOT_QUALITY)?,
+            frames: 0,
+            window: (Instant::now(), 0),
+            fps: 0.0,
+            status_at: None,
+            errors: 0,
+        })
+    }
+
+    /// The line announcing the page.
+    pub fn describe(&self) -> String {
+        format!("live view at {}", self.server.url())
+    }
+
+    /// Takes one frame of `source`: encoded for the viewers and a waiting
+    /// snapshot when there are any; the figures refreshed now and then.
+    pub fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) {
+        self.frames += 1;
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.window.0);
+        if elapsed >= Duration::from_secs(1) {
+            self.fps = (self.frames - self.window.1) as f64 / elapsed.as_secs_f64();
+            self.window = (now, self.frames);
+        }
+        if self.server.wants_frame() {
+            match self.encoder.encode(frame) {
+                Ok(jpeg) => self.server.publish(frame.sequence(), jpeg),
+                Err(e) => self.failed(&e),
+            }
+        }
+        if self.server.wants_snapshot() {
+            match self.snapshot.encode(frame) {
+                Ok(jpeg) => self.server.publish_snapshot(frame.sequence(), jpeg),
+                Err(e) => self.failed(&e),
+            }
+        }
+        if self
+            .status_at
+            .is_none_or(|t| now.duration_since(t) >= STATUS_EVERY)
+        {
+            self.status_at = Some(now);
+            self.server.set_status(&status_of(frame, source, self.fps));
+        }
+    }
+
+    fn failed(&mut self, e: &dyn std::fmt::Display) {
+        self.errors += 1;
+        if self.errors.is_power_of_two() {
+            log::warn!("view: a frame did not encode ({} so far): {e}", self.errors);
+        }
+    }
+
+    /// The server's counters as a status line.
+    pub fn status(&self) -> String {
+        let s = self.server.stats();
+        format!(
+            "view: viewers {}, parts sent {}, skipped for slow viewers {}, stalled viewers {}, \
+             bad requests {}, unauthorized {}, refused {}, detections {}, snapshots {}, \
+             encode errors {}",
+            s.viewers,
+            s.parts_sent,
+            s.viewer_skips,
+            s.viewers_stalled,
+            s.bad_requests,
+            s.unauthorized,
+            s.refused,
+            s.detections,
+            s.snapshots,
+            self.errors
+        )
+    }
+}
+
+/// The page's figures for `frame` of `source`.
+fn status_of(frame: &Frame, source: &dyn FrameSource, fps: f64) -> ViewStatus {
+    let f = source.stream_format();
+    let st = source.stats();
+    let age = source.clock().now().saturating_sub(frame.timestamp());
+    ViewStatus {
+        source: source.name().display().to_string(),
+        format: format!("{} {}x{}, {}", f.format.name, f.width, f.height, f.color),
+        fps,
+        age_ms: age.as_secs_f64() * 1e3,
+        frames: st.frames,
+        dropped: st.dropped,
+        imports: st.cache.misses,
+        buffers: st.buffers as u64,
+        sequence: frame.sequence(),
+    }
+}

@@ -1,0 +1,103 @@
+//! A `zerocam view` process and plain HTTP to it, for the view's tests.
+#![allow(dead_code, clippy::unwrap_used)] // each test binary uses its part
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A running `zerocam view`.
+pub struct View {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl View {
+    /// `zerocam view pattern --size SIZE --http 127.0.0.1:PORT` plus `extra`,
+    /// once it has said where the page is.
+    pub fn start(size: &str, extra: &[&str]) -> View {
+        let port = super::common::free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zerocam"))
+            .args(["view", "pattern", "--size", size, "--http", &addr])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        loop {
+            let line = lines.next().expect("zerocam view ended").unwrap();
+            if line.starts_with("live view at") {
+                break;
+            }
+        }
+        // Keep reading its status lines so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        View { child, addr }
+    }
+
+    /// `GET path`: the status and body.
+    pub fn get(&self, path: &str) -> (u16, Vec<u8>) {
+        request(
+            &self.addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n"),
+        )
+    }
+
+    /// `GET /stats`, as JSON.
+    pub fn stats(&self) -> Value {
+        let (status, body) = self.get("/stats");
+        assert_eq!(status, 200);
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// The capture's frame rate the page shows, once it has one.
+    pub fn fps(&self) -> f64 {
+        self.stats()["stream"]["fps"].as_f64().unwrap_or(0.0)
+    }
+
+    /// Waits until `check(stats)` holds (10 s at most).
+    pub fn wait_stats(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = self.stats();
+            if check(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "{what}: {s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `raw` to `addr` and reads the whole reply: its status and body.
+pub fn request(addr: &str, raw: &str) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    read_reply(&mut s)
+}
+
+/// Reads a reply to the end: its status and body.
+pub fn read_reply(s: &mut TcpStream) -> (u16, Vec<u8>) {
+    let mut reply = Vec::new();
+    s.read_to_end(&mut reply).unwrap();
+    let end = reply
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no reply head: {:?}", String::from_utf8_lossy(&reply)));
+    let head = String::from_utf8_lossy(&reply[..end]).to_string();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, reply[end + 4..].to_vec())
+}
