@@ -101,3 +101,12 @@ pub fn read_reply(s: &mut TcpStream) -> (u16, Vec<u8>) {
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
     (status, reply[end + 4..].to_vec())
 }
+
+/// Waits until `check()` holds (10 s at most).
+pub fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what}: not in 10 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,6 +1,7 @@
 //! What each route answers.
 
-use std::net::{SocketAddr, TcpStream};
+use std::io::Read;
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +20,33 @@ const PAGE: &str = include_str!("page.html");
 pub(super) fn busy(stream: &mut TcpStream) {
     let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
     let _ = refuse(stream, &Refusal::new(503, "too many connections"));
+    let _ = stream.shutdown(Shutdown::Write);
 }
+
+/// After a refusal: the response is sent, then what the client is still
+/// sending is read and dropped for a moment (at most `LINGER_BYTES`, for
+/// at most `LINGER`), so closing with unread input does not reset the
+/// connection before the client has read why.
+fn linger(stream: &mut TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + LINGER;
+    let mut buf = [0u8; 4096];
+    let mut left = LINGER_BYTES;
+    while left > 0 {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        if wait.is_zero() || stream.set_read_timeout(Some(wait)).is_err() {
+            return;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
+/// How long, and how much, a refused client's input is read and dropped.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 256 * 1024;
 
 /// Reads one request from `stream` and answers it (the connection closes
 /// after: a page's few requests a second do not need keep-alive).
@@ -35,6 +62,7 @@ pub(super) fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: 
             shared.counters.bad_requests.fetch_add(1, Ordering::Relaxed);
             shared.warn(&format!("{peer}: {} {}", refusal.status, refusal.reason));
             let _ = refuse(&mut stream, &refusal);
+            linger(&mut stream);
             return;
         }
     };
@@ -50,6 +78,7 @@ pub(super) fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: 
             refusal.status, request.path, refusal.reason
         ));
         let _ = refuse(&mut stream, &refusal);
+        linger(&mut stream);
     }
 }
 
