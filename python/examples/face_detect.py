@@ -2,6 +2,7 @@
 
     python python/examples/face_detect.py [DEVICE|pattern] [--image PNG]
         [--model short|full|PATH] [--frames N] [--threshold T] [--no-timings]
+        [--view ADDR:PORT [--view-token TOKEN]]
 
 Needs, beside zerocam and numpy (``. examples/model-env`` installs these three into python/.venv):
 
@@ -16,15 +17,23 @@ frame, in the Rust example's format (examples/src/bin/face_detect.rs):
 time of each step. The model input is made by ``zerocam.Preprocessor``
 (letterbox, NHWC float32, mean = std = 0.5 on p/255: MediaPipe's -1..1, see
 blazeface.py); decoding is blazeface.py.
+
+With ``--view ADDR:PORT`` each frame's faces are posted to a live view
+(``zerocam view``, ``zerocam serve --http``), which draws them over the frame
+of the same sequence: read the view's own frames (``unix:SOCKET`` of a
+``zerocam serve --socket SOCKET --http ...``) so the sequences match.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import numpy as np
 
@@ -75,6 +84,26 @@ def detect(model: blazeface.BlazeFace, pre, source, threshold: float | None):
     return faces, (t1 - t0, t2 - t1, time.perf_counter() - t2)
 
 
+# Straight to the view: never through a proxy from the environment.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def post_boxes(addr: str, token: str | None, sequence: int, size, faces) -> None:
+    """POSTs ``faces`` of the frame of ``sequence`` (a ``size`` = (w, h)
+    picture) to the view's /detections (docs/view.md has the JSON)."""
+    body = json.dumps({
+        "sequence": sequence, "width": size[0], "height": size[1],
+        "boxes": [{"x": f.box[0], "y": f.box[1], "w": f.box[2] - f.box[0], "h": f.box[3] - f.box[1],
+                   "score": f.score, "label": "face"} for f in faces],
+    }).encode()
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(f"http://{addr}/detections", data=body, headers=headers, method="POST")
+    with _DIRECT.open(req, timeout=2.0):
+        pass
+
+
 def open_source(args):
     if args.image:
         rgb = blazeface.read_png(args.image)
@@ -100,6 +129,8 @@ def main(argv) -> int:
     parser.add_argument("--frames", type=int, default=10)
     parser.add_argument("--threshold", type=float)
     parser.add_argument("--no-timings", action="store_true")
+    parser.add_argument("--view", help="post each frame's boxes to a live view at ADDR:PORT")
+    parser.add_argument("--view-token", help="the view's token, if it wants one")
     args = parser.parse_args(argv)
     if args.threshold is not None and not 0 <= args.threshold <= 1:
         parser.error(f"--threshold {args.threshold} is not within 0..=1")
@@ -113,12 +144,23 @@ def main(argv) -> int:
           f"mean = std = 0.5, letterbox; threshold {threshold}")
     pre = preprocessor(model.size)
     camera, still = open_source(args)
+    view_failed = False
     with camera if camera is not None else contextlib.nullcontext():
         for i in range(args.frames):
             frame = camera.read(timeout=5.0) if camera is not None else None
             with frame if frame is not None else contextlib.nullcontext():
                 source, sequence = (frame, frame.sequence) if frame is not None else (still, i)
+                size = (frame.width, frame.height) if frame is not None else (still.width, still.height)
                 faces, (pre_s, run_s, dec_s) = detect(model, pre, source, threshold)
+            if args.view:
+                try:
+                    post_boxes(args.view, args.view_token, sequence, size, faces)
+                except (OSError, urllib.error.URLError) as err:
+                    # A view that went away does not stop the model: said once.
+                    if not view_failed:
+                        print(f"face_detect.py: posting to {args.view}: {err} (the model goes on)",
+                              file=sys.stderr)
+                        view_failed = True
             line = f"frame {sequence}: {len(faces)} face(s)" + "".join(f"  {f.describe()}" for f in faces)
             if not args.no_timings:
                 line += (f"  | preprocess {pre_s * 1e3:.2f} ms, inference {run_s * 1e3:.2f} ms, "

