@@ -13,6 +13,7 @@ pub mod libcamera;
 pub mod list;
 pub mod probe;
 pub mod record;
+pub mod rtsp;
 pub mod serve;
 pub mod tap;
 pub mod view;

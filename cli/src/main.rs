@@ -14,6 +14,7 @@ use zerocam_capture::format::parse_size;
 use zerocam_capture::open::SourceSpec;
 use zerocam_capture::zenoh_source::ZenohOptions;
 use zerocam_capture::{BufferMode, CaptureFormat};
+use zerocam_cli::rtsp::RtspServe;
 use zerocam_cli::view::ViewServe;
 use zerocam_cli::zenoh::ZenohServe;
 use zerocam_cli::{bench, capture, list, probe, record, serve, CliError};
@@ -29,6 +30,9 @@ struct Cli {
     command: Option<Command>,
 }
 
+// Parsed once per run: `serve`'s many flags make its variant the largest,
+// which costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Every V4L2 capture device as a tree, DMA heaps, GPU import support.
@@ -150,8 +154,8 @@ enum Command {
         /// or none (no H.264 topic). With --socket too: software.
         #[arg(long, default_value = "auto", requires = "zenoh")]
         h264: String,
-        /// Frames between H.264 keyframes.
-        #[arg(long, default_value_t = 30, requires = "zenoh")]
+        /// Frames between H.264 keyframes (Zenoh's PREFIX/h264 and --rtsp).
+        #[arg(long, default_value_t = 30)]
         gop: u32,
         /// Serve the live view too (zerocam view) at ADDR:PORT or PORT
         /// (default 127.0.0.1:8080; docs/view.md).
@@ -160,6 +164,15 @@ enum Command {
         /// A token the live view's page and endpoints want (?token=).
         #[arg(long, requires = "http")]
         token: Option<String>,
+        /// Serve H.264 over RTSP too at ADDR:PORT/PATH (PATH default /cam;
+        /// a bare PORT listens on 127.0.0.1), e.g. 127.0.0.1:8554/cam;
+        /// encoded only while a client plays (feature gstreamer).
+        #[arg(long, value_name = "ADDR:PORT/PATH")]
+        rtsp: Option<String>,
+        /// The encoder of --rtsp: auto, software, /dev/videoN or
+        /// gst:ELEMENT. With --socket or --zenoh too: software.
+        #[arg(long, default_value = "auto", requires = "rtsp")]
+        rtsp_encoder: String,
     },
     /// A live view in the browser: the picture, its figures each second, a
     /// model's boxes posted to /detections drawn over it, a snapshot
@@ -386,6 +399,8 @@ fn run(command: Command) -> Result<String, CliError> {
             gop,
             http,
             token,
+            rtsp,
+            rtsp_encoder,
         } => {
             let quality = zerocam_encode::jpeg::check_quality(quality)?;
             if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
@@ -434,6 +449,14 @@ fn run(command: Command) -> Result<String, CliError> {
                             token,
                             quality,
                         })
+                    })
+                    .transpose()?,
+                rtsp: rtsp
+                    .map(|addr| -> Result<_, CliError> {
+                        let encoder = rtsp_encoder
+                            .parse()
+                            .map_err(|e| CliError::Usage(format!("--rtsp-encoder: {e}")))?;
+                        RtspServe::parse(&addr, encoder, gop)
                     })
                     .transpose()?,
                 ..serve::ServeOptions::new(socket)

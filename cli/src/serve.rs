@@ -19,6 +19,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use zerocam_capture::share::{take_systemd_socket, Publisher, PublisherConfig, PublisherStats};
 
 use crate::bench::cpu_time;
+use crate::rtsp::{RtspServe, RtspSide};
 use crate::tap::{Tapped, Taps};
 use crate::view::{ViewServe, ViewSide};
 use crate::zenoh::{ZenohServe, ZenohSide};
@@ -26,7 +27,7 @@ use crate::CliError;
 use zerocam_capture::open::{open, SourceSpec};
 use zerocam_capture::FrameSource;
 
-/// `serve --zenoh`/`--http` (or `zerocam view`) without a socket: each
+/// `serve --zenoh`/`--http`/`--rtsp` (or `zerocam view`) without a socket: each
 /// frame shown to the taps and dropped; a status line a second; a stop
 /// signal ends it (exit 0).
 fn serve_taps_only(
@@ -119,6 +120,8 @@ pub struct ServeOptions {
     pub zenoh: Option<ZenohServe>,
     /// Serve the live view too (or only, without a socket).
     pub http: Option<ViewServe>,
+    /// Serve H.264 over RTSP too (or only, without a socket).
+    pub rtsp: Option<RtspServe>,
 }
 
 impl ServeOptions {
@@ -142,6 +145,7 @@ impl ServeOptions {
             once: false,
             zenoh: None,
             http: None,
+            rtsp: None,
         }
     }
 }
@@ -250,9 +254,10 @@ pub fn serve(
                 .into(),
         ));
     }
-    if socketless && options.zenoh.is_none() && options.http.is_none() {
+    if socketless && options.zenoh.is_none() && options.http.is_none() && options.rtsp.is_none() {
         return Err(CliError::Usage(
-            "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), --zenoh or --http"
+            "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), --zenoh, \
+             --http or --rtsp"
                 .into(),
         ));
     }
@@ -262,6 +267,12 @@ pub fn serve(
     }
     if let Some(v) = &options.http {
         taps.view = Some(Arc::new(Mutex::new(ViewSide::new(v)?)));
+    }
+    if let Some(r) = &options.rtsp {
+        // RTSP gets frames by value only as their last consumer: no socket
+        // and no Zenoh after it (tap.rs).
+        let borrowed = !socketless || options.zenoh.is_some();
+        taps.rtsp = Some(Arc::new(Mutex::new(RtspSide::new(r, borrowed)?)));
     }
     // V4L2 buffers exported or allocated read-only: clients cannot write
     // into frames that other clients read.

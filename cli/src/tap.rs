@@ -1,6 +1,6 @@
 //! One capture, many ways out: a source whose every frame is shown to the
-//! live view and published on Zenoh before it goes on (to the Unix
-//! socket's publisher, or to its drop).
+//! live view, published on Zenoh and encoded for RTSP clients before it
+//! goes on (to the Unix socket's publisher, or to its drop).
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -9,6 +9,7 @@ use std::time::Duration;
 use zerocam_capture::{Frame, FrameSource, Result as CaptureResult, SharedPlane};
 use zerocam_capture::{StreamFormat, StreamStats};
 
+use crate::rtsp::SharedRtsp;
 use crate::view::SharedView;
 use crate::zenoh::SharedZenoh;
 
@@ -19,6 +20,8 @@ pub struct Taps {
     pub zenoh: Option<SharedZenoh>,
     /// `--http`.
     pub view: Option<SharedView>,
+    /// `--rtsp`.
+    pub rtsp: Option<SharedRtsp>,
 }
 
 /// A lock whatever a panicked holder left.
@@ -29,7 +32,7 @@ pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Taps {
     /// Whether there is any.
     pub fn is_empty(&self) -> bool {
-        self.zenoh.is_none() && self.view.is_none()
+        self.zenoh.is_none() && self.view.is_none() && self.rtsp.is_none()
     }
 
     /// Shows `frame` of `source` to each, by reference.
@@ -40,16 +43,28 @@ impl Taps {
         if let Some(z) = &self.zenoh {
             lock(z).publish(frame, source.stream_format());
         }
+        if let Some(r) = &self.rtsp {
+            lock(r).frame(frame, source);
+        }
     }
 
-    /// Shows `frame` to each, handing it to Zenoh last (its H.264 encoder
-    /// may keep it: a hardware encoder imports the capture's dma-buf).
+    /// Shows `frame` to each, handing it over to the last consumer (its
+    /// H.264 encoder may keep it: a hardware encoder imports the capture's
+    /// dma-buf): Zenoh when it is there (then RTSP sees it by reference
+    /// first, and was opened with a software encoder), else RTSP.
     pub fn frame_owned(&self, frame: Frame, source: &dyn FrameSource) {
         if let Some(v) = &self.view {
             lock(v).frame(&frame, source);
         }
-        if let Some(z) = &self.zenoh {
-            lock(z).publish_owned(frame, source.stream_format());
+        match (&self.zenoh, &self.rtsp) {
+            (Some(z), rtsp) => {
+                if let Some(r) = rtsp {
+                    lock(r).frame(&frame, source);
+                }
+                lock(z).publish_owned(frame, source.stream_format());
+            }
+            (None, Some(r)) => lock(r).frame_owned(frame, source),
+            (None, None) => {}
         }
     }
 
@@ -62,6 +77,9 @@ impl Taps {
         if let Some(z) = &self.zenoh {
             lines.push(lock(z).describe());
         }
+        if let Some(r) = &self.rtsp {
+            lines.push(lock(r).describe());
+        }
         lines
     }
 
@@ -73,6 +91,9 @@ impl Taps {
         }
         if let Some(z) = &self.zenoh {
             lines.push(lock(z).status());
+        }
+        if let Some(r) = &self.rtsp {
+            lines.push(lock(r).status());
         }
         lines
     }

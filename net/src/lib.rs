@@ -12,10 +12,16 @@
 //!   only while someone subscribes. The receiving side is zerocam-capture's
 //!   `zenoh:KEY` source; the messages are
 //!   [`zerocam_capture::ros`]'s.
+//! - `rtsp` (feature `gstreamer`): H.264 from zerocam's encoders over RTSP
+//!   (GStreamer's RTSP server, one media all clients share), encoded only
+//!   while a client plays, each new client starting at a keyframe.
 
 #![deny(unsafe_code)]
 
 pub mod view;
+
+#[cfg(feature = "gstreamer")]
+pub mod rtsp;
 
 #[cfg(feature = "zenoh")]
 pub mod zenoh;

@@ -1,0 +1,646 @@
+//! [`RtspServer`]: the server on its own thread, and the feed of its shared
+//! media from the capture's thread.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use gstreamer as gst;
+use gstreamer::glib;
+use gstreamer::prelude::*;
+use gstreamer_app as gst_app;
+use gstreamer_rtsp_server as rtsp;
+use gstreamer_rtsp_server::prelude::*;
+use zerocam_capture::Frame;
+use zerocam_encode::encoder::{open_encoder, EncoderConfig};
+use zerocam_encode::{Codec, EncodeError, EncoderChoice, Packet, VideoEncoder};
+
+use super::RtspError;
+
+/// The media every client shares: zerocam's access units, parsed (so the
+/// payloader learns the parameter sets) and packetised, SPS/PPS sent with
+/// every keyframe.
+const LAUNCH: &str = "( appsrc name=src is-live=true format=time do-timestamp=false \
+     caps=video/x-h264,stream-format=byte-stream,alignment=au \
+     ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )";
+
+/// How long a newly configured media is fed while no client plays yet:
+/// the server answers `DESCRIBE` only once the payloader has seen a first
+/// access unit (its caps carry the parameter sets of the SDP).
+const PREPARE_GRACE: Duration = Duration::from_secs(10);
+
+/// The elements the media needs, and where they come from.
+const ELEMENTS: [(&str, &str); 3] = [
+    ("appsrc", "gst-plugins-base"),
+    ("h264parse", "gst-plugins-bad"),
+    ("rtph264pay", "gst-plugins-good"),
+];
+
+/// How to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtspConfig {
+    /// Where to listen (`127.0.0.1:8554`; port 0: any free port, see
+    /// [`RtspServer::url`]).
+    pub addr: SocketAddr,
+    /// The mount path (`/cam`).
+    pub path: String,
+    /// The H.264 encoder. Frames given by reference ([`RtspServer::push`])
+    /// need one that keeps nothing: [`EncoderChoice::Auto`] then means the
+    /// software encoder.
+    pub encoder: EncoderChoice,
+    /// Frames between keyframes (a client that joins a running stream
+    /// gets a fresh encoder anyway, so this bounds recovery after a drop).
+    pub gop: u32,
+    /// The frame rate, a hint for the encoder's rate control.
+    pub fps: u32,
+    /// The most bytes waiting in the media's `appsrc`; past it access
+    /// units are dropped (and counted) rather than the caller blocked.
+    pub max_queue_bytes: u64,
+}
+
+impl RtspConfig {
+    /// `path` at `addr`, any encoder, a keyframe each 30 frames, at most
+    /// 4 MiB queued.
+    pub fn new(addr: SocketAddr, path: &str) -> RtspConfig {
+        RtspConfig {
+            addr,
+            path: path.to_owned(),
+            encoder: EncoderChoice::Auto,
+            gop: 30,
+            fps: 30,
+            max_queue_bytes: 4 << 20,
+        }
+    }
+}
+
+/// What a server did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtspStats {
+    /// Frames given to [`RtspServer::push`] or [`RtspServer::push_owned`].
+    pub frames: u64,
+    /// Of those, not encoded: no client played.
+    pub idle: u64,
+    /// Access units handed to the media.
+    pub sent: u64,
+    /// Of those, keyframes.
+    pub keyframes: u64,
+    /// Access units dropped: the media's queue was full (a slow client),
+    /// it was not accepting yet, or a keyframe was awaited after a drop.
+    pub dropped: u64,
+    /// Encoders opened (one per media and per client that started playing).
+    pub opened: u64,
+    /// Medias configured (one per run of clients: all share it).
+    pub media: u64,
+    /// Clients playing now.
+    pub clients: usize,
+}
+
+/// What the server's thread and the feeding side share.
+#[derive(Default)]
+struct Shared {
+    /// The media being fed, its number and its `appsrc` (`None`: no media
+    /// prepared).
+    media: Option<(rtsp::RTSPMedia, u64, gst_app::AppSrc)>,
+    /// When the current media was configured.
+    configured_at: Option<Instant>,
+    /// Bumped for each new media and each client that starts playing: the
+    /// feeding side then opens a fresh encoder (a keyframe first).
+    generation: u64,
+    /// Clients playing.
+    playing: usize,
+    /// Medias configured so far.
+    medias: u64,
+}
+
+/// A lock whatever a panicked holder left.
+fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The encoder's side of the feed (only the caller's thread touches it).
+struct Feed {
+    choice: EncoderChoice,
+    config: EncoderConfig,
+    encoder: Option<Box<dyn VideoEncoder>>,
+    /// Why no encoder could be opened (then none is tried again).
+    unavailable: Option<String>,
+    /// The shared generation the encoder was opened for.
+    generation: u64,
+    /// The media the times are anchored on: its number, the first
+    /// packet's capture time and the running time it was given.
+    base: Option<(u64, Duration, gst::ClockTime)>,
+    /// After a drop: non-keyframes are dropped until a keyframe.
+    wait_keyframe: bool,
+    max_queue_bytes: u64,
+}
+
+/// An RTSP server with one mount, fed H.264 from zerocam's encoders (see
+/// [the module](super)).
+pub struct RtspServer {
+    server: rtsp::RTSPServer,
+    context: glib::MainContext,
+    main_loop: glib::MainLoop,
+    source: Option<glib::SourceId>,
+    thread: Option<JoinHandle<()>>,
+    shared: Arc<Mutex<Shared>>,
+    feed: Feed,
+    path: String,
+    url: String,
+    stats: RtspStats,
+}
+
+impl std::fmt::Debug for RtspServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RtspServer")
+            .field("url", &self.url)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `path` is a mount path: `/` then URL-safe characters.
+fn check_path(path: &str) -> Result<(), RtspError> {
+    let ok = path.len() > 1
+        && path.starts_with('/')
+        && !path.contains("//")
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(RtspError::Path {
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// A new media: its `appsrc` bounded and handed to the feed, a fresh
+/// encoder asked for.
+fn configure(shared: &Weak<Mutex<Shared>>, media: &rtsp::RTSPMedia, max_bytes: u64) {
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    let appsrc = media
+        .element()
+        .downcast::<gst::Bin>()
+        .ok()
+        .and_then(|bin| bin.by_name("src"))
+        .and_then(|e| e.downcast::<gst_app::AppSrc>().ok());
+    let Some(appsrc) = appsrc else {
+        log::warn!("rtsp: the media has no appsrc named src");
+        return;
+    };
+    appsrc.set_max_bytes(max_bytes);
+    appsrc.set_block(false);
+    let mut s = lock(&shared);
+    s.medias += 1;
+    s.generation += 1;
+    s.configured_at = Some(Instant::now());
+    s.media = Some((media.clone(), s.medias, appsrc));
+    log::info!("rtsp: media {} configured", s.medias);
+    let weak = Arc::downgrade(&shared);
+    let number = s.medias;
+    media.connect_unprepared(move |_| {
+        if let Some(shared) = weak.upgrade() {
+            let mut s = lock(&shared);
+            if s.media.as_ref().is_some_and(|(_, n, _)| *n == number) {
+                s.media = None;
+                log::info!("rtsp: media {number} unprepared");
+            }
+        }
+    });
+}
+
+/// A client's plays counted while it plays.
+fn track(shared: &Weak<Mutex<Shared>>, client: &rtsp::RTSPClient) {
+    let playing = Arc::new(AtomicBool::new(false));
+    let stop = {
+        let (shared, playing) = (shared.clone(), playing.clone());
+        move || {
+            if playing.swap(false, Ordering::SeqCst) {
+                if let Some(shared) = shared.upgrade() {
+                    let mut s = lock(&shared);
+                    s.playing = s.playing.saturating_sub(1);
+                    log::info!("rtsp: a client stopped, {} playing", s.playing);
+                }
+            }
+        }
+    };
+    {
+        let (shared, playing) = (shared.clone(), playing.clone());
+        client.connect_play_request(move |_, _| {
+            if !playing.swap(true, Ordering::SeqCst) {
+                if let Some(shared) = shared.upgrade() {
+                    let mut s = lock(&shared);
+                    s.playing += 1;
+                    s.generation += 1;
+                    log::info!("rtsp: a client plays, {} playing", s.playing);
+                }
+            }
+        });
+    }
+    let teardown = stop.clone();
+    client.connect_teardown_request(move |_, _| teardown());
+    client.connect_closed(move |_| stop());
+}
+
+impl RtspServer {
+    /// Binds `config.addr`, mounts `config.path` and starts the server's
+    /// thread. No encoder is opened until a client comes.
+    ///
+    /// # Errors
+    /// [`RtspError::Path`] for a path URLs cannot carry,
+    /// [`RtspError::Init`] when GStreamer does not initialise,
+    /// [`RtspError::MissingElement`] naming an element not installed,
+    /// [`RtspError::Bind`] when the address cannot be bound,
+    /// [`RtspError::Thread`] when no thread can be started.
+    pub fn start(config: &RtspConfig) -> Result<RtspServer, RtspError> {
+        check_path(&config.path)?;
+        gst::init().map_err(|e| RtspError::Init {
+            reason: e.to_string(),
+        })?;
+        for (element, package) in ELEMENTS {
+            if gst::ElementFactory::find(element).is_none() {
+                return Err(RtspError::MissingElement { element, package });
+            }
+        }
+        let bind_error = |reason: String| RtspError::Bind {
+            addr: config.addr,
+            reason,
+        };
+        let server = rtsp::RTSPServer::new();
+        server.set_address(&config.addr.ip().to_string());
+        server.set_service(&config.addr.port().to_string());
+        let factory = rtsp::RTSPMediaFactory::new();
+        factory.set_launch(LAUNCH);
+        factory.set_shared(true);
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (weak, max_bytes) = (Arc::downgrade(&shared), config.max_queue_bytes);
+        factory.connect_media_configure(move |_, media| configure(&weak, media, max_bytes));
+        let weak = Arc::downgrade(&shared);
+        server.connect_client_connected(move |_, client| track(&weak, client));
+        let mounts = server
+            .mount_points()
+            .ok_or_else(|| bind_error("the server has no mount points".into()))?;
+        mounts.add_factory(&config.path, factory);
+        let context = glib::MainContext::new();
+        let source = server
+            .attach(Some(&context))
+            .map_err(|e| bind_error(e.to_string()))?;
+        let port = u16::try_from(server.bound_port()).unwrap_or(config.addr.port());
+        let url = format!(
+            "rtsp://{}{}",
+            SocketAddr::new(config.addr.ip(), port),
+            config.path
+        );
+        let main_loop = glib::MainLoop::new(Some(&context), false);
+        let mut this = RtspServer {
+            server,
+            context: context.clone(),
+            main_loop: main_loop.clone(),
+            source: Some(source),
+            thread: None,
+            shared,
+            feed: Feed {
+                choice: config.encoder.clone(),
+                config: EncoderConfig {
+                    gop: Some(config.gop.max(1)),
+                    fps: config.fps.max(1),
+                    ..EncoderConfig::new(Codec::H264)
+                },
+                encoder: None,
+                unavailable: None,
+                generation: 0,
+                base: None,
+                wait_keyframe: true,
+                max_queue_bytes: config.max_queue_bytes,
+            },
+            path: config.path.clone(),
+            url,
+            stats: RtspStats::default(),
+        };
+        // On failure `this` is dropped: the mount and the socket go.
+        let thread = std::thread::Builder::new()
+            .name("zerocam-rtsp".into())
+            .spawn(move || {
+                let run = context.with_thread_default(|| {
+                    main_loop.run();
+                    // What the shutdown left pending (clients closing).
+                    for _ in 0..100 {
+                        if !context.iteration(false) {
+                            break;
+                        }
+                    }
+                });
+                if let Err(e) = run {
+                    log::warn!("rtsp: the server's main context: {e}");
+                }
+            })?;
+        this.thread = Some(thread);
+        log::info!("rtsp: serving {}", this.url);
+        Ok(this)
+    }
+
+    /// The URL clients open (`rtsp://127.0.0.1:8554/cam`), with the port
+    /// bound.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The encoder in use (its description), or why there is none.
+    pub fn encoder(&self) -> String {
+        match (&self.feed.encoder, &self.feed.unavailable) {
+            (Some(e), _) => e.describe(),
+            (None, Some(why)) => format!("unavailable: {why}"),
+            (None, None) => format!("{}, opened when a client comes", self.feed.choice),
+        }
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> RtspStats {
+        let s = lock(&self.shared);
+        RtspStats {
+            clients: s.playing,
+            media: s.medias,
+            ..self.stats
+        }
+    }
+
+    /// Encodes `frame` for the clients when any plays. The frame stays the
+    /// caller's, so the encoder must keep nothing
+    /// ([`VideoEncoder::encode_borrowed`]): [`EncoderChoice::Auto`] means
+    /// the software encoder here.
+    ///
+    /// # Errors
+    /// The encoder's: it does not open (then it is not tried again), or a
+    /// frame does not encode (the next frame starts a fresh one).
+    pub fn push(&mut self, frame: &Frame) -> Result<(), EncodeError> {
+        let Some(appsrc) = self.ready(frame, true)? else {
+            return Ok(());
+        };
+        let packets = match self.feed.encoder.as_deref_mut() {
+            Some(e) => e.encode_borrowed(frame),
+            None => return Ok(()),
+        };
+        self.send(&appsrc, packets)
+    }
+
+    /// As [`push`](Self::push), with the frame handed over: the encoder
+    /// may keep it (a hardware encoder holds the capture's buffer until it
+    /// is done, importing its dma-buf once).
+    ///
+    /// # Errors
+    /// As [`push`](Self::push).
+    pub fn push_owned(&mut self, frame: Frame) -> Result<(), EncodeError> {
+        let Some(appsrc) = self.ready(&frame, false)? else {
+            return Ok(());
+        };
+        let packets = match self.feed.encoder.as_deref_mut() {
+            Some(e) => e.encode(frame),
+            None => return Ok(()),
+        };
+        self.send(&appsrc, packets)
+    }
+
+    /// The media's `appsrc` when a client wants frames and an encoder is
+    /// open for it (opening a fresh one for a new media or client);
+    /// otherwise `None`, the encoder closed when nobody plays.
+    fn ready(
+        &mut self,
+        first: &Frame,
+        borrowed: bool,
+    ) -> Result<Option<gst_app::AppSrc>, EncodeError> {
+        self.stats.frames += 1;
+        let (appsrc, media, generation) = {
+            let s = lock(&self.shared);
+            let wanted =
+                s.playing > 0 || s.configured_at.is_some_and(|t| t.elapsed() < PREPARE_GRACE);
+            match &s.media {
+                Some((_, number, appsrc)) if wanted => (appsrc.clone(), *number, s.generation),
+                _ => {
+                    drop(s);
+                    self.stats.idle += 1;
+                    if self.feed.encoder.take().is_some() {
+                        log::info!("rtsp: no client left, encoder closed");
+                    }
+                    return Ok(None);
+                }
+            }
+        };
+        if self.feed.unavailable.is_some() {
+            return Ok(None);
+        }
+        if self.feed.generation != generation {
+            // A new media or a new client: a fresh stream, keyframe first.
+            self.feed.generation = generation;
+            self.feed.encoder = None;
+        }
+        if self.feed.base.is_some_and(|(n, _, _)| n != media) {
+            self.feed.base = None;
+        }
+        if self.feed.encoder.is_none() {
+            // Borrowed frames go to an encoder that keeps none: `auto`
+            // would pick a hardware one first, which must keep them.
+            let choice = match &self.feed.choice {
+                EncoderChoice::Auto if borrowed => &EncoderChoice::Software,
+                choice => choice,
+            };
+            match open_encoder(choice, &self.feed.config, first) {
+                Ok((e, why)) => {
+                    log::info!("rtsp: {why}");
+                    self.feed.encoder = Some(e);
+                    self.feed.wait_keyframe = true;
+                    self.stats.opened += 1;
+                }
+                Err(e) => {
+                    log::warn!("rtsp: no H.264 encoder: {e}");
+                    self.feed.unavailable = Some(e.to_string());
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Some(appsrc))
+    }
+
+    /// Hands `packets` (or the encoder's error) to `appsrc`, timed from the
+    /// media's first packet; drops what does not fit its queue.
+    fn send(
+        &mut self,
+        appsrc: &gst_app::AppSrc,
+        packets: Result<Vec<Packet>, EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let packets = match packets {
+            Ok(p) => p,
+            Err(e) => {
+                // The next frame starts a fresh encoder; one that cannot
+                // take borrowed frames never will, so it is not opened again.
+                self.feed.encoder = None;
+                if matches!(e, EncodeError::NeedsOwnedFrames { .. }) {
+                    log::warn!("rtsp: no H.264: {e}");
+                    self.feed.unavailable = Some(e.to_string());
+                }
+                return Err(e);
+            }
+        };
+        let media = lock(&self.shared).media.as_ref().map_or(0, |(_, n, _)| *n);
+        for packet in packets {
+            if self.feed.wait_keyframe && !packet.keyframe {
+                self.stats.dropped += 1;
+                continue;
+            }
+            let len = packet.data.len() as u64;
+            if appsrc.current_level_bytes() + len > self.feed.max_queue_bytes {
+                self.drop_packet("the queue is full (a slow client)");
+                continue;
+            }
+            let (_, first, running) = *self.feed.base.get_or_insert_with(|| {
+                (
+                    media,
+                    packet.pts,
+                    appsrc
+                        .current_running_time()
+                        .unwrap_or(gst::ClockTime::ZERO),
+                )
+            });
+            let offset = packet.pts.saturating_sub(first);
+            let pts = running + gst::ClockTime::from_nseconds(offset.as_nanos() as u64);
+            let keyframe = packet.keyframe;
+            let mut buffer = gst::Buffer::from_mut_slice(packet.data);
+            if let Some(b) = buffer.get_mut() {
+                b.set_pts(pts);
+                if !keyframe {
+                    b.set_flags(gst::BufferFlags::DELTA_UNIT);
+                }
+            }
+            match appsrc.push_buffer(buffer) {
+                Ok(_) => {
+                    self.feed.wait_keyframe = false;
+                    self.stats.sent += 1;
+                    self.stats.keyframes += u64::from(keyframe);
+                }
+                Err(e) => self.drop_packet(&format!("the media refused it ({e:?})")),
+            }
+        }
+        Ok(())
+    }
+
+    /// One access unit dropped: counted, and the stream restarted at a
+    /// keyframe (a fresh encoder for the next frame).
+    fn drop_packet(&mut self, why: &str) {
+        self.stats.dropped += 1;
+        if !self.feed.wait_keyframe {
+            log::debug!("rtsp: access unit dropped: {why}");
+        }
+        self.feed.wait_keyframe = true;
+        self.feed.encoder = None;
+    }
+}
+
+impl Drop for RtspServer {
+    /// Closes the clients, unprepares the media, removes the mount and the
+    /// listening socket on the server's thread, then quits its loop and
+    /// joins it.
+    fn drop(&mut self) {
+        let server = self.server.clone();
+        let path = self.path.clone();
+        let source = self.source.take();
+        let shared = self.shared.clone();
+        let context = self.context.clone();
+        let main_loop = self.main_loop.clone();
+        let shut = move || {
+            if let Some(mounts) = server.mount_points() {
+                mounts.remove_factory(&path);
+            }
+            server.client_filter(Some(&mut |_, _| rtsp::RTSPFilterResult::Remove));
+            if let Some(pool) = server.session_pool() {
+                pool.filter(Some(&mut |_, _| rtsp::RTSPFilterResult::Remove));
+            }
+            let media = lock(&shared).media.take();
+            if let Some((media, _, _)) = media {
+                if let Err(e) = media.unprepare() {
+                    log::debug!("rtsp: unprepare: {e}");
+                }
+            }
+            if let Some(source) = source.and_then(|id| context.find_source_by_id(&id)) {
+                source.destroy();
+            }
+            main_loop.quit();
+        };
+        match self.thread.take() {
+            Some(thread) => {
+                self.context.invoke(shut);
+                if thread.join().is_err() {
+                    log::warn!("rtsp: the server's thread panicked");
+                }
+            }
+            // No thread ever ran: nothing else owns the context.
+            None => {
+                if let Err(e) = self.context.with_thread_default(shut) {
+                    log::warn!("rtsp: the server's main context: {e}");
+                }
+            }
+        }
+        log::info!("rtsp: {} stopped", self.url);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        for good in ["/cam", "/a/b-c_d.1"] {
+            assert!(check_path(good).is_ok(), "{good}");
+        }
+        for bad in ["", "/", "cam", "//cam", "/c m", "/cam?x", "/é"] {
+            assert!(
+                matches!(check_path(bad), Err(RtspError::Path { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    /// The thread named `zerocam-rtsp`s of this process.
+    fn rtsp_threads() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .map(|d| {
+                d.filter_map(|t| t.ok())
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.trim() == "zerocam-rtsp")
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn drop_frees_the_port_and_the_thread() -> Result<(), Box<dyn std::error::Error>> {
+        let addr: SocketAddr = "127.0.0.1:0".parse()?;
+        let server = RtspServer::start(&RtspConfig::new(addr, "/cam"))?;
+        assert_eq!(rtsp_threads(), 1);
+        let url = server.url().to_owned();
+        let port: u16 = url
+            .trim_start_matches("rtsp://127.0.0.1:")
+            .trim_end_matches("/cam")
+            .parse()?;
+        assert_ne!(port, 0, "{url}");
+        // A client that connects and says nothing.
+        let client = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        // The same port taken twice: the second is refused by name.
+        let again = RtspServer::start(&RtspConfig::new(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            "/cam",
+        ));
+        assert!(matches!(again, Err(RtspError::Bind { .. })), "{again:?}");
+        drop(server);
+        drop(client);
+        assert_eq!(rtsp_threads(), 0);
+        std::net::TcpListener::bind(("127.0.0.1", port))?;
+        Ok(())
+    }
+}
