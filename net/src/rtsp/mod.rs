@@ -17,7 +17,10 @@
 //! and the listening socket and joins the thread.
 
 mod error;
+mod media;
 mod server;
+#[cfg(test)]
+mod tests;
 
 pub use error::RtspError;
 pub use server::{RtspConfig, RtspServer, RtspStats};

@@ -2,10 +2,9 @@
 //! media from the capture's thread.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gstreamer as gst;
 use gstreamer::glib;
@@ -17,6 +16,7 @@ use zerocam_capture::Frame;
 use zerocam_encode::encoder::{open_encoder, EncoderConfig};
 use zerocam_encode::{Codec, EncodeError, EncoderChoice, Packet, VideoEncoder};
 
+use super::media::{check_path, configure, lock, track, Shared};
 use super::RtspError;
 
 /// The media every client shares: zerocam's access units, parsed (so the
@@ -97,28 +97,6 @@ pub struct RtspStats {
     pub clients: usize,
 }
 
-/// What the server's thread and the feeding side share.
-#[derive(Default)]
-struct Shared {
-    /// The media being fed, its number and its `appsrc` (`None`: no media
-    /// prepared).
-    media: Option<(rtsp::RTSPMedia, u64, gst_app::AppSrc)>,
-    /// When the current media was configured.
-    configured_at: Option<Instant>,
-    /// Bumped for each new media and each client that starts playing: the
-    /// feeding side then opens a fresh encoder (a keyframe first).
-    generation: u64,
-    /// Clients playing.
-    playing: usize,
-    /// Medias configured so far.
-    medias: u64,
-}
-
-/// A lock whatever a panicked holder left.
-fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The encoder's side of the feed (only the caller's thread touches it).
 struct Feed {
     choice: EncoderChoice,
@@ -158,93 +136,6 @@ impl std::fmt::Debug for RtspServer {
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
-}
-
-/// Whether `path` is a mount path: `/` then URL-safe characters.
-fn check_path(path: &str) -> Result<(), RtspError> {
-    let ok = path.len() > 1
-        && path.starts_with('/')
-        && !path.contains("//")
-        && path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(RtspError::Path {
-            path: path.to_owned(),
-        })
-    }
-}
-
-/// A new media: its `appsrc` bounded and handed to the feed, a fresh
-/// encoder asked for.
-fn configure(shared: &Weak<Mutex<Shared>>, media: &rtsp::RTSPMedia, max_bytes: u64) {
-    let Some(shared) = shared.upgrade() else {
-        return;
-    };
-    let appsrc = media
-        .element()
-        .downcast::<gst::Bin>()
-        .ok()
-        .and_then(|bin| bin.by_name("src"))
-        .and_then(|e| e.downcast::<gst_app::AppSrc>().ok());
-    let Some(appsrc) = appsrc else {
-        log::warn!("rtsp: the media has no appsrc named src");
-        return;
-    };
-    appsrc.set_max_bytes(max_bytes);
-    appsrc.set_block(false);
-    let mut s = lock(&shared);
-    s.medias += 1;
-    s.generation += 1;
-    s.configured_at = Some(Instant::now());
-    s.media = Some((media.clone(), s.medias, appsrc));
-    log::info!("rtsp: media {} configured", s.medias);
-    let weak = Arc::downgrade(&shared);
-    let number = s.medias;
-    media.connect_unprepared(move |_| {
-        if let Some(shared) = weak.upgrade() {
-            let mut s = lock(&shared);
-            if s.media.as_ref().is_some_and(|(_, n, _)| *n == number) {
-                s.media = None;
-                log::info!("rtsp: media {number} unprepared");
-            }
-        }
-    });
-}
-
-/// A client's plays counted while it plays.
-fn track(shared: &Weak<Mutex<Shared>>, client: &rtsp::RTSPClient) {
-    let playing = Arc::new(AtomicBool::new(false));
-    let stop = {
-        let (shared, playing) = (shared.clone(), playing.clone());
-        move || {
-            if playing.swap(false, Ordering::SeqCst) {
-                if let Some(shared) = shared.upgrade() {
-                    let mut s = lock(&shared);
-                    s.playing = s.playing.saturating_sub(1);
-                    log::info!("rtsp: a client stopped, {} playing", s.playing);
-                }
-            }
-        }
-    };
-    {
-        let (shared, playing) = (shared.clone(), playing.clone());
-        client.connect_play_request(move |_, _| {
-            if !playing.swap(true, Ordering::SeqCst) {
-                if let Some(shared) = shared.upgrade() {
-                    let mut s = lock(&shared);
-                    s.playing += 1;
-                    s.generation += 1;
-                    log::info!("rtsp: a client plays, {} playing", s.playing);
-                }
-            }
-        });
-    }
-    let teardown = stop.clone();
-    client.connect_teardown_request(move |_, _| teardown());
-    client.connect_closed(move |_| stop());
 }
 
 impl RtspServer {
@@ -584,63 +475,5 @@ impl Drop for RtspServer {
             }
         }
         log::info!("rtsp: {} stopped", self.url);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths() {
-        for good in ["/cam", "/a/b-c_d.1"] {
-            assert!(check_path(good).is_ok(), "{good}");
-        }
-        for bad in ["", "/", "cam", "//cam", "/c m", "/cam?x", "/é"] {
-            assert!(
-                matches!(check_path(bad), Err(RtspError::Path { .. })),
-                "{bad}"
-            );
-        }
-    }
-
-    /// The thread named `zerocam-rtsp`s of this process.
-    fn rtsp_threads() -> usize {
-        std::fs::read_dir("/proc/self/task")
-            .map(|d| {
-                d.filter_map(|t| t.ok())
-                    .filter(|t| {
-                        std::fs::read_to_string(t.path().join("comm"))
-                            .is_ok_and(|c| c.trim() == "zerocam-rtsp")
-                    })
-                    .count()
-            })
-            .unwrap_or(0)
-    }
-
-    #[test]
-    fn drop_frees_the_port_and_the_thread() -> Result<(), Box<dyn std::error::Error>> {
-        let addr: SocketAddr = "127.0.0.1:0".parse()?;
-        let server = RtspServer::start(&RtspConfig::new(addr, "/cam"))?;
-        assert_eq!(rtsp_threads(), 1);
-        let url = server.url().to_owned();
-        let port: u16 = url
-            .trim_start_matches("rtsp://127.0.0.1:")
-            .trim_end_matches("/cam")
-            .parse()?;
-        assert_ne!(port, 0, "{url}");
-        // A client that connects and says nothing.
-        let client = std::net::TcpStream::connect(("127.0.0.1", port))?;
-        // The same port taken twice: the second is refused by name.
-        let again = RtspServer::start(&RtspConfig::new(
-            SocketAddr::from(([127, 0, 0, 1], port)),
-            "/cam",
-        ));
-        assert!(matches!(again, Err(RtspError::Bind { .. })), "{again:?}");
-        drop(server);
-        drop(client);
-        assert_eq!(rtsp_threads(), 0);
-        std::net::TcpListener::bind(("127.0.0.1", port))?;
-        Ok(())
     }
 }
