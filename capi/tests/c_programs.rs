@@ -211,6 +211,8 @@ fn capture_example_links_statically_against_libzerocam_a() {
         "-lpthread".as_ref(),
         "-ldl".as_ref(),
         "-lm".as_ref(),
+        // OpenH264 (the encoders', and the zenoh: source's decoder) is C++.
+        "-lstdc++".as_ref(),
     ];
     let exe = compile(&dir, "examples/c/capture.c", "capture", &link);
     // No library path: a program that needed libzerocam.so.1 would not load.
@@ -378,7 +380,7 @@ fn install_script_makes_a_prefix_that_pkg_config_builds_the_capture_example_agai
     );
     let static_libs = pkg_config(&["--libs", "--static"]);
     assert!(
-        static_libs.contains("-lzerocam -lpthread -ldl -lm"),
+        static_libs.contains("-lzerocam -lpthread -ldl -lm -lstdc++"),
         "{static_libs}"
     );
     let flags = pkg_config(&["--cflags", "--libs"]);
