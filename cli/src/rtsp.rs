@@ -139,7 +139,11 @@ impl RtspSide {
         #[cfg(feature = "gstreamer")]
         if let Err(e) = self.server.push(frame) {
             self.errors += 1;
-            log::warn!("rtsp: {e}");
+            // Logged at 1, 2, 4, 8... errors: a failing encoder cannot
+            // flood the log at the frame rate.
+            if self.errors.is_power_of_two() {
+                log::warn!("rtsp: {e} ({} errors so far)", self.errors);
+            }
         }
         #[cfg(not(feature = "gstreamer"))]
         let _ = frame;
@@ -152,7 +156,11 @@ impl RtspSide {
         #[cfg(feature = "gstreamer")]
         if let Err(e) = self.server.push_owned(frame) {
             self.errors += 1;
-            log::warn!("rtsp: {e}");
+            // Logged at 1, 2, 4, 8... errors: a failing encoder cannot
+            // flood the log at the frame rate.
+            if self.errors.is_power_of_two() {
+                log::warn!("rtsp: {e} ({} errors so far)", self.errors);
+            }
         }
         #[cfg(not(feature = "gstreamer"))]
         drop(frame);
@@ -164,11 +172,13 @@ impl RtspSide {
         {
             let s = self.server.stats();
             format!(
-                "rtsp: clients {}, frames {}, not encoded (no client) {}, sent {} \
+                "rtsp: clients {}, frames {}, not encoded (no client) {}, \
+                 not encoded (a slow client) {}, sent {} \
                  ({} keyframes, encoders opened {}, medias {}), dropped {}, errors {}",
                 s.clients,
                 s.frames,
                 s.idle,
+                s.congested,
                 s.sent,
                 s.keyframes,
                 s.opened,

@@ -17,6 +17,9 @@ use crate::CliError;
 const SNAPSHOT_QUALITY: u8 = 95;
 /// How often the page's figures are refreshed.
 const STATUS_EVERY: Duration = Duration::from_millis(250);
+/// At most one snapshot encode per this: requests looping on
+/// `/snapshot.jpg` cannot make every frame a full-quality encode.
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 
 /// What `--http` serves, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,7 @@ pub struct ViewSide {
     window: (Instant, u64),
     fps: f64,
     status_at: Option<Instant>,
+    snapshot_at: Option<Instant>,
     /// Frames that would not encode (each logged).
     errors: u64,
 }
@@ -67,6 +71,7 @@ impl ViewSide {
             window: (Instant::now(), 0),
             fps: 0.0,
             status_at: None,
+            snapshot_at: None,
             errors: 0,
         })
     }
@@ -92,7 +97,11 @@ impl ViewSide {
                 Err(e) => self.failed(&e),
             }
         }
-        if self.server.wants_snapshot() {
+        let snapshot_due = self
+            .snapshot_at
+            .is_none_or(|t| now.duration_since(t) >= SNAPSHOT_EVERY);
+        if snapshot_due && self.server.wants_snapshot() {
+            self.snapshot_at = Some(now);
             match self.snapshot.encode(frame) {
                 Ok(jpeg) => self.server.publish_snapshot(frame.sequence(), jpeg),
                 Err(e) => self.failed(&e),

@@ -9,7 +9,7 @@ use std::io::BufReader;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, read_until};
+use common::read_until;
 
 /// The server, killed when the test ends (passed or not).
 struct Server(Child);
@@ -21,24 +21,28 @@ impl Drop for Server {
     }
 }
 
-/// `zerocam serve pattern --rtsp 127.0.0.1:PORT/cam`, once it announced
-/// its URL; the URL.
+/// `zerocam serve pattern --rtsp 127.0.0.1:0/cam` (the system picks the
+/// port: no race with another test for it), once it announced its URL;
+/// the URL.
 fn serve() -> (Server, String) {
-    let port = free_port();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("zerocam"))
         .args([
             "serve", "pattern", "--size", "640x480", "--fps", "30", "--rtsp",
         ])
-        .arg(format!("127.0.0.1:{port}/cam"))
+        .arg("127.0.0.1:0/cam")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let server = Server(child);
     let line = read_until(&mut out, "RTSP at");
-    let url = format!("rtsp://127.0.0.1:{port}/cam");
-    assert!(line.contains(&url), "{line}");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("rtsp://127.0.0.1:") && w.ends_with("/cam"))
+        .unwrap_or_else(|| panic!("no rtsp://127.0.0.1:PORT/cam in {line:?}"))
+        .to_owned();
+    assert!(!url.contains(":0/"), "{line}");
     // Keep reading stdout so the status lines never fill the pipe.
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     (server, url)

@@ -176,8 +176,7 @@ fn ten_tabs_keep_the_capture_rate_and_each_stream_is_alive() {
     }
     let view = View::start("640x480", &[]);
     view.wait_stats("a frame rate", |s| s["stream"]["fps"].as_f64() > Some(0.0));
-    std::thread::sleep(Duration::from_millis(1500));
-    let alone = view.fps();
+    let alone = view.fps_over(Duration::from_secs(3));
     let mut browser = Browser::launch().unwrap();
     let url = format!("http://{}/", view.addr);
     // Each tab as its own profile would be: one browser opens at most six
@@ -202,19 +201,20 @@ fn ten_tabs_keep_the_capture_rate_and_each_stream_is_alive() {
             .collect()
     };
     let before = frames(&mut browser);
-    std::thread::sleep(Duration::from_secs(3));
+    let watched = view.fps_over(Duration::from_secs(4));
     let after = frames(&mut browser);
-    let watched = view.fps();
     let stats = view.stats();
     eprintln!(
-        "capture {alone:.1} fps alone, {watched:.1} fps with 10 tabs; frames per tab in 3 s: {:?}; {}",
+        "capture {alone:.1} fps alone, {watched:.1} fps with 10 tabs; frames per tab in 4 s: {:?}; {}",
         after.iter().zip(&before).map(|(a, b)| a - b).collect::<Vec<_>>(),
         stats["view"]
     );
     for (i, (a, b)) in after.iter().zip(&before).enumerate() {
         assert!(a > b, "tab {i}'s stream stopped: {b} then {a} frames");
     }
-    assert_eq!(stats["view"]["viewers"], 10, "{stats}");
+    // At least the ten tabs' streams (a tab that reconnected may briefly
+    // hold two).
+    assert!(stats["view"]["viewers"].as_u64() >= Some(10), "{stats}");
     assert!(
         watched >= alone * 0.9,
         "the capture slowed with 10 tabs: {alone:.1} -> {watched:.1} fps"

@@ -19,22 +19,22 @@ impl View {
     /// `zerocam view pattern --size SIZE --http 127.0.0.1:PORT` plus `extra`,
     /// once it has said where the page is.
     pub fn start(size: &str, extra: &[&str]) -> View {
-        let port = super::common::free_port();
-        let addr = format!("127.0.0.1:{port}");
+        // Port 0: the system picks it (no race with another test for it),
+        // and the first line says which.
         let mut child = Command::new(env!("CARGO_BIN_EXE_zerocam"))
-            .args(["view", "pattern", "--size", size, "--http", &addr])
+            .args(["view", "pattern", "--size", size, "--http", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        loop {
+        let addr = loop {
             let line = lines.next().expect("zerocam view ended").unwrap();
-            if line.starts_with("live view at") {
-                break;
+            if let Some(url) = line.strip_prefix("live view at http://") {
+                break url.split('/').next().unwrap().to_owned();
             }
-        }
+        };
         // Keep reading its status lines so it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         View { child, addr }
@@ -55,9 +55,14 @@ impl View {
         serde_json::from_slice(&body).unwrap()
     }
 
-    /// The capture's frame rate the page shows, once it has one.
-    pub fn fps(&self) -> f64 {
-        self.stats()["stream"]["fps"].as_f64().unwrap_or(0.0)
+    /// The capture's frames a second over `window`, from its frame counter
+    /// (an average, not one second's figure).
+    pub fn fps_over(&self, window: Duration) -> f64 {
+        let frames = |s: &Value| s["stream"]["frames"].as_u64().unwrap_or(0);
+        let (t0, f0) = (Instant::now(), frames(&self.stats()));
+        std::thread::sleep(window);
+        let f1 = frames(&self.stats());
+        (f1 - f0) as f64 / t0.elapsed().as_secs_f64()
     }
 
     /// Waits until `check(stats)` holds (10 s at most).

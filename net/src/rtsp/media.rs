@@ -13,6 +13,9 @@ use gstreamer_rtsp_server::prelude::*;
 
 use super::RtspError;
 
+/// Clients connected at once; more are closed as they connect.
+pub(super) const MAX_CLIENTS: usize = 16;
+
 /// What the server's thread and the feeding side share.
 #[derive(Default)]
 pub(super) struct Shared {
@@ -26,6 +29,8 @@ pub(super) struct Shared {
     pub generation: u64,
     /// Clients playing.
     pub playing: usize,
+    /// Clients connected (playing or not).
+    pub connected: usize,
     /// Medias configured so far.
     pub medias: u64,
 }
@@ -91,6 +96,28 @@ pub(super) fn configure(shared: &Weak<Mutex<Shared>>, media: &rtsp::RTSPMedia, m
 
 /// A client's plays counted while it plays.
 pub(super) fn track(shared: &Weak<Mutex<Shared>>, client: &rtsp::RTSPClient) {
+    {
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let mut s = lock(&strong);
+        if s.connected >= MAX_CLIENTS {
+            drop(s);
+            log::warn!("rtsp: a client refused: {MAX_CLIENTS} connected already");
+            client.close();
+            return;
+        }
+        s.connected += 1;
+    }
+    {
+        let shared = shared.clone();
+        client.connect_closed(move |_| {
+            if let Some(shared) = shared.upgrade() {
+                let mut s = lock(&shared);
+                s.connected = s.connected.saturating_sub(1);
+            }
+        });
+    }
     let playing = Arc::new(AtomicBool::new(false));
     let stop = {
         let (shared, playing) = (shared.clone(), playing.clone());

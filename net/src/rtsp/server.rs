@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gstreamer as gst;
 use gstreamer::glib;
@@ -30,6 +30,9 @@ const LAUNCH: &str = "( appsrc name=src is-live=true format=time do-timestamp=fa
 /// the server answers `DESCRIBE` only once the payloader has seen a first
 /// access unit (its caps carry the parameter sets of the SDP).
 const PREPARE_GRACE: Duration = Duration::from_secs(10);
+
+/// How long after an encoder fails to open it is tried again.
+const RETRY: Duration = Duration::from_secs(5);
 
 /// The elements the media needs, and where they come from.
 const ELEMENTS: [(&str, &str); 3] = [
@@ -89,6 +92,10 @@ pub struct RtspStats {
     /// Access units dropped: the media's queue was full (a slow client),
     /// it was not accepting yet, or a keyframe was awaited after a drop.
     pub dropped: u64,
+    /// Frames not encoded because the media's queue was over half full (a
+    /// client reading slower than the camera): the stream goes on with a
+    /// longer gap, the encoder kept, nothing reopened.
+    pub congested: u64,
     /// Encoders opened (one per media and per client that started playing).
     pub opened: u64,
     /// Medias configured (one per run of clients: all share it).
@@ -102,8 +109,10 @@ struct Feed {
     choice: EncoderChoice,
     config: EncoderConfig,
     encoder: Option<Box<dyn VideoEncoder>>,
-    /// Why no encoder could be opened (then none is tried again).
+    /// Why no encoder could be opened, and when to try again (`None`:
+    /// never, an encoder that cannot take borrowed frames).
     unavailable: Option<String>,
+    retry_at: Option<Instant>,
     /// The shared generation the encoder was opened for.
     generation: u64,
     /// The media the times are anchored on: its number, the first
@@ -162,6 +171,13 @@ impl RtspServer {
             addr: config.addr,
             reason,
         };
+        if !config.addr.ip().is_loopback() {
+            log::warn!(
+                "rtsp: listening on {}, beyond loopback: RTSP has no authentication here, \
+                 anyone who reaches this address sees the camera",
+                config.addr
+            );
+        }
         let server = rtsp::RTSPServer::new();
         server.set_address(&config.addr.ip().to_string());
         server.set_service(&config.addr.port().to_string());
@@ -204,6 +220,7 @@ impl RtspServer {
                 },
                 encoder: None,
                 unavailable: None,
+                retry_at: None,
                 generation: 0,
                 base: None,
                 wait_keyframe: true,
@@ -322,6 +339,17 @@ impl RtspServer {
             }
         };
         if self.feed.unavailable.is_some() {
+            // A device busy for a moment, or out of fds: tried again later.
+            match self.feed.retry_at {
+                Some(t) if Instant::now() >= t => self.feed.unavailable = None,
+                _ => return Ok(None),
+            }
+        }
+        // A client slower than the camera: this frame is not encoded at all
+        // (the stream stays whole, with a longer gap), rather than encoded
+        // and dropped, which would break the stream and need a keyframe.
+        if appsrc.current_level_bytes() > self.feed.max_queue_bytes / 2 {
+            self.stats.congested += 1;
             return Ok(None);
         }
         if self.feed.generation != generation {
@@ -347,8 +375,9 @@ impl RtspServer {
                     self.stats.opened += 1;
                 }
                 Err(e) => {
-                    log::warn!("rtsp: no H.264 encoder: {e}");
+                    log::warn!("rtsp: no H.264 encoder (tried again in {RETRY:?}): {e}");
                     self.feed.unavailable = Some(e.to_string());
+                    self.feed.retry_at = Some(Instant::now() + RETRY);
                     return Err(e);
                 }
             }
@@ -372,6 +401,7 @@ impl RtspServer {
                 if matches!(e, EncodeError::NeedsOwnedFrames { .. }) {
                     log::warn!("rtsp: no H.264: {e}");
                     self.feed.unavailable = Some(e.to_string());
+                    self.feed.retry_at = None;
                 }
                 return Err(e);
             }

@@ -35,6 +35,11 @@ fn rtsp_threads() -> usize {
 fn drop_frees_the_port_and_the_thread() -> Result<(), Box<dyn std::error::Error>> {
     let addr: SocketAddr = "127.0.0.1:0".parse()?;
     let server = RtspServer::start(&RtspConfig::new(addr, "/cam"))?;
+    // The thread names itself once it runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while rtsp_threads() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(rtsp_threads(), 1);
     let url = server.url().to_owned();
     let port: u16 = url
@@ -52,6 +57,11 @@ fn drop_frees_the_port_and_the_thread() -> Result<(), Box<dyn std::error::Error>
     assert!(matches!(again, Err(RtspError::Bind { .. })), "{again:?}");
     drop(server);
     drop(client);
+    // A joined thread's task entry goes a moment after the join returns.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while rtsp_threads() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(rtsp_threads(), 0);
     std::net::TcpListener::bind(("127.0.0.1", port))?;
     Ok(())

@@ -16,7 +16,11 @@ struct Viewer<'a>(&'a Shared);
 
 impl Drop for Viewer<'_> {
     fn drop(&mut self) {
-        self.0.counters.viewers.fetch_sub(1, Ordering::Relaxed);
+        if self.0.counters.viewers.fetch_sub(1, Ordering::Relaxed) == 1 {
+            // Nobody watches: the next viewer starts with a fresh picture,
+            // not one from before.
+            self.0.lock().latest = None;
+        }
     }
 }
 
@@ -25,14 +29,18 @@ impl Drop for Viewer<'_> {
 /// skips pictures (counted); the producer never waits for it.
 pub(super) fn stream(stream: &mut TcpStream, shared: &Arc<Shared>) -> Result<(), Refusal> {
     let c = &shared.counters;
-    let before = c.viewers.fetch_add(1, Ordering::Relaxed);
-    let _viewer = Viewer(shared);
-    if before >= shared.config.max_viewers {
-        return Err(Refusal::new(
-            503,
-            format!("{} viewers already", shared.config.max_viewers),
-        ));
+    // Counted only once admitted: a refused viewer never makes the
+    // producer encode.
+    let max = shared.config.max_viewers;
+    if c.viewers
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_err()
+    {
+        return Err(Refusal::new(503, format!("{max} viewers already")));
     }
+    let _viewer = Viewer(shared);
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: multipart/x-mixed-replace; boundary={BOUNDARY}\r\n\
          Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"

@@ -44,6 +44,16 @@ fn linger(stream: &mut TcpStream) {
     }
 }
 
+/// A "refusal" that means the response had begun when writing it failed
+/// (the client went, or stalled): the connection is closed, nothing more
+/// is written on it.
+const CLOSED: u16 = 0;
+
+/// A failed write of an answer already begun.
+fn closed(_: std::io::Error) -> Refusal {
+    Refusal::new(CLOSED, "the client went away mid-answer")
+}
+
 /// How long, and how much, a refused client's input is read and dropped.
 const LINGER: Duration = Duration::from_secs(1);
 const LINGER_BYTES: usize = 256 * 1024;
@@ -68,8 +78,13 @@ pub(super) fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: 
     };
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
     if let Err(refusal) = route(&mut stream, &request, shared) {
+        if refusal.status == CLOSED {
+            // The answer had begun: nothing more can be said on it.
+            return;
+        }
         let counter = match refusal.status {
             401 => &shared.counters.unauthorized,
+            500.. => &shared.counters.refused,
             _ => &shared.counters.bad_requests,
         };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -96,12 +111,17 @@ fn token_matches(want: &str, given: Option<&str>) -> bool {
 
 /// One request's answer; a refusal for the caller to send.
 fn route(stream: &mut TcpStream, req: &Request, shared: &Arc<Shared>) -> Result<(), Refusal> {
+    // Browsers ask for it on their own, without the page's query (so
+    // without the token): no icon, no log line, nothing told.
+    if (req.method, req.path.as_str()) == (Method::Get, "/favicon.ico") {
+        return respond(stream, 204, "image/x-icon", "", b"").map_err(closed);
+    }
     if let Some(want) = &shared.config.token {
         if !token_matches(want, req.token.as_deref()) {
             return Err(Refusal::new(401, "no token, or not this view's"));
         }
     }
-    let io = |e: std::io::Error| Refusal::new(500, e.to_string());
+    let io = closed;
     match (req.method, req.path.as_str()) {
         (Method::Get, "/" | "/index.html") => {
             respond(stream, 200, "text/html; charset=utf-8", "", PAGE.as_bytes()).map_err(io)
@@ -147,8 +167,6 @@ fn route(stream: &mut TcpStream, req: &Request, shared: &Arc<Shared>) -> Result<
             respond(stream, 200, "application/json", "", body.as_bytes()).map_err(io)
         }
         (Method::Get, "/snapshot.jpg") => snapshot(stream, shared),
-        // Browsers ask for it on their own: no icon, and no log line.
-        (Method::Get, "/favicon.ico") => respond(stream, 204, "image/x-icon", "", b"").map_err(io),
         (_, "/" | "/index.html" | "/stream.mjpg" | "/stats" | "/snapshot.jpg") => Err(
             Refusal::new(405, format!("{:?} not allowed here", req.method)),
         ),
@@ -188,6 +206,5 @@ fn snapshot(stream: &mut TcpStream, shared: &Arc<Shared>) -> Result<(), Refusal>
         "Content-Disposition: inline; filename=\"zerocam-{}.jpg\"\r\nX-Sequence: {}\r\n",
         p.sequence, p.sequence
     );
-    respond(stream, 200, "image/jpeg", &extra, &p.jpeg)
-        .map_err(|e| Refusal::new(500, e.to_string()))
+    respond(stream, 200, "image/jpeg", &extra, &p.jpeg).map_err(closed)
 }

@@ -127,7 +127,8 @@ pub struct ViewServerStats {
     pub viewers: usize,
     /// Requests read.
     pub requests: u64,
-    /// Connections refused as over the limit (503).
+    /// Requests refused for capacity (connections or viewers over the
+    /// limit) or answered 503 for want of a frame (a snapshot).
     pub refused: u64,
     /// Requests answered 4xx (malformed, too large, too slow, unknown).
     pub bad_requests: u64,
@@ -146,15 +147,18 @@ pub struct ViewServerStats {
 }
 
 /// The live view's HTTP server (see [the module](super)). Dropping it
-/// stops it: the listener closes and every viewer ends.
+/// stops it: the listener closes at once; each viewer's thread ends at its
+/// next wake (within a second), a request still arriving within its time.
 #[derive(Debug)]
 pub struct ViewServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
-    /// The next picture's count.
+    /// Pictures published to the stream, and snapshots (counted apart, so
+    /// a snapshot is never a picture a viewer skipped).
     published: u64,
+    snapshots: u64,
 }
 
 impl ViewServer {
@@ -210,6 +214,7 @@ impl ViewServer {
             stop,
             accept: Some(accept),
             published: 0,
+            snapshots: 0,
         })
     }
 
@@ -252,8 +257,8 @@ impl ViewServer {
     /// Hands the waiting snapshot requests the full-quality JPEG of the
     /// frame of `sequence`.
     pub fn publish_snapshot(&mut self, sequence: u32, jpeg: &[u8]) {
-        self.published += 1;
-        let number = self.published;
+        self.snapshots += 1;
+        let number = self.snapshots;
         let mut st = self.shared.lock();
         st.snapshot = Some(refill(st.snapshot.take(), sequence, number, jpeg));
         drop(st);
@@ -332,6 +337,15 @@ impl Drop for ViewServer {
     }
 }
 
+/// A connection counted while its thread lives.
+struct Open<'a>(&'a Shared);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.counters.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Accepts connections until `stop`, each answered on a thread of its own;
 /// over `max_connections`, answered 503 at once.
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>, stop: &AtomicBool) {
@@ -366,11 +380,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>, stop: &AtomicBool) 
         let spawned = std::thread::Builder::new()
             .name("zerocam-view-conn".into())
             .spawn(move || {
+                // Given back however the connection ends, a panic included.
+                let _open = Open(&conn_shared);
                 routes::serve_connection(stream, peer, &conn_shared);
-                conn_shared
-                    .counters
-                    .connections
-                    .fetch_sub(1, Ordering::Relaxed);
             });
         if let Err(e) = spawned {
             c.connections.fetch_sub(1, Ordering::Relaxed);
