@@ -138,12 +138,7 @@ impl RtspSide {
         let _ = source;
         #[cfg(feature = "gstreamer")]
         if let Err(e) = self.server.push(frame) {
-            self.errors += 1;
-            // Logged at 1, 2, 4, 8... errors: a failing encoder cannot
-            // flood the log at the frame rate.
-            if self.errors.is_power_of_two() {
-                log::warn!("rtsp: {e} ({} errors so far)", self.errors);
-            }
+            self.failed(&e);
         }
         #[cfg(not(feature = "gstreamer"))]
         let _ = frame;
@@ -155,15 +150,20 @@ impl RtspSide {
         let _ = source;
         #[cfg(feature = "gstreamer")]
         if let Err(e) = self.server.push_owned(frame) {
-            self.errors += 1;
-            // Logged at 1, 2, 4, 8... errors: a failing encoder cannot
-            // flood the log at the frame rate.
-            if self.errors.is_power_of_two() {
-                log::warn!("rtsp: {e} ({} errors so far)", self.errors);
-            }
+            self.failed(&e);
         }
         #[cfg(not(feature = "gstreamer"))]
         drop(frame);
+    }
+
+    /// Counts an error, logged at 1, 2, 4, 8... errors: a failing encoder
+    /// cannot flood the log at the frame rate.
+    #[cfg(feature = "gstreamer")]
+    fn failed(&mut self, e: &dyn std::fmt::Display) {
+        self.errors += 1;
+        if self.errors.is_power_of_two() {
+            log::warn!("rtsp: {e} ({} errors so far)", self.errors);
+        }
     }
 
     /// The server's counters as a status line.

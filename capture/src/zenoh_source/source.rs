@@ -9,7 +9,7 @@ use zenoh::handlers::{RingChannel, RingChannelHandler};
 use zenoh::pubsub::Subscriber;
 use zenoh::sample::Sample;
 use zenoh::{Session, Wait};
-use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+use zerocam_tensor::{ColorSpec, PixelFormat, Tensor, TensorMemory};
 
 use super::picture::{decode_error, jpeg_size, Kind, Unit, H264};
 use super::{open_session, Attachment, Role, ZenohError, ZenohOptions, MAX_MESSAGE};
@@ -481,38 +481,52 @@ fn write_free_slot(
 /// Y then CbCr), BT.601 limited range: H.264's default without colour
 /// information, and what OpenH264 puts out.
 fn nv12_format(width: u32, height: u32, path: &Path) -> Result<StreamFormat> {
-    let nv12 = CAPTURE_FORMATS
-        .iter()
-        .find(|f| f.pixel == PixelFormat::Nv12 && f.memory_planes == 1);
-    let format = *nv12.ok_or_else(|| CaptureError::UnsupportedFormat {
-        path: path.to_path_buf(),
-        fourcc: crate::FourCc(*b"NV12"),
-        offered: CaptureFormat::names(),
-    })?;
     let stride = (width as usize).next_multiple_of(ROW_ALIGN);
     let size = stride * height as usize * 3 / 2;
-    Ok(StreamFormat {
-        format,
-        width,
-        height,
-        planes: vec![PlaneLayout {
-            bytes_per_line: u32::try_from(stride).unwrap_or(u32::MAX),
-            size: u32::try_from(size).unwrap_or(u32::MAX),
-        }],
-        color: H264_COLORIMETRY.color_spec(PixelFormat::Nv12),
-    })
+    let color = H264_COLORIMETRY.color_spec(PixelFormat::Nv12);
+    one_plane_format(
+        PixelFormat::Nv12,
+        *b"NV12",
+        (width, height),
+        (stride, size),
+        color,
+        path,
+    )
 }
 
-/// The RGB stream format of `width`x`height` frames.
+/// The RGB stream format of `width`x`height` frames (a JPEG topic's).
 fn rgb_format(width: u32, height: u32, path: &Path) -> Result<StreamFormat> {
-    let rgb = CAPTURE_FORMATS.iter().find(|f| f.pixel == PixelFormat::Rgb);
-    let format = *rgb.ok_or_else(|| CaptureError::UnsupportedFormat {
-        path: path.to_path_buf(),
-        fourcc: crate::FourCc(*b"RGB3"),
-        offered: CaptureFormat::names(),
-    })?;
     let stride = (width as usize * 3).next_multiple_of(ROW_ALIGN);
     let size = stride * height as usize;
+    let color = JPEG_COLORIMETRY.color_spec(PixelFormat::Rgb);
+    one_plane_format(
+        PixelFormat::Rgb,
+        *b"RGB3",
+        (width, height),
+        (stride, size),
+        color,
+        path,
+    )
+}
+
+/// A one-plane stream format of `pixel` (its capture format, one memory
+/// plane) with `stride` and `size` bytes.
+fn one_plane_format(
+    pixel: PixelFormat,
+    fourcc: [u8; 4],
+    (width, height): (u32, u32),
+    (stride, size): (usize, usize),
+    color: ColorSpec,
+    path: &Path,
+) -> Result<StreamFormat> {
+    let found = CAPTURE_FORMATS
+        .iter()
+        .find(|f| f.pixel == pixel && f.memory_planes == 1);
+    let format = *found.ok_or_else(|| CaptureError::UnsupportedFormat {
+        path: path.to_path_buf(),
+        fourcc: crate::FourCc(fourcc),
+        offered: CaptureFormat::names(),
+    })?;
     Ok(StreamFormat {
         format,
         width,
@@ -521,7 +535,7 @@ fn rgb_format(width: u32, height: u32, path: &Path) -> Result<StreamFormat> {
             bytes_per_line: u32::try_from(stride).unwrap_or(u32::MAX),
             size: u32::try_from(size).unwrap_or(u32::MAX),
         }],
-        color: JPEG_COLORIMETRY.color_spec(PixelFormat::Rgb),
+        color,
     })
 }
 
