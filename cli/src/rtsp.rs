@@ -84,15 +84,15 @@ impl RtspSide {
     /// `borrowed`; without the feature `gstreamer`, always.
     #[cfg(feature = "gstreamer")]
     pub fn new(serve: &RtspServe, borrowed: bool) -> Result<RtspSide, CliError> {
-        let encoder = match (&serve.encoder, borrowed) {
-            (EncoderChoice::Auto, true) => EncoderChoice::Software,
-            (c @ (EncoderChoice::Device(_) | EncoderChoice::Gst(_)), true) => {
-                return Err(CliError::Usage(format!(
+        let c = &serve.encoder;
+        let encoder = match borrowed {
+            true => c.for_borrowed_frames().ok_or_else(|| {
+                CliError::Usage(format!(
                     "--rtsp-encoder {c}: with --socket or --zenoh too, each frame goes on to \
                      them, so RTSP's H.264 is encoded in software (--rtsp-encoder software or auto)"
-                )))
-            }
-            (c, _) => c.clone(),
+                ))
+            })?,
+            false => c.clone(),
         };
         let config = zerocam_net::rtsp::RtspConfig {
             encoder,

@@ -48,13 +48,12 @@ impl ZenohSide {
     #[cfg(feature = "zenoh")]
     pub fn new(serve: &ZenohServe, borrowed: bool) -> Result<ZenohSide, CliError> {
         let h264 = match (&serve.h264, borrowed) {
-            (Some(EncoderChoice::Auto), true) => Some(EncoderChoice::Software),
-            (Some(c @ (EncoderChoice::Device(_) | EncoderChoice::Gst(_))), true) => {
-                return Err(CliError::Usage(format!(
+            (Some(c), true) => Some(c.for_borrowed_frames().ok_or_else(|| {
+                CliError::Usage(format!(
                     "--h264 {c}: with --socket too, each frame goes on to the socket's clients, \
                      so Zenoh's H.264 is encoded in software (--h264 software or auto)"
-                )))
-            }
+                ))
+            })?),
             (c, _) => c.clone(),
         };
         let config = zerocam_net::zenoh::ZenohPublisherConfig {

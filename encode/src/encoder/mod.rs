@@ -97,6 +97,20 @@ pub enum EncoderChoice {
     Gst(String),
 }
 
+impl EncoderChoice {
+    /// The choice for frames the caller keeps
+    /// ([`VideoEncoder::encode_borrowed`]): `auto` is the software encoder
+    /// (it would pick a hardware one first, which must keep the frames it
+    /// imports), `software` stays; `None` for a device or a GStreamer
+    /// element, which keep their frames.
+    pub fn for_borrowed_frames(&self) -> Option<EncoderChoice> {
+        match self {
+            EncoderChoice::Auto | EncoderChoice::Software => Some(EncoderChoice::Software),
+            EncoderChoice::Device(_) | EncoderChoice::Gst(_) => None,
+        }
+    }
+}
+
 impl fmt::Display for EncoderChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -128,5 +142,21 @@ impl FromStr for EncoderChoice {
         } else {
             Err(UnknownEncoder(s.to_string()))
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::EncoderChoice;
+
+    #[test]
+    fn borrowed_frames_go_to_software_or_nowhere() {
+        let choice = |s: &str| s.parse::<EncoderChoice>().unwrap();
+        let borrowed = |s: &str| choice(s).for_borrowed_frames();
+        assert_eq!(borrowed("auto"), Some(EncoderChoice::Software));
+        assert_eq!(borrowed("software"), Some(EncoderChoice::Software));
+        assert_eq!(borrowed("/dev/video11"), None);
+        assert_eq!(borrowed("gst:x264enc"), None);
     }
 }

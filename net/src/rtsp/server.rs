@@ -363,10 +363,12 @@ impl RtspServer {
         if self.feed.encoder.is_none() {
             // Borrowed frames go to an encoder that keeps none: `auto`
             // would pick a hardware one first, which must keep them.
-            let choice = match &self.feed.choice {
-                EncoderChoice::Auto if borrowed => &EncoderChoice::Software,
-                choice => choice,
-            };
+            // (a device or element stays: it refuses borrowed frames with
+            // a typed error, and is then not tried again).
+            let borrowed_choice = borrowed
+                .then(|| self.feed.choice.for_borrowed_frames())
+                .flatten();
+            let choice = borrowed_choice.as_ref().unwrap_or(&self.feed.choice);
             match open_encoder(choice, &self.feed.config, first) {
                 Ok((e, why)) => {
                     log::info!("rtsp: {why}");

@@ -367,10 +367,12 @@ impl ZenohPublisher {
         if video.encoder.is_none() {
             // Borrowed frames go to an encoder that keeps none: `auto`
             // would pick a hardware one first, which must keep them.
-            let choice = match &video.choice {
-                EncoderChoice::Auto if borrowed => &EncoderChoice::Software,
-                choice => choice,
-            };
+            // (a device or element stays: it refuses borrowed frames with
+            // a typed error, and is then not tried again).
+            let borrowed_choice = borrowed
+                .then(|| video.choice.for_borrowed_frames())
+                .flatten();
+            let choice = borrowed_choice.as_ref().unwrap_or(&video.choice);
             match open_encoder(choice, &video.config, frame.frame()?) {
                 Ok((e, why)) => {
                     log::info!("{}: {why}", video.topic.key);
