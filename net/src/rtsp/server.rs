@@ -283,17 +283,17 @@ impl RtspServer {
     /// the software encoder here.
     ///
     /// # Errors
-    /// The encoder's: it does not open (then it is not tried again), or a
+    /// The encoder's: it does not open (tried again 5 s later), or a
     /// frame does not encode (the next frame starts a fresh one).
     pub fn push(&mut self, frame: &Frame) -> Result<(), EncodeError> {
-        let Some(appsrc) = self.ready(frame, true)? else {
+        let Some((appsrc, media)) = self.ready(frame, true)? else {
             return Ok(());
         };
         let packets = match self.feed.encoder.as_deref_mut() {
             Some(e) => e.encode_borrowed(frame),
             None => return Ok(()),
         };
-        self.send(&appsrc, packets)
+        self.send(&appsrc, media, packets)
     }
 
     /// As [`push`](Self::push), with the frame handed over: the encoder
@@ -303,14 +303,14 @@ impl RtspServer {
     /// # Errors
     /// As [`push`](Self::push).
     pub fn push_owned(&mut self, frame: Frame) -> Result<(), EncodeError> {
-        let Some(appsrc) = self.ready(&frame, false)? else {
+        let Some((appsrc, media)) = self.ready(&frame, false)? else {
             return Ok(());
         };
         let packets = match self.feed.encoder.as_deref_mut() {
             Some(e) => e.encode(frame),
             None => return Ok(()),
         };
-        self.send(&appsrc, packets)
+        self.send(&appsrc, media, packets)
     }
 
     /// The media's `appsrc` when a client wants frames and an encoder is
@@ -320,7 +320,7 @@ impl RtspServer {
         &mut self,
         first: &Frame,
         borrowed: bool,
-    ) -> Result<Option<gst_app::AppSrc>, EncodeError> {
+    ) -> Result<Option<(gst_app::AppSrc, u64)>, EncodeError> {
         self.stats.frames += 1;
         let (appsrc, media, generation) = {
             let s = lock(&self.shared);
@@ -384,7 +384,7 @@ impl RtspServer {
                 }
             }
         }
-        Ok(Some(appsrc))
+        Ok(Some((appsrc, media)))
     }
 
     /// Hands `packets` (or the encoder's error) to `appsrc`, timed from the
@@ -392,6 +392,7 @@ impl RtspServer {
     fn send(
         &mut self,
         appsrc: &gst_app::AppSrc,
+        media: u64,
         packets: Result<Vec<Packet>, EncodeError>,
     ) -> Result<(), EncodeError> {
         let packets = match packets {
@@ -408,7 +409,6 @@ impl RtspServer {
                 return Err(e);
             }
         };
-        let media = lock(&self.shared).media.as_ref().map_or(0, |(_, n, _)| *n);
         for packet in packets {
             if self.feed.wait_keyframe && !packet.keyframe {
                 self.stats.dropped += 1;

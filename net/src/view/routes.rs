@@ -177,9 +177,10 @@ fn route(stream: &mut TcpStream, req: &Request, shared: &Arc<Shared>) -> Result<
 /// The next frame at full quality, asked of the producer; 503 when none
 /// comes in time (no frames flowing).
 fn snapshot(stream: &mut TcpStream, shared: &Arc<Shared>) -> Result<(), Refusal> {
+    let waiting = &shared.counters.snapshot_waiting;
     let mut st = shared.lock();
     let since = st.snapshot.as_ref().map_or(0, |p| p.number);
-    st.snapshot_waiting += 1;
+    waiting.fetch_add(1, Ordering::Relaxed);
     let deadline = Instant::now() + shared.config.snapshot_timeout;
     let picture = loop {
         match &st.snapshot {
@@ -196,8 +197,8 @@ fn snapshot(stream: &mut TcpStream, shared: &Arc<Shared>) -> Result<(), Refusal>
             .unwrap_or_else(|p| p.into_inner())
             .0;
     };
-    st.snapshot_waiting -= 1;
     drop(st);
+    waiting.fetch_sub(1, Ordering::Relaxed);
     let Some(p) = picture else {
         return Err(Refusal::new(503, "no frame came in time for a snapshot"));
     };

@@ -34,8 +34,6 @@ pub(super) struct State {
     pub detections: Option<Arc<str>>,
     /// The producer's figures, as JSON.
     pub status: Value,
-    /// Snapshot requests waiting.
-    pub snapshot_waiting: usize,
     /// The newest snapshot, and its count.
     pub snapshot: Option<Arc<Picture>>,
     /// Set when the server stops: viewers end.
@@ -56,6 +54,9 @@ pub(super) struct Counters {
     pub viewers_stalled: AtomicU64,
     pub detections: AtomicU64,
     pub snapshots: AtomicU64,
+    /// Snapshot requests waiting (read by the producer each frame: an
+    /// atomic, not the state's lock).
+    pub snapshot_waiting: AtomicUsize,
 }
 
 /// The server's state, shared with its threads.
@@ -238,7 +239,11 @@ impl ViewServer {
 
     /// Whether a snapshot request waits for the next frame.
     pub fn wants_snapshot(&self) -> bool {
-        self.shared.lock().snapshot_waiting > 0
+        self.shared
+            .counters
+            .snapshot_waiting
+            .load(Ordering::Relaxed)
+            > 0
     }
 
     /// Hands the viewers the JPEG of the frame of `sequence`. Never waits
