@@ -20,7 +20,7 @@ use zerocam_encode::gst::gstreamer_app as gst_app;
 use zerocam_encode::gst::{find, FrameSink, GstEncodeError, GstVideoEncoder};
 use zerocam_encode::{Codec, VideoEncoder};
 use zerocam_tensor::TensorMemory;
-use zerocam_test_support::lab::{fd_count, fd_list, lock};
+use zerocam_test_support::lab::{fd_count_settled, fd_list, lock};
 use zerocam_test_support::vivid::{format, red_stream};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -206,13 +206,7 @@ fn lab_gst_sink_no_fd_growth_over_300_dma_buf_frames() {
         while sink.stats().outstanding > 0 && started.elapsed() < WAIT {
             std::thread::sleep(Duration::from_millis(1));
         }
-        loop {
-            let n = fd_count();
-            if want.is_none_or(|w| n <= w) || started.elapsed() >= WAIT {
-                return n;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        fd_count_settled(want.unwrap_or(usize::MAX), WAIT)
     };
     let (mut at_50, mut fds_50) = (0, Vec::new());
     for n in 1..300 {

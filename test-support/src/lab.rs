@@ -33,6 +33,23 @@ pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
+/// The fd count once it is at most `want`, read again every 10 ms until
+/// `wait` has passed (then the count as it is): a library thread's fd held
+/// for a moment goes, a leaked one stays and the caller's comparison fails.
+///
+/// # Panics
+/// As [`fd_count`].
+pub fn fd_count_settled(want: usize, wait: std::time::Duration) -> usize {
+    let started = std::time::Instant::now();
+    loop {
+        let n = fd_count();
+        if n <= want || started.elapsed() >= wait {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// What the open fds are, sorted (for failure messages).
 ///
 /// # Panics
