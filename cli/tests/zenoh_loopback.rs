@@ -53,6 +53,17 @@ fn options(port: u16) -> ZenohOptions {
     }
 }
 
+/// A `zenoh:` source of `key` on loopback `port`, given 20 s for its first
+/// sample (the publisher's first frames, on a loaded machine).
+fn subscribe(port: u16, key: &str) -> ZenohSource {
+    ZenohSource::new(ZenohSourceConfig {
+        options: options(port),
+        first_sample: Duration::from_secs(20),
+        ..ZenohSourceConfig::new(key)
+    })
+    .unwrap()
+}
+
 /// PSNR (dB) of the decoded RGB frame against the pattern's bars for
 /// `sequence` (its white line's rows left out: NV12 chroma smears it), on
 /// every 8th row and 4th column: the check must keep up with 30 fps in a
@@ -78,12 +89,7 @@ fn psnr_against_bars(rgb: &[u8], stride: usize, w: usize, h: usize, sequence: u3
 fn a_subscriber_gets_every_frame_decoded_within_30_db() {
     let port = free_port();
     let _server = Server::start(port, "rt/one", 400);
-    let mut source = ZenohSource::new(ZenohSourceConfig {
-        options: options(port),
-        first_sample: Duration::from_secs(20),
-        ..ZenohSourceConfig::new("rt/one/jpeg")
-    })
-    .unwrap();
+    let mut source = subscribe(port, "rt/one/jpeg");
     let f = source.stream_format().clone();
     assert_eq!((f.width, f.height), (1280, 720));
     let stride = f.planes[0].bytes_per_line as usize;
@@ -235,12 +241,7 @@ fn serve_refuses_to_re_publish_a_zenoh_source() {
 fn an_h264_topic_is_a_source_of_nv12_frames() {
     let port = free_port();
     let _server = Server::start(port, "rt/h264src", 100_000);
-    let mut source = ZenohSource::new(ZenohSourceConfig {
-        options: options(port),
-        first_sample: Duration::from_secs(20),
-        ..ZenohSourceConfig::new("rt/h264src/h264")
-    })
-    .unwrap();
+    let mut source = subscribe(port, "rt/h264src/h264");
     let f = source.stream_format().clone();
     assert_eq!((f.width, f.height, f.format.name), (1280, 720, "NV12"));
     let stride = f.planes[0].bytes_per_line as usize;
