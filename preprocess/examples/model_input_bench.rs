@@ -106,7 +106,12 @@ fn bench(case: &Case, src: &Tensor<u8>, runs: usize) -> Result<usize, Box<dyn st
         Some(TensorMemory::Mem),
         None,
     )?;
-    let mut pre = CpuPreprocessor::new();
+    // ZEROCAM_THREADS=N: the output rows over N threads (default 1).
+    let threads = std::env::var("ZEROCAM_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    let mut pre = CpuPreprocessor::with_threads(threads);
     let color = ColorSpec::default();
     for _ in 0..5 {
         pre.convert(src, None, color, input, &dst, 0)?;

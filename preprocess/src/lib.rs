@@ -56,7 +56,7 @@ use zerocam_test_support::alloc as test_alloc;
 #[global_allocator]
 static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 
-pub use cpu::{convert_cpu, CpuConvertError, CpuPreprocessor};
+pub use cpu::{convert_cpu, default_threads, CpuConvertError, CpuPreprocessor, MAX_THREADS};
 pub use error::ModelInputError;
 pub use fit::{Fit, FitPlacement, SourceRect};
 pub use input::{ChannelOrder, ModelInput, ModelLayout, Quantization, MODEL_DTYPES};

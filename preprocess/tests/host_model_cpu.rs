@@ -537,3 +537,52 @@ fn steady_state_allocates_nothing_per_frame() {
         assert_eq!((small, large), ([0, 0], [0, 0]), "{format:?}");
     }
 }
+
+/// Every element of `t`'s batch element `n`, as the reference reads them.
+fn bits(t: &TensorDyn, n: usize) -> Vec<u64> {
+    read_element(t, n).iter().map(|v| v.to_bits()).collect()
+}
+
+/// Output rows split over 2, 3 and 8 threads write the same bits as one
+/// thread, for every format, dtype, layout and fit, odd sizes included (a
+/// band's kept rows start afresh, and bands meet at any row).
+#[test]
+fn every_thread_count_writes_the_same_bits() {
+    let color = ColorSpec::default();
+    let mut pres: Vec<_> = [1, 2, 3, 8]
+        .into_iter()
+        .map(CpuPreprocessor::with_threads)
+        .collect();
+    assert_eq!(
+        pres.iter()
+            .map(CpuPreprocessor::threads)
+            .collect::<Vec<_>>(),
+        [1, 2, 3, 8]
+    );
+    for format in FORMATS {
+        let (w, h) = size_for(format, 97, 55);
+        let src = picture(format, w, h, 6);
+        for input in inputs(37, 29) {
+            let outputs: Vec<_> = pres
+                .iter_mut()
+                .map(|pre| {
+                    let dst = TensorDyn::new(
+                        &input.shape(),
+                        input.element_type(),
+                        Some(TensorMemory::Mem),
+                        None,
+                    )
+                    .unwrap();
+                    pre.convert(&src, None, color, &input, &dst, 0).unwrap();
+                    bits(&dst, 0)
+                })
+                .collect();
+            for (threads, out) in [2, 3, 8].iter().zip(&outputs[1..]) {
+                assert!(
+                    *out == outputs[0],
+                    "{format:?} {input:?}: {threads} threads differ from one"
+                );
+            }
+        }
+    }
+}

@@ -97,9 +97,10 @@ use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 use super::{FitPlacement, ModelInput, ModelLayout};
 use fixed::FixedPixels;
 use float::FloatPixels;
+use rayon::prelude::*;
 use rows::{PlaneBytes, StreamRows};
 use source::Layout;
-use write::{Frame, OutElem, Pixels, Scratch};
+use write::{Band, Frame, OutElem, Pixels, Scratch};
 use zerocam_tensor::ColorSpec;
 
 /// Converts frames to model inputs on the CPU, keeping its taps and scratch
@@ -120,14 +121,43 @@ use zerocam_tensor::ColorSpec;
 /// assert_eq!(placed.source.x, 28.0); // the centre 72x72 of the frame
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CpuPreprocessor {
-    /// Each stream's taps and kept rows.
-    streams: [StreamRows; 2],
+    /// One per thread: its streams' taps and kept rows, its scratch rows.
+    workers: Vec<Worker>,
     /// What the taps were worked out for.
     geometry: Option<Geometry>,
+    /// Threads the output rows are split over.
+    threads: usize,
+    /// The pool they run on, made once (`None`: one thread, the caller's).
+    pool: Option<rayon::ThreadPool>,
+}
+
+/// What one thread of a conversion keeps between frames.
+#[derive(Debug, Default)]
+struct Worker {
+    /// Each stream's taps and kept rows.
+    streams: [StreamRows; 2],
     /// Channel rows for layouts and types not written in place.
     scratch: Scratch,
+}
+
+/// The most threads one conversion is split over.
+pub const MAX_THREADS: usize = 8;
+
+impl Default for CpuPreprocessor {
+    fn default() -> Self {
+        CpuPreprocessor::with_threads(default_threads())
+    }
+}
+
+/// The threads a conversion uses unless told: the cores this process may
+/// run on (`sched_getaffinity` and the cgroup's CPU quota, as the standard
+/// library reads them), at most [`MAX_THREADS`].
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS)
 }
 
 /// Everything the taps depend on.
@@ -143,9 +173,39 @@ struct Geometry {
 type Maps = [Option<(TensorMap<u8, ReadOnly>, usize)>; 2];
 
 impl CpuPreprocessor {
-    /// A preprocessor with no taps or scratch rows yet.
+    /// A preprocessor with no taps or scratch rows yet, on
+    /// [`default_threads`] threads (a pool made here when more than one).
     pub fn new() -> CpuPreprocessor {
         CpuPreprocessor::default()
+    }
+
+    /// A preprocessor whose conversions split the output rows over
+    /// `threads` threads (1 to [`MAX_THREADS`]; clamped), a pool made once
+    /// here. The output is the same, bit for bit, on any number.
+    pub fn with_threads(threads: usize) -> CpuPreprocessor {
+        let threads = threads.clamp(1, MAX_THREADS);
+        // A pool that cannot start (no threads left) leaves the caller's.
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("zerocam-pre-{i}"))
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        let threads = if pool.is_some() { threads } else { 1 };
+        CpuPreprocessor {
+            workers: (0..threads).map(|_| Worker::default()).collect(),
+            geometry: None,
+            threads,
+            pool,
+        }
+    }
+
+    /// The threads a conversion is split over.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Converts `crop` of `src` (all of it for `None`; a rectangle of `src`,
@@ -272,28 +332,32 @@ impl CpuPreprocessor {
             source: [s.x, s.y, s.width, s.height].map(f64::to_bits),
             target: t,
         };
-        for rows in &mut self.streams {
-            rows.forget();
+        for w in &mut self.workers {
+            for rows in &mut w.streams {
+                rows.forget();
+            }
         }
         if self.geometry == Some(geometry) {
             return;
         }
-        for (stream, rows) in layout.streams.iter().zip(&mut self.streams) {
-            let (pw, ph) = stream.size(size);
-            rows.columns.fill(
-                (s.x, s.width),
-                t.width,
-                (size.0, pw),
-                (stream.texel, stream.first),
-            );
-            rows.rows.fill((s.y, s.height), t.height, (size.1, ph));
-            rows.prepare(stream, t.width);
+        for w in &mut self.workers {
+            for (stream, rows) in layout.streams.iter().zip(&mut w.streams) {
+                let (pw, ph) = stream.size(size);
+                rows.columns.fill(
+                    (s.x, s.width),
+                    t.width,
+                    (size.0, pw),
+                    (stream.texel, stream.first),
+                );
+                rows.rows.fill((s.y, s.height), t.height, (size.1, ph));
+                rows.prepare(stream, t.width);
+            }
         }
         self.geometry = Some(geometry);
     }
 
     /// The fused pass into batch element `batch_index` of `dst`.
-    fn store<T: Element + OutElem>(
+    fn store<T: Element + OutElem + Send>(
         &mut self,
         dst: &Tensor<T>,
         frame: &Frame<'_>,
@@ -319,12 +383,25 @@ impl CpuPreprocessor {
                 })
             }
         }
-        write::write(
-            &mut map[..3 * w * h],
-            frame,
-            &mut self.streams,
-            &mut self.scratch,
-        );
+        let mut bands: [Option<Band<'_, T>>; MAX_THREADS] = std::array::from_fn(|_| None);
+        let n = write::bands(&mut map[..3 * w * h], input, self.threads, &mut bands);
+        match (&self.pool, n) {
+            (Some(pool), 2..) => pool.install(|| {
+                bands[..n]
+                    .par_iter_mut()
+                    .zip(self.workers[..n].par_iter_mut())
+                    .for_each(|(band, w)| {
+                        if let Some(band) = band.take() {
+                            write::write_band(band, frame, &mut w.streams, &mut w.scratch);
+                        }
+                    });
+            }),
+            _ => {
+                if let (Some(band), Some(w)) = (bands[0].take(), self.workers.first_mut()) {
+                    write::write_band(band, frame, &mut w.streams, &mut w.scratch);
+                }
+            }
+        }
         map.finish()?;
         Ok(())
     }
@@ -356,8 +433,9 @@ fn check_destination(
         })
 }
 
-/// One conversion with a fresh [`CpuPreprocessor`] (its buffers are dropped
-/// after the call; keep a `CpuPreprocessor` for a stream of frames).
+/// One conversion with a fresh [`CpuPreprocessor`] on this thread alone
+/// (no pool is made for one call; its buffers are dropped after it: keep a
+/// `CpuPreprocessor` for a stream of frames).
 ///
 /// # Errors
 /// As [`CpuPreprocessor::convert`].
@@ -369,5 +447,5 @@ pub fn convert_cpu(
     dst: &TensorDyn,
     batch_index: usize,
 ) -> Result<FitPlacement, CpuConvertError> {
-    CpuPreprocessor::new().convert(src, crop, color, input, dst, batch_index)
+    CpuPreprocessor::with_threads(1).convert(src, crop, color, input, dst, batch_index)
 }

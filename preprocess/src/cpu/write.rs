@@ -160,28 +160,90 @@ pub(super) struct Frame<'a> {
     pub(super) pad: [u8; 3],
 }
 
-/// Writes one model image (`3 * width * height` elements of `dst`): the
-/// target's rows from the streams, the pad around them.
-pub(super) fn write<T: OutElem>(
-    dst: &mut [T],
+/// A band of output rows of one model image, written by one thread: rows
+/// `rows` of each channel plane (NCHW) or of the interleaved pixels (NHWC).
+/// The bands of one image are disjoint, so threads write them at once.
+pub(super) struct Band<'a, T> {
+    /// NCHW: the band's rows of each channel plane; NHWC: the band's rows
+    /// in `out[0]`, the others empty.
+    out: [&'a mut [T]; 3],
+    rows: std::ops::Range<usize>,
+}
+
+/// Splits one model image (`3 * width * height` elements of `dst`) into
+/// at most `N` bands of consecutive rows, as even as rows allow, into
+/// `out` (a fixed array: nothing allocated). Returns how many there are.
+pub(super) fn bands<'a, T, const N: usize>(
+    dst: &'a mut [T],
+    input: &ModelInput,
+    n: usize,
+    out: &mut [Option<Band<'a, T>>; N],
+) -> usize {
+    let (width, height) = (input.width(), input.height());
+    let n = n.clamp(1, N).min(height.max(1));
+    let edge = |k: usize| k * height / n;
+    match input.layout() {
+        ModelLayout::Nchw => {
+            let plane_len = width * height;
+            let (c0, rest) = dst.split_at_mut(plane_len);
+            let (c1, rest) = rest.split_at_mut(plane_len);
+            let mut rest = [c0, c1, &mut rest[..plane_len]];
+            for (k, slot) in out.iter_mut().enumerate().take(n) {
+                let rows = edge(k)..edge(k + 1);
+                let len = rows.len() * width;
+                let [a, b, c] = rest;
+                let ((a0, a1), (b0, b1), (c0, c1)) = (
+                    a.split_at_mut(len),
+                    b.split_at_mut(len),
+                    c.split_at_mut(len),
+                );
+                *slot = Some(Band {
+                    out: [a0, b0, c0],
+                    rows,
+                });
+                rest = [a1, b1, c1];
+            }
+        }
+        ModelLayout::Nhwc => {
+            let mut rest = &mut dst[..3 * width * height];
+            for (k, slot) in out.iter_mut().enumerate().take(n) {
+                let rows = edge(k)..edge(k + 1);
+                let (line, after) = std::mem::take(&mut rest).split_at_mut(rows.len() * width * 3);
+                *slot = Some(Band {
+                    out: [line, &mut [], &mut []],
+                    rows,
+                });
+                rest = after;
+            }
+        }
+    }
+    n
+}
+
+/// Writes one band's rows: the target's rows from the streams (their kept
+/// rows start afresh, so a band's output is the same on any thread), the
+/// pad around them.
+pub(super) fn write_band<T: OutElem>(
+    band: Band<'_, T>,
     f: &Frame<'_>,
     streams: &mut [StreamRows; 2],
     scratch: &mut Scratch,
 ) {
-    let (width, height) = (f.input.width(), f.input.height());
+    let width = f.input.width();
     let pad = f.input.pad_values(f.pad).map(T::from_value);
     let t = f.target;
     let cols = t.x..t.x + t.width;
     let n = t.width;
-    let plane_len = width * height;
     let bgr = f.input.channels() == ChannelOrder::Bgr;
-    for row in 0..height {
+    let Band { out: planes, rows } = band;
+    let first = rows.start;
+    let [c0, c1, c2] = planes;
+    for row in rows {
         let inside = (t.y..t.y + t.height).contains(&row);
+        let local = row - first;
         match f.input.layout() {
             ModelLayout::Nchw => {
-                let (c0, rest) = dst.split_at_mut(plane_len);
-                let (c1, c2) = rest.split_at_mut(plane_len);
-                let line = row * width..(row + 1) * width;
+                let line = local * width..(local + 1) * width;
                 let mut out = [&mut c0[line.clone()], &mut c1[line.clone()], &mut c2[line]];
                 for (c, pad) in out.iter_mut().zip(pad) {
                     if inside {
@@ -205,7 +267,7 @@ pub(super) fn write<T: OutElem>(
                 planar_row(f, streams, scratch, row - t.y, rgb);
             }
             ModelLayout::Nhwc => {
-                let line = &mut dst[row * width * 3..(row + 1) * width * 3];
+                let line = &mut c0[local * width * 3..(local + 1) * width * 3];
                 if !inside {
                     pad_pixels(line, pad);
                     continue;

@@ -234,6 +234,20 @@ impl Preprocessor {
         Ok(pre)
     }
 
+    /// The same with the CPU path's output rows split over `threads`
+    /// threads (1 to [`MAX_THREADS`](crate::MAX_THREADS), clamped;
+    /// default [`default_threads`](crate::default_threads)). The
+    /// output is the same, bit for bit, on any number.
+    pub fn with_threads(mut self, threads: usize) -> Preprocessor {
+        self.cpu = CpuPreprocessor::with_threads(threads);
+        self
+    }
+
+    /// The threads the CPU path splits a conversion over.
+    pub fn threads(&self) -> usize {
+        self.cpu.threads()
+    }
+
     /// The model input it makes.
     pub fn input(&self) -> &ModelInput {
         &self.input
