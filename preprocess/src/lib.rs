@@ -62,5 +62,5 @@ pub use fit::{Fit, FitPlacement, SourceRect};
 pub use input::{ChannelOrder, ModelInput, ModelLayout, Quantization, MODEL_DTYPES};
 pub use preprocessor::{
     is_software_renderer, Backend, BackendReason, ChosenBackend, PreprocessError, PreprocessStats,
-    Preprocessed, Preprocessor, DEFAULT_RING_DEPTH,
+    Preprocessed, Preprocessor, SourceImage, DEFAULT_RING_DEPTH,
 };

@@ -16,7 +16,7 @@ use model_reference::{expected, max_error, read_element, Source};
 use zerocam_gpu::{Gpu, GpuError};
 use zerocam_preprocess::{
     Backend, BackendReason, ChosenBackend, CpuConvertError, Fit, ModelInput, ModelInputError,
-    ModelLayout, PreprocessError, Preprocessor, DEFAULT_RING_DEPTH,
+    ModelLayout, PreprocessError, Preprocessor, SourceImage, DEFAULT_RING_DEPTH,
 };
 use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
@@ -388,7 +388,9 @@ fn batches_take_one_source_per_image() {
         );
         let mut placements = Vec::new();
         let out = pre
-            .run_batch(&[&a, &b], None, color, |n, p| placements.push((n, p)))
+            .run_batch(&[SourceImage::new(&a), SourceImage::new(&b)], |n, p| {
+                placements.push((n, p))
+            })
             .unwrap();
         assert_eq!(out.tensor.shape(), &[2, 3, 40, 40]);
         assert_eq!(placements.len(), 2);

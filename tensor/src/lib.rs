@@ -102,7 +102,7 @@ pub use placement::{ImagePlacement, PlanePlacement, RootLayout};
 pub use planes::PlaneDescriptor;
 pub use region::Region;
 pub use storage::dma_heap::{allocate_read_only, DEFAULT_HEAPS, HEAP_ENV};
-pub use storage::external::ExternalMemory;
+pub use storage::external::{ExternalMemory, ExternalMemoryMut};
 pub use storage::pbo_ops::PboOps;
 pub use tensor::{Tensor, TensorBuilder};
 pub use tensor_dyn::{DynMap, TensorDyn};

@@ -374,6 +374,54 @@ impl<T: Element> Tensor<T> {
         ))
     }
 
+    /// Wraps memory someone else owns and lends for writing — a model
+    /// runtime's input tensor, a numpy array — as a **writable**
+    /// C-contiguous tensor of `shape`, without a copy: what a model input
+    /// is written straight into
+    /// (`Preprocessor::run_into` in zerocam-preprocess). `owner` is kept
+    /// (boxed) until the last tensor, view or map of it drops; its
+    /// [`ExternalMemoryMut`](crate::ExternalMemoryMut) contract keeps the
+    /// bytes valid and the owner's other users out while a map is open.
+    ///
+    /// ```
+    /// use zerocam_tensor::{ExternalMemoryMut, Tensor};
+    ///
+    /// struct Input(Box<[f32]>); // stands for a runtime's input buffer
+    /// // SAFETY: the box is never reallocated; nothing else touches it.
+    /// unsafe impl ExternalMemoryMut for Input {
+    ///     fn bytes_mut(&mut self) -> &mut [u8] {
+    ///         let len = self.0.len() * 4;
+    ///         // SAFETY: the f32s' own bytes, as many as they have.
+    ///         unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast(), len) }
+    ///     }
+    /// }
+    ///
+    /// let t = Tensor::<f32>::from_external_mut(Input(vec![0.0; 12].into()), &[1, 3, 2, 2], None)?;
+    /// t.map_write()?[5] = 0.5;
+    /// assert_eq!(t.map_read()?[5], 0.5);
+    /// # Ok::<(), zerocam_tensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`from_external`](Tensor::from_external).
+    pub fn from_external_mut(
+        owner: impl crate::ExternalMemoryMut,
+        shape: &[usize],
+        name: Option<&str>,
+    ) -> Result<Self> {
+        let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
+        let storage = ExternalStorage::new_mut(Box::new(owner), std::mem::align_of::<T>())?;
+        let buffer = Buffer::new(storage);
+        check_fits(byte_len(&geom), buffer.len())?;
+        Ok(Tensor::from_parts(
+            Arc::new(buffer),
+            None,
+            Geometry::Array(geom),
+            BufferIdentity::fresh(),
+            name.map(Arc::from),
+        ))
+    }
+
     /// Whether the tensor wraps memory someone else owns
     /// ([`from_external`](Tensor::from_external)).
     pub fn is_external(&self) -> bool {

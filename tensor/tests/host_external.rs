@@ -6,7 +6,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use zerocam_tensor::{Error, ExternalMemory, PixelFormat, Region, Tensor, TensorMemory};
+use zerocam_tensor::{
+    Error, ExternalMemory, ExternalMemoryMut, PixelFormat, Region, Tensor, TensorMemory,
+};
 
 /// Bytes in a Vec, counting its drops; `skip` bytes of it left out at the start.
 struct Owned {
@@ -114,4 +116,70 @@ fn too_few_bytes_no_bytes_and_misaligned_bytes_are_typed_errors() {
     let (o, _) = owned(64, 0);
     let f = Tensor::<f32>::from_external(o, &[16], None).unwrap();
     assert_eq!(f.map_read().unwrap().len(), 16);
+}
+
+/// Bytes a caller lends for writing, where it can still see them.
+struct Lent {
+    bytes: Box<[u8]>,
+    drops: Arc<AtomicUsize>,
+}
+
+// SAFETY: the box is never reallocated or touched by anyone else while the
+// value lives; the test reads it only through the address it recorded after
+// every tensor is gone.
+unsafe impl ExternalMemoryMut for Lent {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // What the tensor wrote is in the owner's own bytes.
+        assert_eq!(self.bytes[5], 42);
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn lent_memory_is_written_in_place_and_its_owner_drops_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let bytes = vec![0u8; 24].into_boxed_slice();
+    let address = bytes.as_ptr() as usize;
+    let lent = Lent {
+        bytes,
+        drops: Arc::clone(&drops),
+    };
+    let t = Tensor::<u8>::from_external_mut(lent, &[2, 3, 4], None).unwrap();
+    assert!(t.is_external());
+    {
+        let mut map = t.map_write().unwrap();
+        assert_eq!(
+            map.as_ptr() as usize,
+            address,
+            "the owner's memory, not a copy"
+        );
+        map[5] = 42;
+    }
+    let view = t.clone();
+    drop(t);
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "a handle still holds it");
+    assert_eq!(view.map_read().unwrap()[5], 42);
+    drop(view);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    // Too small: a typed error, and the owner dropped.
+    let lent = Lent {
+        bytes: vec![0u8; 8].into_boxed_slice(),
+        drops: Arc::clone(&drops),
+    };
+    let mut lent = lent;
+    lent.bytes[5] = 42; // its drop checks this byte
+    assert!(matches!(
+        Tensor::<f32>::from_external_mut(lent, &[4], None),
+        Err(Error::BufferTooSmall {
+            needed: 16,
+            available: 8
+        })
+    ));
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
 }

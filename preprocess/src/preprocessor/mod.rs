@@ -16,9 +16,11 @@
 mod device;
 mod error;
 mod ring;
+mod source;
 
 pub use device::{is_software_renderer, Backend, BackendReason, ChosenBackend};
 pub use error::PreprocessError;
+pub use source::SourceImage;
 
 use zerocam_tensor::{Region, Tensor, TensorDyn, TensorMemory};
 
@@ -239,8 +241,17 @@ impl Preprocessor {
     /// default [`default_threads`](crate::default_threads)). The
     /// output is the same, bit for bit, on any number.
     pub fn with_threads(mut self, threads: usize) -> Preprocessor {
-        self.cpu = CpuPreprocessor::with_threads(threads);
+        self.set_threads(threads);
         self
+    }
+
+    /// Splits the CPU path's output rows over `threads` threads from the
+    /// next conversion on (as [`with_threads`](Preprocessor::with_threads);
+    /// the old pool ends here, a new one starts).
+    pub fn set_threads(&mut self, threads: usize) {
+        if threads.clamp(1, crate::MAX_THREADS) != self.cpu.threads() {
+            self.cpu = CpuPreprocessor::with_threads(threads);
+        }
     }
 
     /// The threads the CPU path splits a conversion over.
@@ -310,13 +321,33 @@ impl Preprocessor {
         crop: Option<Region>,
         color: ColorSpec,
     ) -> Result<Preprocessed, PreprocessError> {
-        self.run_batch(&[src], crop, color, |_, _| {})
+        let source = SourceImage::new(src).with_crop(crop).with_color(color);
+        self.run_batch(&[source], |_, _| {})
     }
 
-    /// Converts `sources` (as many as the input's batch) into the batch
-    /// elements of the next free destination, each cropped by `crop` (in
-    /// its own pixels); `placed(n, placement)` is told where source `n`
-    /// landed. The result's `placement` is the first source's.
+    /// Converts `sources` (as many as the input's batch: one a camera, each
+    /// with its own crop and colour spec) into the batch elements of the
+    /// next free destination; `placed(n, placement)` is told where source
+    /// `n` landed. The result's `placement` is the first source's. On the
+    /// CPU each image's rows are split over the preprocessor's
+    /// [`threads`](Preprocessor::threads).
+    ///
+    /// ```
+    /// use zerocam_preprocess::{Backend, ModelInput, Preprocessor, SourceImage};
+    /// use zerocam_tensor::{ColorSpec, Matrix, PixelFormat, Range, Region, Tensor, TensorMemory};
+    /// let input = ModelInput::new(64, 64)?.batch(2)?;
+    /// let mut pre = Preprocessor::new(input, Backend::Cpu)?;
+    /// let mem = Some(TensorMemory::Mem);
+    /// let front = Tensor::<u8>::image(128, 72, PixelFormat::Nv12, mem)?;
+    /// let rear = Tensor::<u8>::image(64, 64, PixelFormat::Yuyv, mem)?;
+    /// let sources = [
+    ///     SourceImage::new(&front).with_crop(Some(Region::new(32, 0, 64, 72))),
+    ///     SourceImage::new(&rear).with_color(ColorSpec::new(Matrix::Bt709, Range::Full)),
+    /// ];
+    /// let out = pre.run_batch(&sources, |n, p| println!("camera {n} at {:?}", p.target))?;
+    /// assert_eq!(out.tensor.shape(), &[2, 3, 64, 64]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`run`](Preprocessor::run); [`PreprocessError::BatchSize`] for
@@ -324,10 +355,8 @@ impl Preprocessor {
     /// leaves the destination with the elements before it written.
     pub fn run_batch(
         &mut self,
-        sources: &[&Tensor<u8>],
-        crop: Option<Region>,
-        color: ColorSpec,
-        mut placed: impl FnMut(usize, FitPlacement),
+        sources: &[SourceImage<'_>],
+        placed: impl FnMut(usize, FitPlacement),
     ) -> Result<Preprocessed, PreprocessError> {
         let batch = self.input.batch_size();
         if sources.len() != batch {
@@ -363,22 +392,81 @@ impl Preprocessor {
                 depth: self.ring.depth(),
             })?
             .clone();
+        let (placement, backend) = self.fill(sources, &dst, placed)?;
+        Ok(Preprocessed {
+            tensor: dst,
+            placement,
+            backend,
+        })
+    }
+
+    /// Converts `crop` of `src`, reading YUV as `color`, into the caller's
+    /// `dst` instead of the ring: a tensor of the input's shape and element
+    /// type, packed, in any memory — a model runtime's own input buffer
+    /// wrapped with [`Tensor::from_external`](zerocam_tensor::Tensor), a
+    /// numpy array's memory, a PBO — so the model reads it without a copy.
+    /// The ring is not touched (nothing allocated, nothing held). Returns
+    /// where the source landed and the device that wrote it.
+    ///
+    /// # Errors
+    /// [`PreprocessError::Model`] for a `dst` that is not the input's
+    /// (element type, shape, packing: the values named); as
+    /// [`run`](Preprocessor::run) for the source.
+    pub fn run_into(
+        &mut self,
+        src: &Tensor<u8>,
+        crop: Option<Region>,
+        color: ColorSpec,
+        dst: &TensorDyn,
+    ) -> Result<(FitPlacement, ChosenBackend), PreprocessError> {
+        let source = SourceImage::new(src).with_crop(crop).with_color(color);
+        self.run_batch_into(&[source], dst, |_, _| {})
+    }
+
+    /// [`run_batch`](Preprocessor::run_batch) into the caller's `dst` (see
+    /// [`run_into`](Preprocessor::run_into)): where the first source landed
+    /// and the device that wrote the batch (the CPU if any image went there).
+    ///
+    /// # Errors
+    /// As [`run_into`](Preprocessor::run_into) and
+    /// [`run_batch`](Preprocessor::run_batch).
+    pub fn run_batch_into(
+        &mut self,
+        sources: &[SourceImage<'_>],
+        dst: &TensorDyn,
+        placed: impl FnMut(usize, FitPlacement),
+    ) -> Result<(FitPlacement, ChosenBackend), PreprocessError> {
+        let batch = self.input.batch_size();
+        if sources.len() != batch {
+            return Err(PreprocessError::BatchSize {
+                batch,
+                sources: sources.len(),
+            });
+        }
+        self.input.check_destination(dst, 0)?;
+        self.fill(sources, dst, placed)
+    }
+
+    /// Each of `sources` into its batch element of `dst`.
+    fn fill(
+        &mut self,
+        sources: &[SourceImage<'_>],
+        dst: &TensorDyn,
+        mut placed: impl FnMut(usize, FitPlacement),
+    ) -> Result<(FitPlacement, ChosenBackend), PreprocessError> {
         let mut first = None;
         let mut backend = self.backend;
         for (n, src) in sources.iter().enumerate() {
-            let (placement, on) = self.convert(src, crop, color, &dst, n)?;
+            let (placement, on) = self.convert(src.tensor, src.crop, src.color, dst, n)?;
             placed(n, placement);
             first.get_or_insert(placement);
             if on == ChosenBackend::Cpu {
                 backend = on;
             }
         }
+        let batch = self.input.batch_size();
         let placement = first.ok_or(PreprocessError::BatchSize { batch, sources: 0 })?;
-        Ok(Preprocessed {
-            tensor: dst,
-            placement,
-            backend,
-        })
+        Ok((placement, backend))
     }
 
     /// One image into batch element `n` of `dst`, on the chosen device (or,

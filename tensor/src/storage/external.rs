@@ -2,6 +2,10 @@
 //! an array of another library. [`ExternalMemory`] is the owner's promise;
 //! [`Tensor::from_external`] wraps it, read-only and without a copy, and
 //! keeps the owner alive as long as any tensor, view or map of it.
+//! [`ExternalMemoryMut`] is the promise of an owner that lends its bytes to
+//! be written (a model runtime's input buffer, a numpy array), which
+//! [`Tensor::from_external_mut`](crate::Tensor::from_external_mut) wraps
+//! writable.
 
 use std::ptr::NonNull;
 
@@ -25,12 +29,34 @@ pub unsafe trait ExternalMemory: Send + Sync + 'static {
     fn bytes(&self) -> &[u8];
 }
 
-/// An [`ExternalMemory`] owner and the slice it gave, read once.
+/// Bytes owned by a value that lends them to be written: a model runtime's
+/// input tensor, a numpy array's memory, a buffer of another library.
+///
+/// # Safety
+/// Implementors promise that, from the moment the value is boxed by
+/// [`Tensor::from_external_mut`](crate::Tensor::from_external_mut) until it
+/// drops:
+/// - [`bytes_mut`](ExternalMemoryMut::bytes_mut), called once, returns a
+///   slice that stays valid at that address and length (whatever address
+///   the value itself has);
+/// - nothing else writes those bytes, or reads them while a writable map of
+///   the tensor is open: the owner's other users (the model's `run`) take
+///   turns with zerocam's writes, ordered by the caller;
+/// - they stay readable and writable from any thread (the type is
+///   `Send + Sync`).
+pub unsafe trait ExternalMemoryMut: Send + Sync + 'static {
+    /// The bytes, lent for writing (called once).
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+/// An [`ExternalMemory`] or [`ExternalMemoryMut`] owner and the slice it
+/// gave, read once.
 pub(crate) struct ExternalStorage {
     ptr: NonNull<u8>,
     len: usize,
+    writable: bool,
     // Dropped last: the bytes above are its.
-    _owner: Box<dyn ExternalMemory>,
+    _owner: Box<dyn Send + Sync>,
 }
 
 impl std::fmt::Debug for ExternalStorage {
@@ -42,11 +68,13 @@ impl std::fmt::Debug for ExternalStorage {
     }
 }
 
-// SAFETY: the pointer is into bytes the owner keeps valid, unchanged and
-// readable from any thread while it lives (`ExternalMemory`'s contract), and
-// the owner is `Send + Sync`.
+// SAFETY: the pointer is into bytes the owner keeps valid (unchanged, or
+// written only through this storage's maps) and usable from any thread while
+// it lives (`ExternalMemory`'s and `ExternalMemoryMut`'s contracts), and the
+// owner is `Send + Sync`.
 unsafe impl Send for ExternalStorage {}
-// SAFETY: as above: shared access only reads.
+// SAFETY: as above: shared access reads; writes go through a writable map,
+// which the buffer layer gives one at a time.
 unsafe impl Sync for ExternalStorage {}
 
 impl ExternalStorage {
@@ -55,6 +83,24 @@ impl ExternalStorage {
     pub fn new(owner: Box<dyn ExternalMemory>, align: usize) -> Result<ExternalStorage> {
         let bytes = owner.bytes();
         let (ptr, len) = (bytes.as_ptr(), bytes.len());
+        ExternalStorage::checked(ptr.cast_mut(), len, align, false, owner)
+    }
+
+    /// Boxes a writable `owner` and reads its slice once, checked as
+    /// [`new`](ExternalStorage::new).
+    pub fn new_mut(mut owner: Box<dyn ExternalMemoryMut>, align: usize) -> Result<ExternalStorage> {
+        let bytes = owner.bytes_mut();
+        let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+        ExternalStorage::checked(ptr, len, align, true, owner)
+    }
+
+    fn checked(
+        ptr: *mut u8,
+        len: usize,
+        align: usize,
+        writable: bool,
+        owner: Box<dyn Send + Sync>,
+    ) -> Result<ExternalStorage> {
         if len == 0 {
             return Err(Error::BufferTooSmall {
                 needed: 1,
@@ -68,13 +114,14 @@ impl ExternalStorage {
             });
         }
         // A slice's pointer is never null.
-        let ptr = NonNull::new(ptr.cast_mut()).ok_or(Error::BufferTooSmall {
+        let ptr = NonNull::new(ptr).ok_or(Error::BufferTooSmall {
             needed: 1,
             available: 0,
         })?;
         Ok(ExternalStorage {
             ptr,
             len,
+            writable,
             _owner: owner,
         })
     }
@@ -90,7 +137,7 @@ impl Storage for ExternalStorage {
     }
 
     fn writable(&self) -> bool {
-        false
+        self.writable
     }
 
     fn begin_cpu_access(&self, _access: Access) -> Result<NonNull<u8>> {
