@@ -38,6 +38,8 @@ mod frame;
 mod frame_files;
 mod hostpin;
 mod lease;
+#[allow(unsafe_code)] // the FFI edge: an array's memory, lent for writing
+mod lent;
 #[allow(unsafe_code)] // the syscall/FFI edge: `unsafe` is allowed only in such modules
 mod mapview;
 mod model;

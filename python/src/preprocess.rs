@@ -16,7 +16,7 @@ use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySequence};
-use zerocam_preprocess::{Backend, FitPlacement, Preprocessed, Preprocessor as RPreprocessor};
+use zerocam_preprocess::{Backend, FitPlacement, Preprocessor as RPreprocessor, SourceImage};
 use zerocam_tensor::Tensor;
 use zerocam_tensor::{ColorSpec, Matrix, Range};
 
@@ -101,13 +101,50 @@ fn source(obj: &Bound<'_, PyAny>) -> PyResult<(Tensor<u8>, Option<ColorSpec>)> {
     )))
 }
 
+/// Whether `obj` is a list or tuple (a batch, or one crop a source).
+fn is_sequence(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>() || obj.is_instance_of::<pyo3::types::PyTuple>()
+}
+
 /// The sources of a call: one frame or tensor, or a list or tuple of them.
 fn sources(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(Tensor<u8>, Option<ColorSpec>)>> {
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<pyo3::types::PyTuple>() {
+    if is_sequence(obj) {
         let seq = obj.cast::<PySequence>()?;
         return (0..seq.len()?).map(|i| source(&seq.get_item(i)?)).collect();
     }
     Ok(vec![source(obj)?])
+}
+
+/// The crop of each of `n` sources: `None` (all of each), one region for
+/// every source, or a list of `n` regions or `None`s (one a camera).
+fn crops(
+    obj: Option<&Bound<'_, PyAny>>,
+    n: usize,
+) -> PyResult<Vec<Option<zerocam_tensor::Region>>> {
+    let Some(obj) = obj.filter(|c| !c.is_none()) else {
+        return Ok(vec![None; n]);
+    };
+    // A list of crops is a list of regions or Nones, not a 4-tuple of ints.
+    if obj.is_instance_of::<PyList>() {
+        let seq = obj.cast::<PySequence>()?;
+        if seq.len()? != n {
+            return Err(invalid(format!(
+                "crop: a list of {} crops for {n} source(s); give one a source, or one region for all",
+                seq.len()?
+            )));
+        }
+        return (0..n)
+            .map(|i| {
+                let c = seq.get_item(i)?;
+                if c.is_none() {
+                    Ok(None)
+                } else {
+                    Region::parse(&c).map(Some)
+                }
+            })
+            .collect();
+    }
+    Ok(vec![Some(Region::parse(obj)?); n])
 }
 
 #[pymethods]
@@ -115,22 +152,39 @@ impl PyPreprocessor {
     /// A preprocessor of `model_input` on `device` (`"auto"`: the GPU where it
     /// is real hardware, else the CPU; `"gpu"`; `"cpu"`, which never loads
     /// EGL), handing results out of a ring of `ring` destinations: up to
-    /// `ring` results may be held at once.
+    /// `ring` results may be held at once. On the CPU each image's rows are
+    /// split over `threads` threads (a pool made here; `None`: the cores
+    /// this process may use, at most 8); the output is the same bits on any
+    /// number.
     #[new]
-    #[pyo3(signature = (model_input, device="auto", ring=3))]
+    #[pyo3(signature = (model_input, device="auto", ring=3, threads=None))]
     fn new(
         py: Python<'_>,
         model_input: Bound<'_, PyModelInput>,
         device: &str,
         ring: i64,
+        threads: Option<i64>,
     ) -> PyResult<PyPreprocessor> {
         let device = device_arg(device)?;
         let depth = usize::try_from(ring)
             .map_err(|_| invalid(format!("ring {ring} is negative: give at least 1")))?;
+        let threads = match threads {
+            None => zerocam_preprocess::default_threads(),
+            Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+            Some(n) => {
+                return Err(invalid(format!(
+                    "threads {n}: give at least 1 (or None for the cores this process may use)"
+                )))
+            }
+        };
         let input = model_input.get().inner.clone();
         // Opening the GPU starts its thread and context: without the GIL.
         let pre = py
-            .detach(|| RPreprocessor::new(input, device)?.with_ring_depth(depth))
+            .detach(|| {
+                RPreprocessor::new(input, device)?
+                    .with_ring_depth(depth)
+                    .map(|p| p.with_threads(threads))
+            })
             .map_err(preprocess_err)?;
         #[cfg(feature = "cuda")]
         if let Some(gpu) = pre.gpu() {
@@ -144,49 +198,75 @@ impl PyPreprocessor {
     }
 
     /// Converts `source` — a `Frame`, a uint8 image `Tensor`, or a list of
-    /// `batch` of them — cropped to `crop` (a `Region` or `(x, y, width,
-    /// height)` in the source's pixels; `None`: all of it), reading YUV as
-    /// `color`: `("bt601"|"bt709", "limited"|"full")`, or `None` for the
-    /// frame's own spec (`Frame.color_spec`; BT.601 limited range for a
-    /// tensor). Returns the model input, a `Tensor` of the ring:
-    /// keep it only as long as needed (`NoFreeBuffer` once `ring` results
-    /// are held). A frame is read during the call only.
-    #[pyo3(signature = (source, crop=None, color=None))]
+    /// `batch` of them (one a camera) — cropped to `crop` (a `Region` or
+    /// `(x, y, width, height)` in the source's pixels, for every source; a
+    /// list of them or `None`s, one a source; `None`: all of each), reading
+    /// YUV as `color`: `("bt601"|"bt709", "limited"|"full")` for every
+    /// source, or `None` for each frame's own spec (`Frame.color_spec`;
+    /// BT.601 limited range for a tensor).
+    ///
+    /// Without `out`, returns the model input, a `Tensor` of the ring: keep
+    /// it only as long as needed (`NoFreeBuffer` once `ring` results are
+    /// held). With `out` — a `Tensor` of the input's shape and dtype, such
+    /// as `Tensor.from_array(a)` over the array a model runtime reads —
+    /// writes into it instead, in place, and returns it; the ring is not
+    /// used. A frame is read during the call only.
+    #[pyo3(signature = (source, crop=None, color=None, out=None))]
     fn __call__(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         crop: Option<&Bound<'_, PyAny>>,
         color: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyTensor> {
+        out: Option<Bound<'_, PyTensor>>,
+    ) -> PyResult<Py<PyTensor>> {
         let srcs = sources(source)?;
-        let crop = crop
-            .filter(|c| !c.is_none())
-            .map(Region::parse)
-            .transpose()?;
-        // An explicit colour wins; else the first frame's; else BT.601 limited.
-        let color = color_arg(color)?
-            .or_else(|| srcs.iter().find_map(|(_, c)| *c))
-            .unwrap_or_default();
+        let crops = crops(crop, srcs.len())?;
+        // An explicit colour is every source's; else each frame's own.
+        let color = color_arg(color)?;
         let this = slf.get();
-        let out: Preprocessed = py
+        let dst = out.as_ref().map(|o| o.get().inner.clone());
+        let made = py
             .detach(|| {
-                let refs: Vec<&Tensor<u8>> = srcs.iter().map(|(t, _)| t).collect();
+                let images: Vec<SourceImage<'_>> = srcs
+                    .iter()
+                    .zip(&crops)
+                    .map(|((t, own), crop)| {
+                        SourceImage::new(t)
+                            .with_crop(*crop)
+                            .with_color(color.or(*own).unwrap_or_default())
+                    })
+                    .collect();
                 let mut pre = this.inner.lock().unwrap_or_else(PoisonError::into_inner);
                 let mut placements = this
                     .placements
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
                 placements.clear();
-                pre.run_batch(&refs, crop, color, |_, p| placements.push(p))
+                let placed = |_, p| placements.push(p);
+                match &dst {
+                    Some(dst) => pre.run_batch_into(&images, dst, placed).map(|_| None),
+                    None => pre.run_batch(&images, placed).map(|p| Some(p.tensor)),
+                }
             })
             .map_err(preprocess_err)?;
-        // The result keeps its preprocessor: on the GPU its memory is a PBO
-        // of the preprocessor's GL context, which ends with the last handle.
-        Ok(PyTensor::wrap_owned(
-            out.tensor,
-            slf.clone().into_any().unbind(),
-        ))
+        match (made, out) {
+            // The result keeps its preprocessor: on the GPU its memory is a
+            // PBO of the preprocessor's GL context, which ends with the last
+            // handle.
+            (Some(tensor), _) => Py::new(
+                py,
+                PyTensor::wrap_owned(tensor, slf.clone().into_any().unbind()),
+            ),
+            (None, Some(out)) => Ok(out.unbind()),
+            (None, None) => Err(invalid("no model input was made")),
+        }
+    }
+
+    /// The threads the CPU path splits an image's rows over.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.lock().threads()
     }
 
     /// The `ModelInput` it makes.

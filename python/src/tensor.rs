@@ -399,6 +399,17 @@ impl PyTensor {
         Ok(capsule)
     }
 
+    /// The memory of `array` — a numpy array, or any object with
+    /// `__array_interface__`: C-contiguous, writable, a zerocam dtype — as a
+    /// writable tensor of its shape and dtype, without a copy. Writes through
+    /// the tensor (`Preprocessor(...)(frame, out=t)`) land in the array;
+    /// the tensor keeps the array alive. Don't read or write the array while
+    /// zerocam writes it (a call that takes `out=` returns when it is done).
+    #[staticmethod]
+    fn from_array(array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        Ok(PyTensor::wrap(crate::lent::from_array(array)?))
+    }
+
     /// A tensor from any object with `__zerocam_tensor__` (another zerocam
     /// extension module's tensor): same buffer, no copy.
     #[staticmethod]

@@ -173,6 +173,10 @@ class Tensor:
         """
     @staticmethod
     def from_zerocam(obj: Any) -> Tensor: ...
+    @staticmethod
+    def from_array(array: Any) -> Tensor:
+        """A numpy array's own memory (C-contiguous, writable) as a writable
+        tensor, without a copy: `Preprocessor(...)(frame, out=t)` writes it."""
     @property
     def shape(self) -> Tuple[int, ...]: ...
     @property
@@ -370,13 +374,20 @@ class Preprocessor:
         model_input: ModelInput,
         device: Literal["auto", "gpu", "cpu"] = "auto",
         ring: int = 3,
+        threads: Optional[int] = None,
     ) -> None: ...
     def __call__(
         self,
         source: Union[Frame, Tensor, Sequence[Union[Frame, Tensor]]],
-        crop: Optional[RegionLike] = None,
+        crop: Union[None, RegionLike, list[Optional[RegionLike]]] = None,
         color: ColorLike = None,
-    ) -> Tensor: ...
+        out: Optional[Tensor] = None,
+    ) -> Tensor:
+        """The model input: a ring tensor, or `out` written in place. A
+        list of sources is a batch (one a camera), each read with its own
+        crop (a list of them) and its frame's own colour spec."""
+    @property
+    def threads(self) -> int: ...
     @property
     def model_input(self) -> ModelInput: ...
     @property
