@@ -531,6 +531,12 @@ typedef struct zerocam_fd_identity {
 } zerocam_fd_identity;
 
 /**
+ * Called once when the last handle, view and map of a wrapped tensor is
+ * gone, with the `user` pointer given to `zerocam_tensor_wrap`.
+ */
+typedef void (*zerocam_release_fn)(void *user);
+
+/**
  * Read only.
  */
 #define ZEROCAM_ACCESS_READ 1
@@ -1134,9 +1140,9 @@ zerocam_status zerocam_preprocessor_run_tensor(struct zerocam_preprocessor *prep
 zerocam_status zerocam_preprocessor_run_crop(struct zerocam_preprocessor *preprocessor, const struct zerocam_frame *frame, const struct zerocam_region *crop, struct zerocam_tensor **out, struct zerocam_placement *placement);
 
 /**
- * Converts `count` frames (the model input's batch) into the batch
- * elements of one model input tensor, each read in the first frame's
- * colour space: a new handle, as `zerocam_preprocessor_run`.
+ * Converts `count` frames (the model input's batch: one a camera) into
+ * the batch elements of one model input tensor, each read in its own
+ * frame's colour space: a new handle, as `zerocam_preprocessor_run`.
  *
  * # Safety
  * `frames` is NULL or valid for reads of `count` handles; `out` is NULL or
@@ -1147,6 +1153,42 @@ zerocam_status zerocam_preprocessor_run_crop(struct zerocam_preprocessor *prepro
  * as `zerocam_preprocessor_run` otherwise.
  */
 zerocam_status zerocam_preprocessor_run_batch(struct zerocam_preprocessor *preprocessor, struct zerocam_frame *const *frames, size_t count, struct zerocam_tensor **out);
+
+/**
+ * As `zerocam_preprocessor_run_crop`, writing into the caller's `dst`
+ * instead of the ring: a tensor of the model input's shape and dtype, such
+ * as `zerocam_tensor_wrap` of a model runtime's input buffer, so the model
+ * reads it without a copy. The ring is not used; `dst` stays the caller's.
+ *
+ * # Safety
+ * `crop` is NULL or valid for a read; `placement` is NULL or valid for a
+ * write.
+ *
+ * # Errors
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a `dst` of another shape or dtype
+ * (both named in `zerocam_last_error_message`), or a batched model input;
+ * as `zerocam_preprocessor_run_crop` otherwise.
+ */
+zerocam_status zerocam_preprocessor_run_into(struct zerocam_preprocessor *preprocessor, const struct zerocam_frame *frame, const struct zerocam_region *crop, const struct zerocam_tensor *dst, struct zerocam_placement *placement);
+
+/**
+ * Splits the CPU path's rows of each image over `threads` threads (1 to 8,
+ * clamped; a pool made now, the old one ended); the output is the same
+ * bits on any number. A new preprocessor uses the cores the process may
+ * use, at most 8.
+ *
+ * # Errors
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` for 0.
+ */
+zerocam_status zerocam_preprocessor_set_threads(struct zerocam_preprocessor *preprocessor, size_t threads);
+
+/**
+ * The threads the CPU path splits each image's rows over.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write.
+ */
+zerocam_status zerocam_preprocessor_threads(struct zerocam_preprocessor *preprocessor, size_t *out);
 
 /**
  * The frame pixel where model pixel (`x`, `y`) came from, by `placement`
@@ -1331,6 +1373,27 @@ zerocam_status zerocam_tensor_ref(struct zerocam_tensor *tensor);
  * `ZEROCAM_ERROR_INVALID_HANDLE`.
  */
 zerocam_status zerocam_tensor_unref(struct zerocam_tensor *tensor);
+
+/**
+ * Wraps `size` bytes at `data` — memory the caller owns, such as a model
+ * runtime's input tensor — as a writable, C-contiguous tensor of `ndim`
+ * dimensions `shape` and `dtype`, without a copy. `release(user)` (may be
+ * NULL) is called once when the last handle, view and map of it is gone
+ * (also when wrapping fails); until then the memory must stay valid, and
+ * the caller must not read or write it while zerocam writes it (a call
+ * such as `zerocam_preprocessor_run_into` returns when it is done).
+ *
+ * # Safety
+ * `data` is valid for reads and writes of `size` bytes until `release` is
+ * called; `shape` is NULL or valid for reads of `ndim` values; `out` is
+ * NULL or valid for a write.
+ *
+ * # Errors
+ * `ZEROCAM_ERROR_NULL_ARGUMENT` for a NULL `data`;
+ * `ZEROCAM_ERROR_INVALID_ARGUMENT` for a bad dtype or shape, fewer bytes
+ * than the shape needs, or `data` misaligned for the dtype.
+ */
+zerocam_status zerocam_tensor_wrap(void *data, size_t size, const size_t *shape, size_t ndim, zerocam_dtype dtype, zerocam_release_fn release, void *user, struct zerocam_tensor **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -34,6 +34,7 @@ mod model;
 mod status;
 mod tensor;
 mod values;
+mod wrap;
 
 use std::ffi::{c_char, CStr};
 

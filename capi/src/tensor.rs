@@ -84,7 +84,10 @@ pub struct zerocam_fd_identity {
 /// # Safety
 /// For `ndim` in that range, `shape` is NULL or valid for reads of `ndim`
 /// values.
-unsafe fn shape_arg<'a>(shape: *const usize, ndim: usize) -> Result<&'a [usize], CapiError> {
+pub(crate) unsafe fn shape_arg<'a>(
+    shape: *const usize,
+    ndim: usize,
+) -> Result<&'a [usize], CapiError> {
     if !(1..=ZEROCAM_MAX_DIMS).contains(&ndim) {
         return Err(CapiError::InvalidArgument(format!(
             "ndim {ndim} is not 1..={ZEROCAM_MAX_DIMS}"

@@ -2,7 +2,7 @@
 //! landed), an image tensor, or a batch of frames into a model input.
 
 use ::zerocam_tensor::{ColorSpec, Region, Tensor};
-use zerocam_preprocess::{FitPlacement, PreprocessError, SourceRect};
+use zerocam_preprocess::{FitPlacement, PreprocessError, Preprocessor, SourceImage, SourceRect};
 
 use super::zerocam_preprocessor;
 use crate::capture::{with_frame, zerocam_frame};
@@ -72,28 +72,38 @@ impl From<&FitPlacement> for zerocam_placement {
     }
 }
 
-/// Runs the preprocessor behind `p` on `sources` read as `color`, each
-/// cropped by `crop`: the model input and where the first source landed.
-fn run(
+/// `f` on the preprocessor behind `p`, locked.
+fn with_preprocessor<R>(
     p: *mut zerocam_preprocessor,
-    sources: &[&Tensor<u8>],
-    crop: Option<Region>,
-    color: ColorSpec,
-) -> Result<(*mut zerocam_tensor, FitPlacement), CapiError> {
+    f: impl FnOnce(&mut Preprocessor) -> Result<R, PreprocessError>,
+) -> Result<R, CapiError> {
     let object = table::get(id(p), Kind::Preprocessor, "preprocessor")?;
     let Object::Preprocessor(pre) = &*object else {
         return Err(CapiError::Panic("the table's kind check failed".into()));
     };
-    let done = table::lock(pre, "preprocessor")?
-        .run_batch(sources, crop, color, |_, _| {})
-        .map_err(|e| match e {
-            PreprocessError::RingFull { depth } => CapiError::Busy(format!(
-                "all {depth} model inputs of the preprocessor's ring are held: unref one \
-                 (or make the preprocessor with zerocam_preprocessor_new_with_ring_depth)"
-            )),
-            e => e.into(),
-        })?;
+    let mut pre = table::lock(pre, "preprocessor")?;
+    f(&mut pre).map_err(|e| match e {
+        PreprocessError::RingFull { depth } => CapiError::Busy(format!(
+            "all {depth} model inputs of the preprocessor's ring are held: unref one \
+             (or make the preprocessor with zerocam_preprocessor_new_with_ring_depth)"
+        )),
+        e => e.into(),
+    })
+}
+
+/// Runs the preprocessor behind `p` on `sources`: the model input and where
+/// the first source landed.
+fn run(
+    p: *mut zerocam_preprocessor,
+    sources: &[SourceImage<'_>],
+) -> Result<(*mut zerocam_tensor, FitPlacement), CapiError> {
+    let done = with_preprocessor(p, |pre| pre.run_batch(sources, |_, _| {}))?;
     Ok((new_handle(done.tensor)?, done.placement))
+}
+
+/// One frame's tensor and colour spec.
+fn frame_image(frame: *const zerocam_frame) -> Result<(Tensor<u8>, ColorSpec), CapiError> {
+    with_frame(frame, |f| Ok((f.tensor().clone(), f.color_spec())))
 }
 
 /// The batch of the preprocessor behind `p`.
@@ -152,8 +162,8 @@ pub unsafe extern "C" fn zerocam_preprocessor_run(
 ) -> zerocam_status {
     call("zerocam_preprocessor_run", || {
         let out = Out::new(out, "out")?;
-        let (image, color) = with_frame(frame, |f| Ok((f.tensor().clone(), f.color_spec())))?;
-        let (result, _) = run(preprocessor, &[&image], None, color)?;
+        let (image, color) = frame_image(frame)?;
+        let (result, _) = run(preprocessor, &[SourceImage::new(&image).with_color(color)])?;
         // SAFETY: the caller's promise for `out`.
         unsafe { out.write(result) };
         Ok(())
@@ -186,7 +196,7 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_tensor(
             )));
         }
         let image: Tensor<u8> = t.try_into()?;
-        let (result, _) = run(preprocessor, &[&image], None, ColorSpec::default())?;
+        let (result, _) = run(preprocessor, &[SourceImage::new(&image)])?;
         // SAFETY: the caller's promise for `out`.
         unsafe { out.write(result) };
         Ok(())
@@ -217,10 +227,11 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_crop(
         let out = Out::new(out, "out")?;
         // SAFETY: the caller's promise for `crop`.
         let crop = unsafe { crop_of(crop) }?;
-        let (image, color) = with_frame(frame, |f| Ok((f.tensor().clone(), f.color_spec())))?;
+        let (image, color) = frame_image(frame)?;
         let size = (image.width().unwrap_or(0), image.height().unwrap_or(0));
         let crop = crop_in(crop, size.0, size.1)?;
-        let (result, placed) = run(preprocessor, &[&image], crop, color)?;
+        let source = SourceImage::new(&image).with_crop(crop).with_color(color);
+        let (result, placed) = run(preprocessor, &[source])?;
         if let Ok(placement) = Out::new(placement, "placement") {
             // SAFETY: not NULL; the caller's promise for `placement`.
             unsafe { placement.write(zerocam_placement::from(&placed)) };
@@ -231,9 +242,9 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_crop(
     })
 }
 
-/// Converts `count` frames (the model input's batch) into the batch
-/// elements of one model input tensor, each read in the first frame's
-/// colour space: a new handle, as `zerocam_preprocessor_run`.
+/// Converts `count` frames (the model input's batch: one a camera) into
+/// the batch elements of one model input tensor, each read in its own
+/// frame's colour space: a new handle, as `zerocam_preprocessor_run`.
 ///
 /// # Safety
 /// `frames` is NULL or valid for reads of `count` handles; `out` is NULL or
@@ -260,19 +271,98 @@ pub unsafe extern "C" fn zerocam_preprocessor_run_batch(
         }
         // SAFETY: the caller's promise for `frames`, for this count.
         let handles = unsafe { slice(frames, count, "frames") }?;
-        let mut images = Vec::with_capacity(count);
-        let mut color = ColorSpec::default();
-        for (i, &f) in handles.iter().enumerate() {
-            let (image, c) = with_frame(f, |f| Ok((f.tensor().clone(), f.color_spec())))?;
-            if i == 0 {
-                color = c;
-            }
-            images.push(image);
-        }
-        let refs: Vec<&Tensor<u8>> = images.iter().collect();
-        let (result, _) = run(preprocessor, &refs, None, color)?;
+        let images = handles
+            .iter()
+            .map(|&f| frame_image(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sources: Vec<SourceImage<'_>> = images
+            .iter()
+            .map(|(t, color)| SourceImage::new(t).with_color(*color))
+            .collect();
+        let (result, _) = run(preprocessor, &sources)?;
         // SAFETY: the caller's promise for `out`.
         unsafe { out.write(result) };
+        Ok(())
+    })
+}
+
+/// As `zerocam_preprocessor_run_crop`, writing into the caller's `dst`
+/// instead of the ring: a tensor of the model input's shape and dtype, such
+/// as `zerocam_tensor_wrap` of a model runtime's input buffer, so the model
+/// reads it without a copy. The ring is not used; `dst` stays the caller's.
+///
+/// # Safety
+/// `crop` is NULL or valid for a read; `placement` is NULL or valid for a
+/// write.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for a `dst` of another shape or dtype
+/// (both named in `zerocam_last_error_message`), or a batched model input;
+/// as `zerocam_preprocessor_run_crop` otherwise.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_run_into(
+    preprocessor: *mut zerocam_preprocessor,
+    frame: *const zerocam_frame,
+    crop: *const zerocam_region,
+    dst: *const zerocam_tensor,
+    placement: *mut zerocam_placement,
+) -> zerocam_status {
+    call("zerocam_preprocessor_run_into", || {
+        // SAFETY: the caller's promise for `crop`.
+        let crop = unsafe { crop_of(crop) }?;
+        let dst = tensor_of(dst, "dst")?;
+        let (image, color) = frame_image(frame)?;
+        let size = (image.width().unwrap_or(0), image.height().unwrap_or(0));
+        let crop = crop_in(crop, size.0, size.1)?;
+        let (placed, _) =
+            with_preprocessor(preprocessor, |pre| pre.run_into(&image, crop, color, &dst))?;
+        if let Ok(placement) = Out::new(placement, "placement") {
+            // SAFETY: not NULL; the caller's promise for `placement`.
+            unsafe { placement.write(zerocam_placement::from(&placed)) };
+        }
+        Ok(())
+    })
+}
+
+/// Splits the CPU path's rows of each image over `threads` threads (1 to 8,
+/// clamped; a pool made now, the old one ended); the output is the same
+/// bits on any number. A new preprocessor uses the cores the process may
+/// use, at most 8.
+///
+/// # Errors
+/// `ZEROCAM_ERROR_INVALID_ARGUMENT` for 0.
+#[no_mangle]
+pub extern "C" fn zerocam_preprocessor_set_threads(
+    preprocessor: *mut zerocam_preprocessor,
+    threads: usize,
+) -> zerocam_status {
+    call("zerocam_preprocessor_set_threads", || {
+        if threads == 0 {
+            return Err(CapiError::InvalidArgument(
+                "threads 0: give at least 1".into(),
+            ));
+        }
+        with_preprocessor(preprocessor, |pre| {
+            pre.set_threads(threads);
+            Ok(())
+        })
+    })
+}
+
+/// The threads the CPU path splits each image's rows over.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zerocam_preprocessor_threads(
+    preprocessor: *mut zerocam_preprocessor,
+    out: *mut usize,
+) -> zerocam_status {
+    call("zerocam_preprocessor_threads", || {
+        let out = Out::new(out, "out")?;
+        let n = with_preprocessor(preprocessor, |pre| Ok(pre.threads()))?;
+        // SAFETY: the caller's promise for `out`.
+        unsafe { out.write(n) };
         Ok(())
     })
 }

@@ -1,6 +1,9 @@
 /* Capture and model inputs from C: sources that cannot open, every buffer
- * held, planes past the frame, model inputs out of range, a full ring. */
+ * held, planes past the frame, model inputs out of range, a full ring, a
+ * model input written into the caller's buffer. */
 #include "common.h"
+
+#include <string.h>
 
 static zerocam_source_options small_nv12(uint32_t buffers)
 {
@@ -216,6 +219,88 @@ static void a_full_preprocessor_ring_is_busy_until_a_result_is_released(void)
     EXPECT_OK(zerocam_source_unref(src));
 }
 
+static int releases;
+static void count_release(void *user)
+{
+    EXPECT(user == (void *)&releases);
+    releases++;
+}
+
+static void run_into_writes_the_callers_buffer_and_threads_are_set(void)
+{
+    zerocam_source_options o = small_nv12(0);
+    zerocam_source *src = NULL;
+    zerocam_frame *frame = NULL;
+    zerocam_model_input in;
+    zerocam_preprocessor *pre = NULL;
+    EXPECT_OK(zerocam_source_open("pattern", &o, &src));
+    EXPECT_OK(zerocam_source_next_frame(src, 1000, &frame));
+    EXPECT_OK(zerocam_model_input_init(&in, 32, 24));
+    EXPECT_OK(zerocam_preprocessor_new(&in, ZEROCAM_DEVICE_CPU, &pre));
+
+    size_t threads = 0;
+    EXPECT_OK(zerocam_preprocessor_set_threads(pre, 2));
+    EXPECT_OK(zerocam_preprocessor_threads(pre, &threads));
+    EXPECT(threads == 2);
+    EXPECT_STATUS(ZEROCAM_ERROR_INVALID_ARGUMENT, zerocam_preprocessor_set_threads(pre, 0));
+    EXPECT_ERROR_MENTIONS("threads 0");
+
+    /* A model runtime's input buffer, written in place. */
+    static float input[3 * 24 * 32];
+    for (size_t i = 0; i < 3 * 24 * 32; i++)
+        input[i] = -1000.0f;
+    size_t shape[4] = {1, 3, 24, 32};
+    zerocam_tensor *dst = NULL;
+    releases = 0;
+    EXPECT_OK(zerocam_tensor_wrap(input, sizeof input, shape, 4, ZEROCAM_DTYPE_F32,
+                                  count_release, &releases, &dst));
+    zerocam_placement placed;
+    EXPECT_OK(zerocam_preprocessor_run_into(pre, frame, NULL, dst, &placed));
+    EXPECT(placed.model_width == 32 && placed.target_height == 24);
+    for (size_t i = 0; i < 3 * 24 * 32; i++)
+        EXPECT(input[i] >= 0.0f && input[i] <= 1.0f);
+    zerocam_map *map = NULL;
+    zerocam_mapping m;
+    EXPECT_OK(zerocam_tensor_map(dst, ZEROCAM_ACCESS_READ, &map, &m));
+    EXPECT(m.data == (void *)input);
+    EXPECT_OK(zerocam_map_unmap(map));
+    /* The same values as the ring's result. */
+    zerocam_tensor *ring = NULL;
+    EXPECT_OK(zerocam_preprocessor_run(pre, frame, &ring));
+    EXPECT_OK(zerocam_tensor_map(ring, ZEROCAM_ACCESS_READ, &map, &m));
+    EXPECT(memcmp(m.data, input, sizeof input) == 0);
+    EXPECT_OK(zerocam_map_unmap(map));
+    EXPECT_OK(zerocam_tensor_unref(ring));
+    EXPECT(releases == 0);
+    EXPECT_OK(zerocam_tensor_unref(dst));
+    EXPECT(releases == 1);
+
+    /* Another shape: named, nothing written. */
+    size_t wrong[4] = {1, 3, 32, 24};
+    EXPECT_OK(zerocam_tensor_wrap(input, sizeof input, wrong, 4, ZEROCAM_DTYPE_F32, NULL, NULL,
+                                  &dst));
+    input[0] = -5.0f;
+    EXPECT_STATUS(ZEROCAM_ERROR_INVALID_ARGUMENT,
+                  zerocam_preprocessor_run_into(pre, frame, NULL, dst, NULL));
+    EXPECT_ERROR_MENTIONS("[1, 3, 24, 32]");
+    EXPECT(input[0] == -5.0f);
+    EXPECT_OK(zerocam_tensor_unref(dst));
+    dst = NULL;
+    /* Too few bytes and NULL data: refused, and released once all the same. */
+    EXPECT_STATUS(ZEROCAM_ERROR_INVALID_ARGUMENT,
+                  zerocam_tensor_wrap(input, 16, shape, 4, ZEROCAM_DTYPE_F32, count_release,
+                                      &releases, &dst));
+    EXPECT(releases == 2 && dst == NULL);
+    EXPECT_STATUS(ZEROCAM_ERROR_NULL_ARGUMENT,
+                  zerocam_tensor_wrap(NULL, 16, shape, 4, ZEROCAM_DTYPE_F32, count_release,
+                                      &releases, &dst));
+    EXPECT(releases == 3);
+
+    EXPECT_OK(zerocam_preprocessor_unref(pre));
+    EXPECT_OK(zerocam_frame_unref(frame));
+    EXPECT_OK(zerocam_source_unref(src));
+}
+
 int main(void)
 {
     RUN(sources_that_cannot_open_say_why);
@@ -224,5 +309,6 @@ int main(void)
     RUN(a_plane_past_plane_count_is_out_of_bounds);
     RUN(model_inputs_out_of_range_are_invalid_argument);
     RUN(a_full_preprocessor_ring_is_busy_until_a_result_is_released);
+    RUN(run_into_writes_the_callers_buffer_and_threads_are_set);
     return test_exit_status("errors_capture");
 }
