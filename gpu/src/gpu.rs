@@ -1,9 +1,12 @@
 //! The GL thread and [`Gpu`], the handle that sends it work.
 //!
 //! GL contexts are bound to one thread, so every GL call runs on a thread the
-//! handle owns; callers send it closures over a channel and wait for the reply.
-//! The thread ends when the last [`Gpu`] handle drops. PBO tensors hold only a
-//! weak link to it, so they may outlive it: their maps then fail with
+//! handle owns; callers queue jobs for it and wait for the reply. A
+//! conversion travels inline with a reply slot each calling thread reuses,
+//! so a frame allocates nothing on either thread; other jobs are boxed
+//! closures with a reply channel each. The thread ends when the last [`Gpu`]
+//! handle drops. PBO tensors hold only a weak link to it, so they may outlive
+//! it: their maps then fail with
 //! [`Error::PboDisconnected`](zerocam_tensor::Error::PboDisconnected).
 //!
 //! A job that panics does not take the thread down, and the thread does not
@@ -14,31 +17,234 @@
 //! EGLImages and render targets are freed at once; what only frees or counts
 //! (PBO unmaps and deletes, [`Gpu::stats`]) still runs.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::{JoinHandle, ThreadId};
 
 use zerocam_cache::GpuCacheStats;
-use zerocam_tensor::Tensor;
+use zerocam_tensor::{Tensor, TensorDyn};
 
-use crate::draw_plan::{plan, ConvertOptions};
+use crate::draw_plan::{plan, ConvertOptions, DrawPlan};
 use crate::egl::EglContext;
 use crate::poison::{self, Poison, PoisonCell, WhenPoisoned};
 use crate::state::GlState;
 use crate::{GpuError, GpuInfo, Result};
 
-type Job = Box<dyn FnOnce(&mut GlState) + Send>;
+/// The queue's first capacity: this many waiting jobs fit before it grows
+/// (once: it keeps what it grew to).
+const QUEUE_CAPACITY: usize = 16;
 
 /// Ids of GL threads, never reused (0 is `PboOps::owner`'s "unknown").
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Locks `m`, whatever a panic elsewhere left in it: every value these
+/// mutexes guard is whole between statements.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the GL thread runs.
+// A conversion is held inline (about 1.5 KB) on purpose: boxing it would be
+// the allocation per frame this type exists to avoid, and the queue holds a
+// few jobs at most.
+#[allow(clippy::large_enum_variant)]
+enum Job {
+    /// Any closure (maps, frees, counters, interop): boxed, and answered
+    /// through a channel of its own when it has a result.
+    Run(Box<dyn FnOnce(&mut GlState) + Send>),
+    /// A conversion (`Gpu::convert`, `Gpu::write_model`): the plan and the
+    /// tensors inline and the caller's reusable reply slot, so a frame
+    /// allocates nothing.
+    Convert(ConvertJob),
+}
+
+/// A planned conversion waiting for the GL thread.
+struct ConvertJob {
+    plan: DrawPlan,
+    src: Tensor<u8>,
+    dst: TensorDyn,
+    options: ConvertOptions,
+    reply: ReplyTx,
+}
+
+impl Job {
+    fn run(self, st: &mut GlState) {
+        match self {
+            Job::Run(f) => f(st),
+            Job::Convert(ConvertJob {
+                plan,
+                src,
+                dst,
+                options,
+                reply,
+            }) => {
+                // The tensors drop inside the job, before the caller hears.
+                let r = st.run("convert", WhenPoisoned::Refuse, move |st| {
+                    st.convert_dyn(&plan, &src, &dst, &options)
+                });
+                reply.send(r.and_then(|r| r));
+            }
+        }
+    }
+}
+
+/// Where the GL thread leaves a conversion's result for its caller: one per
+/// calling thread, made on its first conversion and reused by every later
+/// one (a caller waits for each reply before it sends again).
+struct ReplySlot {
+    state: Mutex<Reply>,
+    ready: Condvar,
+}
+
+enum Reply {
+    Idle,
+    Waiting,
+    Done(Result<()>),
+}
+
+thread_local! {
+    /// This thread's reply slot.
+    static REPLY: Arc<ReplySlot> = Arc::new(ReplySlot {
+        state: Mutex::new(Reply::Idle),
+        ready: Condvar::new(),
+    });
+}
+
+impl ReplySlot {
+    /// This thread's slot, marked waiting (a new one while the thread's
+    /// locals are being destroyed).
+    fn this_thread() -> Arc<ReplySlot> {
+        let slot = REPLY.try_with(Arc::clone).unwrap_or_else(|_| {
+            Arc::new(ReplySlot {
+                state: Mutex::new(Reply::Idle),
+                ready: Condvar::new(),
+            })
+        });
+        *lock(&slot.state) = Reply::Waiting;
+        slot
+    }
+
+    /// Waits for the reply and leaves the slot idle.
+    fn wait(&self) -> Result<()> {
+        let mut state = lock(&self.state);
+        loop {
+            match std::mem::replace(&mut *state, Reply::Idle) {
+                Reply::Done(r) => return r,
+                Reply::Idle => return Err(GpuError::Disconnected),
+                Reply::Waiting => {
+                    *state = Reply::Waiting;
+                    state = self
+                        .ready
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+    }
+}
+
+/// The GL thread's end of a reply slot. Dropped unanswered (the job never
+/// ran: the thread had gone), it answers [`GpuError::Disconnected`].
+struct ReplyTx(Option<Arc<ReplySlot>>);
+
+impl ReplyTx {
+    /// Answers the caller, once: taken out first, so that this value's drop
+    /// (later, when the caller may be waiting on its next call) does nothing.
+    fn send(mut self, r: Result<()>) {
+        if let Some(slot) = self.0.take() {
+            slot.answer(r);
+        }
+    }
+}
+
+impl Drop for ReplyTx {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            slot.answer(Err(GpuError::Disconnected));
+        }
+    }
+}
+
+impl ReplySlot {
+    fn answer(&self, r: Result<()>) {
+        let mut state = lock(&self.state);
+        if matches!(*state, Reply::Waiting) {
+            *state = Reply::Done(r);
+            self.ready.notify_one();
+        }
+    }
+}
+
+/// The jobs waiting for the GL thread: a deque that keeps its capacity, so
+/// queueing allocates nothing once it has held the most jobs it will.
+struct Queue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+struct QueueState {
+    jobs: VecDeque<Job>,
+    /// Cleared when the last handle drops: the thread drains and ends.
+    open: bool,
+    /// Cleared when the thread ends (or unwinds): nothing is taken any more.
+    served: bool,
+}
+
+impl Queue {
+    fn new() -> Queue {
+        Queue {
+            state: Mutex::new(QueueState {
+                jobs: VecDeque::with_capacity(QUEUE_CAPACITY),
+                open: true,
+                served: true,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// The next job, waiting for one; `None` once the queue is closed and
+    /// drained.
+    fn next(&self) -> Option<Job> {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(job) = state.jobs.pop_front() {
+                return Some(job);
+            }
+            if !state.open {
+                return None;
+            }
+            state = self
+                .ready
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Held by the GL thread: when it ends, however it ends, the jobs still
+/// queued are dropped (their callers hear [`GpuError::Disconnected`]) and
+/// later ones are refused.
+struct Served(Arc<Queue>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let left = {
+            let mut state = lock(&self.0.state);
+            state.served = false;
+            std::mem::take(&mut state.jobs)
+        };
+        drop(left); // outside the lock: a job's tensors may queue frees
+    }
+}
 
 /// The channel to the GL thread; dropping the last one ends the thread.
 pub(crate) struct Link {
     /// Process-unique: what this thread's PBOs report as `PboOps::owner`.
     pub id: usize,
-    tx: Mutex<Option<Sender<Job>>>,
+    queue: Arc<Queue>,
     thread: Mutex<Option<JoinHandle<()>>>,
     gl_thread: ThreadId,
     poison: Arc<PoisonCell>,
@@ -65,12 +271,9 @@ impl Link {
         self.call_when(job, WhenPoisoned::Run, f)
     }
 
-    fn call_when<R: Send + 'static>(
-        &self,
-        job: &'static str,
-        when: WhenPoisoned,
-        f: impl FnOnce(&mut GlState) -> R + Send + 'static,
-    ) -> Result<R> {
+    /// Refuses a call that could not be answered (from the GL thread itself)
+    /// or would be refused (on a poisoned thread), without a round trip.
+    fn admit(&self, when: WhenPoisoned) -> Result<()> {
         if std::thread::current().id() == self.gl_thread {
             // A job waiting on its own thread would never be answered.
             return Err(GpuError::OnGlThread {
@@ -78,13 +281,50 @@ impl Link {
             });
         }
         if when == WhenPoisoned::Refuse {
-            poison::check(&self.poison)?; // no round trip to say no
+            poison::check(&self.poison)?;
         }
+        Ok(())
+    }
+
+    fn call_when<R: Send + 'static>(
+        &self,
+        job: &'static str,
+        when: WhenPoisoned,
+        f: impl FnOnce(&mut GlState) -> R + Send + 'static,
+    ) -> Result<R> {
+        self.admit(when)?;
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        self.queue(Box::new(move |st| {
+        self.queue(Job::Run(Box::new(move |st| {
             let _ = reply_tx.send(st.run(job, when, f));
-        }))?;
+        })))?;
         reply_rx.recv().map_err(|_| GpuError::Disconnected)?
+    }
+
+    /// Runs a planned conversion of `src` into `dst` on the GL thread. What
+    /// a frame needs travels inline in the queue and the reply comes back
+    /// through the calling thread's reused slot: no allocation once the
+    /// thread has converted before.
+    pub fn convert(
+        &self,
+        plan: DrawPlan,
+        src: Tensor<u8>,
+        dst: TensorDyn,
+        options: ConvertOptions,
+    ) -> Result<()> {
+        self.admit(WhenPoisoned::Refuse)?;
+        let slot = ReplySlot::this_thread();
+        let job = Job::Convert(ConvertJob {
+            plan,
+            src,
+            dst,
+            options,
+            reply: ReplyTx(Some(Arc::clone(&slot))),
+        });
+        if let Err(e) = self.queue(job) {
+            *lock(&slot.state) = Reply::Idle;
+            return Err(e);
+        }
+        slot.wait()
     }
 
     /// Queues job `job` (`f`, one that only frees) without waiting; it runs
@@ -94,17 +334,31 @@ impl Link {
         job: &'static str,
         f: impl FnOnce(&mut GlState) + Send + 'static,
     ) -> Result<()> {
-        self.queue(Box::new(move |st| {
+        self.queue(Job::Run(Box::new(move |st| {
             let _ = st.run(job, WhenPoisoned::Run, f);
-        }))
+        })))
     }
 
     fn queue(&self, job: Job) -> Result<()> {
-        let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
-        tx.as_ref()
-            .ok_or(GpuError::Disconnected)?
-            .send(job)
-            .map_err(|_| GpuError::Disconnected)
+        let refused = {
+            let mut state = lock(&self.queue.state);
+            if state.open && state.served {
+                state.jobs.push_back(job);
+                None
+            } else {
+                Some(job)
+            }
+        };
+        match refused {
+            None => {
+                self.queue.ready.notify_one();
+                Ok(())
+            }
+            Some(job) => {
+                drop(job); // outside the lock: its tensors may queue frees
+                Err(GpuError::Disconnected)
+            }
+        }
     }
 
     /// The panic that poisoned the thread, if one did.
@@ -121,19 +375,11 @@ impl std::fmt::Debug for Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        // Closing the channel ends the thread's loop; it then frees every GL
-        // object and the context.
-        drop(
-            self.tx
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
-        let handle = self
-            .thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        // Closing the queue ends the thread's loop once it is drained; the
+        // thread then frees every GL object and the context.
+        lock(&self.queue.state).open = false;
+        self.queue.ready.notify_all();
+        let handle = lock(&self.thread).take();
         if let Some(h) = handle {
             if h.thread().id() != std::thread::current().id() {
                 let _ = h.join();
@@ -174,6 +420,18 @@ pub struct GpuStats {
     /// Times an upload texture was given new storage (a source of another
     /// size or format than the last): flat while the uploads keep one size.
     pub upload_allocations: u64,
+    /// Draw calls made by conversions: one per destination rectangle, plus
+    /// one for a model write's sampling pass.
+    pub draws: u64,
+    /// Source samples (a bilinear fetch and colour conversion at one point)
+    /// the conversions' draws made, counted from what each draw's shader
+    /// does per fragment: per texel 1 for RGBA, 2 for packed RGB, 4 for
+    /// planar RGB destinations; one per model pixel for a model write (its
+    /// sampling pass; the packing pass only fetches the results).
+    pub source_samples: u64,
+    /// Times the model sampling pass's texture was made (the first model
+    /// write, and each one of another size than the last).
+    pub model_values_allocations: u64,
 }
 
 /// A handle to the GL thread: cheap to clone, shareable across threads.
@@ -208,13 +466,15 @@ impl Gpu {
     /// [`GpuError::EglUnavailable`] when the libraries are absent,
     /// [`GpuError::Egl`] when no display or context can be made.
     pub fn new() -> Result<Gpu> {
-        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let queue = Arc::new(Queue::new());
+        let served = Served(Arc::clone(&queue));
         let (init_tx, init_rx) = mpsc::sync_channel::<Result<GpuInfo>>(1);
         let poison = Arc::new(PoisonCell::new());
         let thread_poison = Arc::clone(&poison);
         let thread = std::thread::Builder::new()
             .name("zerocam-gl".into())
             .spawn(move || {
+                let served = served; // dropped last, however the thread ends
                 let started = catch_unwind(AssertUnwindSafe(|| {
                     EglContext::new().map(|egl| GlState::new(egl, thread_poison))
                 }));
@@ -231,9 +491,9 @@ impl Gpu {
                     }
                 };
                 let _ = init_tx.send(Ok(state.info().clone()));
-                for job in job_rx {
+                while let Some(job) = served.0.next() {
                     // Every job catches its own panic (`GlState::run`).
-                    job(&mut state);
+                    job.run(&mut state);
                 }
             })
             .map_err(|e| GpuError::EglUnavailable {
@@ -244,7 +504,7 @@ impl Gpu {
         Ok(Gpu {
             link: Arc::new(Link {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                tx: Mutex::new(Some(job_tx)),
+                queue,
                 thread: Mutex::new(Some(thread)),
                 gl_thread,
                 poison,
@@ -323,9 +583,8 @@ impl Gpu {
         let plan = plan(src, dst, options)?;
         self.check_own_pbo(src, "source")?;
         self.check_own_pbo(dst, "destination")?;
-        let (src, dst, options) = (src.clone(), dst.clone(), *options);
         self.link
-            .call("convert", move |st| st.convert(&plan, &src, &dst, &options))?
+            .convert(plan, src.clone(), TensorDyn::U8(dst.clone()), *options)
     }
 
     /// The counters. They stay readable after a panic has poisoned the GL

@@ -1,4 +1,5 @@
-//! The draw: one full-viewport triangle per destination rectangle.
+//! The draw: one full-viewport triangle per destination rectangle; a model
+//! write first draws one over its sampling pass's texture (`draw_model`).
 
 use crate::color;
 use crate::draw_plan::{DrawPlan, Pack};
@@ -25,7 +26,8 @@ pub(crate) struct Program {
     model: ModelUniforms,
 }
 
-/// The model writer's uniform locations (-1, ignored by GL, in image writers).
+/// The model passes' uniform locations (-1, ignored by GL, where a program
+/// lacks one).
 #[derive(Debug, Clone, Copy)]
 struct ModelUniforms {
     src: i32,
@@ -37,6 +39,7 @@ struct ModelUniforms {
     bias: i32,
     pad: i32,
     range: i32,
+    values: i32,
 }
 
 impl Program {
@@ -65,6 +68,7 @@ impl Program {
                 bias: at("u_bias"),
                 pad: at("u_pad"),
                 range: at("u_range"),
+                values: at("u_values"),
             },
         })
     }
@@ -84,21 +88,16 @@ fn model_source(m: &ModelDraw, source: &Bound) -> [f32; 4] {
     ]
 }
 
-/// Draws every rectangle of `plan` into `target`, sampling `source`.
-pub(crate) fn draw(
-    program: &Program,
-    plan: &DrawPlan,
-    source: &Bound,
-    target: &Prepared,
-) -> Result<()> {
+/// Texture unit of the model sampling pass's texture in the packing pass
+/// (past the source's two).
+const VALUES_UNIT: u32 = 2;
+
+/// Uses `program` with `source`'s textures bound and its sampling uniforms
+/// set; returns the texture target the source is bound at.
+fn bind_source(program: &Program, source: &Bound) -> u32 {
     let offsets = source.color.ycbcr_offsets();
     let matrix = color::matrix_columns(source.color);
-    let (out_w, out_h) = (plan.out.0 as f32, plan.out.1 as f32);
-    glutil::bind_framebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);
     glutil::use_program(program.id);
-    glutil::disable(gl::BLEND);
-    glutil::disable(gl::DEPTH_TEST);
-    glutil::disable(gl::SCISSOR_TEST);
     let texture_target = if source.external {
         TEXTURE_EXTERNAL_OES
     } else {
@@ -116,25 +115,12 @@ pub(crate) fn draw(
     glutil::uniform_1i(program.swap_rb, i32::from(source.swap_rb));
     glutil::uniform_mat3(program.yuv, &matrix);
     glutil::uniform_3f(program.yuv_offset, &offsets);
-    glutil::uniform_4f(program.crop, &source.crop);
-    glutil::uniform_2f(program.out, out_w, out_h);
-    if let Some(m) = &plan.model {
-        let u = program.model;
-        let src = model_source(m, source);
-        let t = m.target;
-        glutil::uniform_4f(u.src, &src);
-        glutil::uniform_4f(
-            u.target,
-            &[t.x as f32, t.y as f32, t.width as f32, t.height as f32],
-        );
-        glutil::uniform_2i(u.size, m.size.0 as i32, m.size.1 as i32);
-        glutil::uniform_1i(u.grid, m.grid_width as i32);
-        glutil::uniform_1i(u.first, m.first);
-        glutil::uniform_mat3(u.affine, &m.matrix);
-        glutil::uniform_3f(u.bias, &m.bias);
-        glutil::uniform_3f(u.pad, &m.pad);
-        glutil::uniform_2f(u.range, m.range.0, m.range.1);
-    }
+    texture_target
+}
+
+/// Draws `plan`'s rectangles into the bound framebuffer with the program in
+/// use, each over its viewport, a shared texel through a colour mask.
+fn draw_rects(program: &Program, plan: &DrawPlan) {
     for r in plan.rects.iter() {
         let channel = match r.pack {
             Pack::Channel(c) => c as i32,
@@ -154,6 +140,84 @@ pub(crate) fn draw(
             glutil::color_mask([true; 4]);
         }
     }
+}
+
+fn common_state() {
+    glutil::disable(gl::BLEND);
+    glutil::disable(gl::DEPTH_TEST);
+    glutil::disable(gl::SCISSOR_TEST);
+}
+
+/// Draws every rectangle of an image `plan` into `target`, sampling `source`.
+pub(crate) fn draw(
+    program: &Program,
+    plan: &DrawPlan,
+    source: &Bound,
+    target: &Prepared,
+) -> Result<()> {
+    let (out_w, out_h) = (plan.out.0 as f32, plan.out.1 as f32);
+    glutil::bind_framebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);
+    common_state();
+    let texture_target = bind_source(program, source);
+    glutil::uniform_4f(program.crop, &source.crop);
+    glutil::uniform_2f(program.out, out_w, out_h);
+    draw_rects(program, plan);
     glutil::bind_texture(texture_target, 0);
     glutil::check("glDrawArrays (convert)")
+}
+
+/// The model sampling pass's render target: an `RGBA32UI` texture of the
+/// model's size (a pixel's three output values as float bits) and its
+/// framebuffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModelValues {
+    pub texture: u32,
+    pub framebuffer: u32,
+}
+
+/// Draws a model write in two passes: `sample` renders every model pixel
+/// of `m` once into `values` (one source sample each), then `pack` writes
+/// `plan`'s rectangles of `target` from `values` alone.
+pub(crate) fn draw_model(
+    sample: &Program,
+    pack: &Program,
+    values: ModelValues,
+    plan: &DrawPlan,
+    m: &ModelDraw,
+    source: &Bound,
+    target: &Prepared,
+) -> Result<()> {
+    common_state();
+    glutil::bind_framebuffer(gl::DRAW_FRAMEBUFFER, values.framebuffer);
+    let texture_target = bind_source(sample, source);
+    let u = sample.model;
+    let t = m.target;
+    glutil::uniform_4f(u.src, &model_source(m, source));
+    glutil::uniform_4f(
+        u.target,
+        &[t.x as f32, t.y as f32, t.width as f32, t.height as f32],
+    );
+    glutil::uniform_mat3(u.affine, &m.matrix);
+    glutil::uniform_3f(u.bias, &m.bias);
+    glutil::uniform_3f(u.pad, &m.pad);
+    glutil::uniform_2f(u.range, m.range.0, m.range.1);
+    glutil::viewport(0, 0, m.size.0 as i32, m.size.1 as i32);
+    glutil::draw_triangle();
+    glutil::bind_texture(texture_target, 0);
+
+    glutil::bind_framebuffer(gl::DRAW_FRAMEBUFFER, target.framebuffer);
+    glutil::use_program(pack.id);
+    glutil::active_texture(VALUES_UNIT);
+    glutil::bind_texture(gl::TEXTURE_2D, values.texture);
+    glutil::active_texture(0);
+    let u = pack.model;
+    glutil::uniform_1i(u.values, VALUES_UNIT as i32);
+    glutil::uniform_2i(u.size, m.size.0 as i32, m.size.1 as i32);
+    glutil::uniform_1i(u.grid, m.grid_width as i32);
+    glutil::uniform_1i(u.first, m.first);
+    draw_rects(pack, plan);
+    glutil::active_texture(VALUES_UNIT);
+    glutil::bind_texture(gl::TEXTURE_2D, 0);
+    glutil::active_texture(0);
+    glutil::check("glDrawArrays (model write)")
 }

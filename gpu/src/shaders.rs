@@ -6,8 +6,11 @@
 //! pixel, four bytes of a packed RGB row, or one channel of four pixels of a
 //! planar RGB plane. So RGB, RGBA and planar RGB all render and read back as
 //! plain RGBA8, which every GLES 3 implementation renders to and reads back.
-//! Model inputs (`f32`, `f16`, `i8`, `u8`) are written the same way: the
-//! texel's bytes are the elements' bytes (`WRITE_MODEL`).
+//! Model inputs (`f32`, `f16`, `i8`, `u8`) are written the same way, the
+//! texel's bytes being the elements' bytes, in two passes so that each model
+//! pixel samples the source once: `SAMPLE_MODEL` writes every model pixel's
+//! three values into an integer texture of the model's size, `PACK_MODEL`
+//! packs them into the destination's texels with `texelFetch`.
 
 /// A full-viewport triangle from `gl_VertexID`; no vertex buffers.
 pub const VERTEX: &str = "#version 300 es
@@ -122,22 +125,55 @@ void main() {
 }
 ";
 
-/// Writes the model-input elements of one texel: one `f32`
-/// (`floatBitsToUint`), two `f16` (`packHalf2x16`) or four `u8`/`i8`, as the
-/// texel's four bytes. Grid texel `g` holds the grid's elements
-/// `g * PER .. g * PER + PER`, which are the batch element's from `u_first`
-/// on; where a texel is shared with a neighbouring batch element (odd sizes),
-/// the components outside this one are computed clamped and masked off.
-const WRITE_MODEL: &str = "
+/// The sampling pass of a model write: each fragment is one model pixel
+/// (the render target is an `RGBA32UI` texture of the model's size) and
+/// samples the source once, writing its three output values (`u_affine *
+/// rgb + u_bias`, rounded and clamped when `ROUND` is 1, or the pad) as
+/// float bits. The packing pass (`PACK_MODEL`) then reads them back exactly.
+/// Integer textures are colour-renderable in every GLES 3.0; float ones are
+/// not (`EXT_color_buffer_float`).
+const SAMPLE_MODEL: &str = "
 uniform vec4 u_src;      // sampled source rectangle, normalised to the bound texture
 uniform vec4 u_target;   // model pixels it fills: x, y, width, height
-uniform ivec2 u_size;    // model width, height
-uniform int u_grid;      // texels per grid row
-uniform int u_first;     // grid elements before the batch element's first
 uniform mat3 u_affine;   // value[c] = (u_affine * rgb)[c] + u_bias[c], rgb in 0..1
 uniform vec3 u_bias;
 uniform vec3 u_pad;      // the letterbox bars' values
 uniform vec2 u_range;    // integer values are rounded and clamped to it
+layout(location = 0) out uvec4 o_values;
+
+void main() {
+    vec2 m = vec2(ivec2(gl_FragCoord.xy)); // the model pixel
+    vec3 v;
+    if (any(lessThan(m, u_target.xy)) || any(greaterThanEqual(m, u_target.xy + u_target.zw))) {
+        v = u_pad;
+    } else {
+        // Half-pixel centres: the bilinear sampler subtracts the other 0.5.
+        vec2 p = (m - u_target.xy + 0.5) / u_target.zw;
+        v = u_affine * sample_rgb(u_src.xy + p * u_src.zw) + u_bias;
+#if ROUND == 1
+        v = clamp(sign(v) * floor(abs(v) + 0.5), u_range.x, u_range.y); // half away from 0
+#endif
+    }
+    o_values = uvec4(floatBitsToUint(v), 0u);
+}
+";
+
+/// The packing pass of a model write: the model-input elements of one
+/// texel, one `f32` (`floatBitsToUint`), two `f16` (`packHalf2x16`) or four
+/// `u8`/`i8`, as the texel's four bytes, each element fetched from the
+/// sampling pass's texture (no source sampling here). Grid texel `g` holds
+/// the grid's elements `g * PER .. g * PER + PER`, which are the batch
+/// element's from `u_first` on; where a texel is shared with a neighbouring
+/// batch element (odd sizes), the components outside this one are fetched
+/// clamped and masked off.
+const PACK_MODEL: &str = "#version 300 es
+precision highp float;
+precision highp int;
+precision highp usampler2D;
+uniform usampler2D u_values; // the sampling pass: a pixel's 3 values as float bits
+uniform ivec2 u_size;        // model width, height
+uniform int u_grid;          // texels per grid row
+uniform int u_first;         // grid elements before the batch element's first
 out vec4 o_color;
 
 // DTYPE: 0 u8, 1 i8, 2 f16, 3 f32; LAYOUT: 0 NCHW, 1 NHWC
@@ -149,20 +185,18 @@ out vec4 o_color;
 #define PER 4
 #endif
 
-// The output values of model pixel `pix` (row-major index), in output order.
-vec3 model_pixel(int pix) {
-    int y = pix / u_size.x;
-    vec2 m = vec2(float(pix - y * u_size.x), float(y));
-    if (any(lessThan(m, u_target.xy)) || any(greaterThanEqual(m, u_target.xy + u_target.zw))) {
-        return u_pad;
-    }
-    // Half-pixel centres: the bilinear sampler subtracts the other 0.5.
-    vec2 p = (m - u_target.xy + 0.5) / u_target.zw;
-    vec3 v = u_affine * sample_rgb(u_src.xy + p * u_src.zw) + u_bias;
-#if DTYPE < 2
-    v = clamp(sign(v) * floor(abs(v) + 0.5), u_range.x, u_range.y); // round half away from 0
+// Element `e` of the batch element.
+float value(int e) {
+#if LAYOUT == 0
+    int hw = u_size.x * u_size.y;
+    int c = e / hw;
+    int pix = e - c * hw;
+#else
+    int pix = e / 3;
+    int c = e - 3 * pix;
 #endif
-    return v;
+    int y = pix / u_size.x;
+    return uintBitsToFloat(texelFetch(u_values, ivec2(pix - y * u_size.x, y), 0)[c]);
 }
 
 void main() {
@@ -172,24 +206,9 @@ void main() {
     int k = (t.y * u_grid + t.x) * PER - u_first;
     int last = 3 * u_size.x * u_size.y - 1;
     float v[4] = float[4](0.0, 0.0, 0.0, 0.0);
-#if LAYOUT == 0
-    int hw = u_size.x * u_size.y;
     for (int j = 0; j < PER; j++) {
-        int e = clamp(k + j, 0, last);
-        int c = e / hw;
-        v[j] = model_pixel(e - c * hw)[c];
+        v[j] = value(clamp(k + j, 0, last));
     }
-#else
-    // PER consecutive interleaved values span at most two pixels.
-    int pix = clamp(k, 0, last) / 3;
-    int s = clamp(k + PER - 1, 0, last) - 3 * pix;
-    vec3 a = model_pixel(pix);
-    vec3 b = s >= 3 ? model_pixel(pix + 1) : a;
-    float w[6] = float[6](a.r, a.g, a.b, b.r, b.g, b.b);
-    for (int j = 0; j < PER; j++) {
-        v[j] = w[clamp(k + j, 0, last) - 3 * pix];
-    }
-#endif
 #if DTYPE == 3
     uint u = floatBitsToUint(v[0]);
 #elif DTYPE == 2
@@ -204,14 +223,27 @@ void main() {
 }
 ";
 
-/// The defines and writer of destination `pack` (model inputs from 3 up).
+/// The defines and writer of destination `pack`: an image's texels (0 to
+/// 2), or a model write's sampling pass (`SAMPLE_FLOAT`, `SAMPLE_ROUNDED`).
 fn writer(pack: i32) -> String {
-    if pack >= 3 {
-        let (dtype, layout) = crate::model::draw_plan::unpack_code(pack);
-        format!("#define DTYPE {dtype}\n#define LAYOUT {layout}\n{WRITE_MODEL}")
+    use crate::model::draw_plan::SAMPLE_ROUNDED;
+    if crate::model::draw_plan::is_sample_code(pack) {
+        let round = i32::from(pack == SAMPLE_ROUNDED);
+        format!("#define ROUND {round}\n{SAMPLE_MODEL}")
     } else {
         format!("#define PACK {pack}\n{WRITE}")
     }
+}
+
+/// The fragment shader of a model write's packing pass, model pack code
+/// `code` (`pack_code`): it reads the sampling pass's texture only.
+pub fn fragment_model_pack(code: i32) -> String {
+    let (dtype, layout) = crate::model::draw_plan::unpack_code(code);
+    PACK_MODEL.replacen(
+        "precision highp float;",
+        &format!("#define DTYPE {dtype}\n#define LAYOUT {layout}\nprecision highp float;"),
+        1,
+    )
 }
 
 /// The fragment shader sampling planes uploaded as textures: source `kind`

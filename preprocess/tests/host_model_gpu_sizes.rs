@@ -4,7 +4,8 @@
 //! f64 reference (1 step for `u8`/`i8`, 0.02 for floats): a texel shared by
 //! two batch elements must get each one's bytes and keep the other's. Then
 //! batch views and starts inside a texel, and the GL work of a steady
-//! stream: no program, render target, texture storage or import made again.
+//! stream: no program, render target, texture storage or import made again,
+//! and one source sample per model pixel (`GpuStats::source_samples`).
 #![allow(clippy::unwrap_used)]
 
 #[path = "common/model_gpu.rs"]
@@ -173,13 +174,14 @@ fn an_f16_image_batch_two_bytes_into_its_buffer() {
 }
 
 /// The GL work counted by `GpuStats` that a steady stream must not repeat.
-fn gl_work(s: &GpuStats) -> [u64; 6] {
+fn gl_work(s: &GpuStats) -> [u64; 7] {
     [
         s.programs_linked,
         s.targets.imports,
         s.images.imports,
         s.images_created,
         s.upload_allocations,
+        s.model_values_allocations,
         s.live_images,
     ]
 }
@@ -224,6 +226,52 @@ fn a_steady_stream_repeats_no_gl_work() {
         assert_eq!(after.uploads - first.uploads, N);
         assert_eq!(after.readbacks - first.readbacks, N);
         assert_eq!(after.converts - first.converts, N);
+        assert_eq!(
+            after.source_samples - first.source_samples,
+            N * 63 * 37,
+            "one source sample per model pixel"
+        );
         assert_element(&dst, 2, &frames[2], &i, &opts, tolerance(&i), "steady");
     }
+}
+
+/// A model write samples the source once per model pixel, whatever its
+/// element type, layout and fit: one draw renders the model image's values
+/// (the sampling pass), and one draw per destination rectangle packs them
+/// (one here: these sizes fill whole grid rows). Planar RGB images, whose
+/// every texel holds one channel of four pixels, still sample each pixel
+/// three times: the counter's contrast, and what NCHW model writes did.
+#[test]
+fn each_model_pixel_samples_the_source_once() {
+    let gpu = Gpu::new().unwrap();
+    let src = frame(PixelFormat::Nv12, 96, 64, None);
+    let opts = ConvertOptions::default();
+    let (w, h) = (64, 48);
+    let pixels = (w * h) as u64;
+    for dtype in MODEL_DTYPES {
+        for layout in [ModelLayout::Nchw, ModelLayout::Nhwc] {
+            for fit in [Fit::Stretch, Fit::Letterbox { pad: [114; 3] }] {
+                let i = odd_input(w, h, dtype, layout, 1).fit(fit);
+                let dst = destination(&gpu, &i, TensorMemory::Mem);
+                let before = gpu.stats().unwrap();
+                convert_model_dyn(&gpu, &src, &dst, &i, &opts, 0).unwrap();
+                let after = gpu.stats().unwrap();
+                let what = format!("{dtype:?} {layout:?} {fit:?}");
+                assert_eq!(
+                    after.source_samples - before.source_samples,
+                    pixels,
+                    "{what}: source samples a frame"
+                );
+                assert_eq!(after.draws - before.draws, 2, "{what}: draws a frame");
+                assert_element(&dst, 0, &src, &i, &opts, tolerance(&i), &what);
+            }
+        }
+    }
+    let planar =
+        Tensor::<u8>::image(w, h, PixelFormat::PlanarRgb, Some(TensorMemory::Mem)).unwrap();
+    let before = gpu.stats().unwrap();
+    gpu.convert(&src, &planar, &opts).unwrap();
+    let after = gpu.stats().unwrap();
+    assert_eq!(after.source_samples - before.source_samples, 3 * pixels);
+    assert_eq!(after.draws - before.draws, 3, "one draw per plane");
 }

@@ -36,7 +36,7 @@ pub use readback::leave_pack_state_dirty;
 pub use readback::{PixelRect, Readback};
 pub use textures::{
     active_texture, bind_texture, delete_textures, max_texture_size, tex_storage_2d, texture,
-    TEXTURE_EXTERNAL_OES,
+    texture_nearest, TEXTURE_EXTERNAL_OES,
 };
 pub use upload::{upload_texture, TexUpload, UploadFrom};
 

@@ -19,6 +19,18 @@ pub fn texture(target: u32) -> u32 {
     t
 }
 
+/// A new texture bound at `target` with nearest filtering and edge clamping:
+/// what an integer texture needs to be complete (it cannot be filtered).
+pub fn texture_nearest(target: u32) -> u32 {
+    let t = texture(target);
+    // SAFETY: parameters of the texture just bound, on a current context.
+    unsafe {
+        gl::TexParameteri(target, gl::TEXTURE_MIN_FILTER, gl::NEAREST as i32);
+        gl::TexParameteri(target, gl::TEXTURE_MAG_FILTER, gl::NEAREST as i32);
+    }
+    t
+}
+
 /// Deletes textures.
 pub fn delete_textures(names: &[u32]) {
     if names.is_empty() {

@@ -2,7 +2,9 @@
 //! tensor (`u8`, `i8`, `f16` or `f32`, planes or interleaved, an affine per
 //! channel, a fitted rectangle and pad) on the GPU.
 
-use zerocam_tensor::{Element, Tensor, TensorDyn};
+use std::any::Any;
+
+use zerocam_tensor::{f16, Element, Tensor, TensorDyn};
 
 use super::ModelWrite;
 use crate::draw_plan::ConvertOptions;
@@ -26,7 +28,11 @@ impl Gpu {
     /// driver renders it; the batch elements are bands of one render target.
     /// Any size works: where a batch element begins or ends inside a texel
     /// (a `u8` 63x37, an `f16` 3x5), that texel's other bytes, its
-    /// neighbour's, are left as they were.
+    /// neighbour's, are left as they were. Each model pixel samples the
+    /// source once: a first draw renders the model image's output values
+    /// into an integer texture of the model's size, a second packs them
+    /// into the texels ([`GpuStats::source_samples`](crate::GpuStats) and
+    /// `draws` count both).
     ///
     /// # Errors
     /// [`GpuError::ModelDestination`] for a destination that is not what
@@ -46,10 +52,12 @@ impl Gpu {
         self.check_own_pbo(src, "source")?;
         self.check_own_pbo(dst, "destination")?;
         let element = dst.batch(batch_index)?; // the readback maps this element only
-        let (src, options) = (src.clone(), *options);
-        self.link().call("convert", move |st| {
-            st.convert(&plan, &src, &element, &options)
-        })?
+        let element = into_dyn(element).ok_or_else(|| GpuError::ModelDestination {
+            shape: dst.shape().to_vec(),
+            dtype: T::DTYPE,
+            reason: "its element type is not one of u8, i8, f16, f32",
+        })?;
+        self.link().convert(plan, src.clone(), element, *options)
     }
 
     /// [`write_model`](Gpu::write_model) into a [`TensorDyn`] (its element
@@ -79,6 +87,26 @@ impl Gpu {
     }
 }
 
+/// `t` as a [`TensorDyn`] when its element type is one a model write
+/// renders (the plan has checked that it is), without allocating.
+fn into_dyn<T: Element>(t: Tensor<T>) -> Option<TensorDyn> {
+    let mut slot = Some(t);
+    let any: &mut dyn Any = &mut slot;
+    if let Some(t) = any.downcast_mut::<Option<Tensor<u8>>>() {
+        return t.take().map(TensorDyn::U8);
+    }
+    if let Some(t) = any.downcast_mut::<Option<Tensor<i8>>>() {
+        return t.take().map(TensorDyn::I8);
+    }
+    if let Some(t) = any.downcast_mut::<Option<Tensor<f16>>>() {
+        return t.take().map(TensorDyn::F16);
+    }
+    if let Some(t) = any.downcast_mut::<Option<Tensor<f32>>>() {
+        return t.take().map(TensorDyn::F32);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -86,37 +114,47 @@ mod tests {
     use crate::model::ChannelLayout;
     use zerocam_tensor::DType;
 
-    /// Every model writer compiles with every sampler, the external (dma-buf)
-    /// one included where the host's GL has it: the host never imports, so
-    /// only this test would see a shader that zink or a board would refuse.
+    /// Every model sampling pass compiles with every sampler, the external
+    /// (dma-buf) one included where the host's GL has it (the host never
+    /// imports, so only this test would see a shader that zink or a board
+    /// would refuse), and every packing pass compiles.
     #[test]
     fn every_model_program_compiles() {
+        use crate::model::draw_plan::{pack_code, SAMPLE_FLOAT, SAMPLE_ROUNDED};
         let gpu = Gpu::new().unwrap();
         let external = gpu.info().image_external;
         let compiled = gpu
             .link()
             .call("compile", move |st| -> Result<usize> {
                 let mut n = 0;
-                for dtype in crate::WRITE_DTYPES {
-                    for layout in [ChannelLayout::Planes, ChannelLayout::Interleaved] {
-                        let code = crate::model::draw_plan::pack_code(dtype, layout).unwrap();
-                        for kind in 0..5 {
-                            st.program(false, kind, code)?;
+                for sample in [SAMPLE_FLOAT, SAMPLE_ROUNDED] {
+                    for kind in 0..5 {
+                        st.program(false, kind, sample)?;
+                        n += 1;
+                    }
+                    if external {
+                        for kind in 0..2 {
+                            st.program(true, kind, sample)?;
                             n += 1;
                         }
-                        if external {
-                            for kind in 0..2 {
-                                st.program(true, kind, code)?;
-                                n += 1;
-                            }
-                        }
+                    }
+                }
+                for dtype in crate::WRITE_DTYPES {
+                    for layout in [ChannelLayout::Planes, ChannelLayout::Interleaved] {
+                        let code = pack_code(dtype, layout).unwrap();
+                        // One program, whatever source it follows.
+                        st.program(false, 0, code)?;
+                        st.program(external, 1, code)?;
+                        n += 1;
                     }
                 }
                 Ok(n)
             })
             .unwrap()
             .unwrap();
-        assert_eq!(compiled, if external { 56 } else { 40 });
+        assert_eq!(compiled, if external { 22 } else { 18 });
+        let linked = gpu.stats().unwrap().programs_linked;
+        assert_eq!(linked, compiled as u64);
         assert!(crate::model::draw_plan::pack_code(DType::U16, ChannelLayout::Planes).is_none());
     }
 }

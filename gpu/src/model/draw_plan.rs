@@ -44,6 +44,8 @@ pub(crate) struct ModelDraw {
     pub pad: [f32; 3],
     /// Integer outputs are rounded and clamped to this.
     pub range: (f32, f32),
+    /// The sampling pass's program code ([`sample_code`]).
+    pub sample: i32,
 }
 
 /// The shaders' code of a model write: `3 + 2 * dtype + layout` with dtype
@@ -59,7 +61,32 @@ pub(crate) fn pack_code(dtype: DType, layout: ChannelLayout) -> Option<i32> {
     Some(3 + 2 * d + i32::from(layout == ChannelLayout::Interleaved))
 }
 
-/// The model element type and layout of a pack code of 3 or more.
+/// The shaders' code of a model write's sampling pass for `f16`/`f32`
+/// outputs (the values as computed).
+pub(crate) const SAMPLE_FLOAT: i32 = 11;
+/// The shaders' code of a model write's sampling pass for `u8`/`i8` outputs
+/// (the values rounded and clamped).
+pub(crate) const SAMPLE_ROUNDED: i32 = 12;
+
+/// Whether `code` is a sampling pass's ([`SAMPLE_FLOAT`], [`SAMPLE_ROUNDED`]).
+pub(crate) fn is_sample_code(code: i32) -> bool {
+    code == SAMPLE_FLOAT || code == SAMPLE_ROUNDED
+}
+
+/// The sampling pass's code for outputs of `dtype`.
+pub(crate) fn sample_code(dtype: DType) -> i32 {
+    match dtype {
+        DType::U8 | DType::I8 => SAMPLE_ROUNDED,
+        _ => SAMPLE_FLOAT,
+    }
+}
+
+/// Whether `code` is a model write's packing pass's ([`pack_code`]).
+pub(crate) fn is_pack_code(code: i32) -> bool {
+    (3..=10).contains(&code)
+}
+
+/// The model element type and layout of a pack code (3 to 10).
 pub(crate) fn unpack_code(code: i32) -> (i32, i32) {
     ((code - 3) / 2, (code - 3) % 2)
 }
@@ -238,6 +265,7 @@ pub(crate) fn plan<T: Element>(
         bias: write.bias,
         pad: write.pad,
         range: write.range,
+        sample: sample_code(write.dtype),
     };
     Ok(DrawPlan {
         source: placement_src,
