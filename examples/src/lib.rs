@@ -7,6 +7,9 @@ pub mod blazeface;
 mod example_main;
 #[cfg(feature = "litert")]
 pub mod face;
+#[cfg(feature = "litert")]
+#[allow(unsafe_code)] // LiteRT's input buffer lent to zerocam (`ExternalMemoryMut`)
+mod litert_input;
 pub mod still;
 
 pub use example_main::example_main;

@@ -227,6 +227,9 @@ fn the_model_input_is_mediapipes_normalization() {
                 panic!("not f32")
             };
             assert_eq!(got.shape(), [1, size, size, 3]);
+            // Written in LiteRT's own input buffer: no ring tensor, no copy.
+            assert!(got.is_external(), "LiteRT's memory, lent to zerocam");
+            assert_eq!(d.preprocessor().stats().tensors_allocated, 0);
             let got = got.map_read().unwrap();
             let (worst, at) = got
                 .iter()

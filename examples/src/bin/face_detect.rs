@@ -181,9 +181,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         if !args.no_timings {
             line += &format!(
-                "  | preprocess {:.2} ms, copy {:.3} ms, inference {:.2} ms, decode {:.3} ms",
+                "  | preprocess {:.2} ms, inference {:.2} ms, decode {:.3} ms",
                 ms(t.preprocess),
-                ms(t.copy),
                 ms(t.inference),
                 ms(t.decode)
             );
@@ -196,7 +195,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         if i > 0 {
             total.preprocess += t.preprocess;
-            total.copy += t.copy;
             total.inference += t.inference;
             total.decode += t.decode;
         }
@@ -208,10 +206,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .filter(|&n| n > 0);
     if let (false, Some(n)) = (args.no_timings, timed) {
         println!(
-            "mean of frames 1..{}: preprocess {:.2} ms, copy {:.3} ms, inference {:.2} ms, decode {:.3} ms",
+            "mean of frames 1..{}: preprocess {:.2} ms, inference {:.2} ms, decode {:.3} ms",
             args.frames - 1,
             ms(total.preprocess / n),
-            ms(total.copy / n),
             ms(total.inference / n),
             ms(total.decode / n)
         );
