@@ -71,13 +71,21 @@
 //!   8-bit samples it rounds after each pass (1.25 steps off), on 16-bit
 //!   ones it took half the frame time, and it rebuilt its tables (about 1,300
 //!   allocations) every call.
-//! - `half`'s slice conversion for `f16` (F16C on x86-64, found at run time;
-//!   NEON on aarch64): 14 M instructions a frame against 38 M one at a time.
+//! - `half`'s slice conversion for `f16` (F16C on x86-64, found at run time):
+//!   14 M instructions a frame against 38 M one at a time. On aarch64 it
+//!   takes NEON (`fcvtn`, 4 values a call) only where the CPU reports
+//!   FEAT_FP16, found at run time (Cortex-A55/A76/A78); on Cortex-A53/A72
+//!   (i.MX8M Plus, Raspberry Pi 3/4) it converts in scalar software.
 //!
 //! So the loops are this module's, written for LLVM to vectorize (contiguous
 //! rows, no per-pixel branches) and checked in the generated code on x86-64
-//! (SSE2: `pmulhuw`, `paddw`, `mulps`, 8 or 4 lanes) and built for aarch64
-//! (NEON). What LLVM needed is noted where it matters (`rows::mulhi`,
+//! (SSE2: `pmulhuw`, `paddw`, `mulps`, 8 or 4 lanes) and, by
+//! `preprocess/check-aarch64` in CI, on aarch64 (NEON: `umull`/`umull2` +
+//! `uzp2` on `.8h` for `mulhi` in the blends and the fixed-point pass,
+//! `ucvtf`/`fmul`/`fadd` on `.4s` in the float pass, `st3` for NHWC floats;
+//! docs/benchmarks.md lists what it finds). On both, the gather of
+//! `rows::pass` and the `u8` NHWC store loop (3 bytes a pixel) stay scalar.
+//! What LLVM needed is noted where it matters (`rows::mulhi`,
 //! `rows::blend_rows`, the row window of `rows`). Wider x86 vectors (AVX2)
 //! would need run-time dispatch through `unsafe` `#[target_feature]` calls:
 //! not done (this machine has no AVX2 either).
