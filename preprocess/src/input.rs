@@ -26,6 +26,25 @@ pub enum ChannelOrder {
     Bgr,
 }
 
+/// How the source is resampled to the model's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Resample {
+    /// Bilinear with half-pixel centres: each output pixel blends the 2x2
+    /// source pixels around its centre. What OpenCV's `INTER_LINEAR`, GPU
+    /// texture sampling and MediaPipe's GPU graphs do; fast, but on a large
+    /// downscale it reads 4 of the many pixels behind an output pixel, so
+    /// fine detail aliases.
+    #[default]
+    Bilinear,
+    /// Area averaging (antialiased): on an axis the source is shrunk along,
+    /// each output pixel is the mean of every source pixel it covers,
+    /// weighted by how much of each it covers — OpenCV's `INTER_AREA`,
+    /// PIL's `BOX`, and close to PIL's `BILINEAR` and torchvision's
+    /// `antialias=True`, which many training pipelines use. On an axis that
+    /// is enlarged it is bilinear (as `INTER_AREA` is).
+    Area,
+}
+
 /// Integer quantization of the model's input: `q = round(x / scale) + zero_point`,
 /// clamped to the element type, where `x` is the real value the model expects.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,6 +95,7 @@ pub struct ModelInput {
     mean_std: Option<([f32; 3], [f32; 3])>,
     quantization: Option<Quantization>,
     fit: Fit,
+    resample: Resample,
 }
 
 /// The element types a model input can have.
@@ -101,6 +121,7 @@ impl ModelInput {
             mean_std: None,
             quantization: None,
             fit: Fit::Stretch,
+            resample: Resample::Bilinear,
         })
     }
 
@@ -194,6 +215,19 @@ impl ModelInput {
     pub fn fit(mut self, fit: Fit) -> ModelInput {
         self.fit = fit;
         self
+    }
+
+    /// How the source is resampled to the input's size (default
+    /// [`Resample::Bilinear`]): [`Resample::Area`] to match a model trained
+    /// on PIL- or `INTER_AREA`-resized images.
+    pub fn resample(mut self, resample: Resample) -> ModelInput {
+        self.resample = resample;
+        self
+    }
+
+    /// How the source is resampled.
+    pub fn resample_mode(&self) -> Resample {
+        self.resample
     }
 
     /// Quantization only makes sense for integer outputs; mean/std on an

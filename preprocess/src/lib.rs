@@ -59,7 +59,7 @@ static TEST_ALLOC: test_alloc::Counting = test_alloc::Counting;
 pub use cpu::{convert_cpu, default_threads, CpuConvertError, CpuPreprocessor, MAX_THREADS};
 pub use error::ModelInputError;
 pub use fit::{Fit, FitPlacement, SourceRect};
-pub use input::{ChannelOrder, ModelInput, ModelLayout, Quantization, MODEL_DTYPES};
+pub use input::{ChannelOrder, ModelInput, ModelLayout, Quantization, Resample, MODEL_DTYPES};
 pub use preprocessor::{
     is_software_renderer, Backend, BackendReason, ChosenBackend, PreprocessError, PreprocessStats,
     Preprocessed, Preprocessor, SourceImage, DEFAULT_RING_DEPTH,

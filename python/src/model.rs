@@ -10,7 +10,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use zerocam_preprocess::{
-    ChannelOrder, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout,
+    ChannelOrder, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout, Resample,
 };
 use zerocam_tensor::DType;
 
@@ -96,6 +96,16 @@ fn channels_arg(s: &str) -> PyResult<ChannelOrder> {
     }
 }
 
+fn resample_arg(s: &str) -> PyResult<Resample> {
+    match s.to_ascii_lowercase().as_str() {
+        "bilinear" => Ok(Resample::Bilinear),
+        "area" => Ok(Resample::Area),
+        _ => Err(invalid(format!(
+            "resample {s:?} is not one of \"bilinear\", \"area\""
+        ))),
+    }
+}
+
 fn fit_arg(s: &str, pad: [u8; 3]) -> PyResult<Fit> {
     match s.to_ascii_lowercase().as_str() {
         "stretch" => Ok(Fit::Stretch),
@@ -150,8 +160,8 @@ fn fit_name(f: Fit) -> &'static str {
 impl PyModelInput {
     #[new]
     #[pyo3(
-        signature = (width, height, layout="nchw", dtype=None, mean=None, std=None, scale=None, zero_point=None, fit="stretch", pad=None, channels="rgb", batch=1),
-        text_signature = "(width, height, layout='nchw', dtype='float32', mean=None, std=None, scale=None, zero_point=None, fit='stretch', pad=(114, 114, 114), channels='rgb', batch=1)"
+        signature = (width, height, layout="nchw", dtype=None, mean=None, std=None, scale=None, zero_point=None, fit="stretch", pad=None, channels="rgb", batch=1, resample="bilinear"),
+        text_signature = "(width, height, layout='nchw', dtype='float32', mean=None, std=None, scale=None, zero_point=None, fit='stretch', pad=(114, 114, 114), channels='rgb', batch=1, resample='bilinear')"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -168,6 +178,7 @@ impl PyModelInput {
         pad: Option<&Bound<'_, PyAny>>,
         channels: &str,
         batch: i64,
+        resample: &str,
     ) -> PyResult<PyModelInput> {
         let mut input = ModelInput::new(size("width", width)?, size("height", height)?)
             .map_err(model_err)?
@@ -228,7 +239,9 @@ impl PyModelInput {
             Some(p) if !p.is_none() => pad_arg(p)?,
             _ => [114; 3],
         };
-        input = input.fit(fit_arg(fit, pad)?);
+        input = input
+            .fit(fit_arg(fit, pad)?)
+            .resample(resample_arg(resample)?);
         Ok(PyModelInput {
             inner: input,
             mean: mean.or(std.map(|_| [0.0; 3])),
@@ -298,6 +311,15 @@ impl PyModelInput {
         fit_name(self.inner.fit_mode())
     }
 
+    /// `"bilinear"` or `"area"`: how the source is resampled.
+    #[getter]
+    fn resample(&self) -> &'static str {
+        match self.inner.resample_mode() {
+            Resample::Bilinear => "bilinear",
+            Resample::Area => "area",
+        }
+    }
+
     /// The letterbox bars' RGB colour.
     #[getter]
     fn pad(&self) -> (u8, u8, u8) {
@@ -350,10 +372,14 @@ impl PyModelInput {
             s.push_str(&format!(", pad=({r}, {g}, {b})"));
         }
         s.push_str(&format!(
-            ", channels='{}', batch={})",
+            ", channels='{}', batch={}",
             self.channels(),
             self.inner.batch_size()
         ));
+        if self.inner.resample_mode() != Resample::Bilinear {
+            s.push_str(&format!(", resample='{}'", self.resample()));
+        }
+        s.push(')');
         s
     }
 }

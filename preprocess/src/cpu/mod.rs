@@ -90,6 +90,7 @@
 //! would need run-time dispatch through `unsafe` `#[target_feature]` calls:
 //! not done (this machine has no AVX2 either).
 
+mod area;
 mod error;
 mod fixed;
 mod float;
@@ -102,7 +103,7 @@ pub use error::CpuConvertError;
 
 use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 
-use super::{FitPlacement, ModelInput, ModelLayout};
+use super::{FitPlacement, ModelInput, ModelLayout, Resample};
 use fixed::FixedPixels;
 use float::FloatPixels;
 use rayon::prelude::*;
@@ -175,6 +176,7 @@ struct Geometry {
     size: (usize, usize),
     source: [u64; 4],
     target: Region,
+    resample: Resample,
 }
 
 /// The mapped tensor planes a conversion reads (one or two).
@@ -296,7 +298,7 @@ impl CpuPreprocessor {
                 maps[stream.plane] = Some(source::plane(src, stream.plane)?);
             }
         }
-        self.prepare(layout, (width, height), &placed);
+        self.prepare(layout, (width, height), &placed, input.resample_mode());
         let pad = input.fit_mode().pad();
         let planes = maps.each_ref().map(|m| {
             m.as_ref().map(|(map, stride)| PlaneBytes {
@@ -331,7 +333,13 @@ impl CpuPreprocessor {
     }
 
     /// Works out the taps of each stream, unless they are this geometry's.
-    fn prepare(&mut self, layout: Layout, size: (usize, usize), placed: &FitPlacement) {
+    fn prepare(
+        &mut self,
+        layout: Layout,
+        size: (usize, usize),
+        placed: &FitPlacement,
+        resample: Resample,
+    ) {
         let s = placed.source;
         let t = placed.target;
         let geometry = Geometry {
@@ -339,6 +347,7 @@ impl CpuPreprocessor {
             size,
             source: [s.x, s.y, s.width, s.height].map(f64::to_bits),
             target: t,
+            resample,
         };
         for w in &mut self.workers {
             for rows in &mut w.streams {
@@ -359,6 +368,13 @@ impl CpuPreprocessor {
                 );
                 rows.rows.fill((s.y, s.height), t.height, (size.1, ph));
                 rows.prepare(stream, t.width);
+                rows.area = (resample == Resample::Area).then(|| {
+                    let mut area = rows.area.take().unwrap_or_default();
+                    area.columns.fill((s.x, s.width), t.width, (size.0, pw));
+                    area.rows.fill((s.y, s.height), t.height, (size.1, ph));
+                    area.prepare(stream, t.width);
+                    area
+                });
             }
         }
         self.geometry = Some(geometry);

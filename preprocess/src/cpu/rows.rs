@@ -17,6 +17,7 @@
 //! SSE2, `umull`+`uzp2` on NEON). Each blend truncates twice: under 2/256 of
 //! a step.
 
+use super::area::AreaRows;
 use super::source::Stream;
 use super::taps::{Columns, RowTap, Rows, Weights};
 
@@ -64,6 +65,9 @@ pub(super) fn blend_rows(p: &[u16], q: &[u16], lanes: &[[u16; 8]; 2], out: &mut 
 pub(super) struct StreamRows {
     pub(super) columns: Columns,
     pub(super) rows: Rows,
+    /// Area resampling's taps and rows, when the input asks for it (the
+    /// bilinear taps above are then unused).
+    pub(super) area: Option<AreaRows>,
     stream: Option<Stream>,
     /// Output columns.
     width: usize,

@@ -10,7 +10,7 @@
 /// The first texel, clamped so that the second (`first + 1`) is in the plane
 /// too, and the weight of the second, clamped to `0..=1` (so a point past an
 /// edge reads the edge texel alone). A one-texel plane reads texel 0.
-fn tap(p: f64, n: usize) -> (usize, f64) {
+pub(super) fn tap(p: f64, n: usize) -> (usize, f64) {
     if n < 2 {
         return (0, 0.0);
     }

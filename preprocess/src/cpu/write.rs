@@ -368,7 +368,7 @@ fn rows_of<S: Copy + Default>(rows: &mut [Vec<S>; 3], n: usize) -> [&mut [S]; 3]
 }
 
 /// Target row `r`'s three values, each `n` samples: the vertical blends of
-/// the streams' resampled rows, into `out`.
+/// the streams' resampled rows (or their area rows), into `out`.
 fn values<'s>(
     f: &Frame<'_>,
     streams: &mut [StreamRows; 2],
@@ -377,25 +377,43 @@ fn values<'s>(
     out: &'s mut [Vec<u16>; 3],
 ) -> Option<Values<'s>> {
     let [first, second] = streams;
-    let pairs = [pair(f, first, 0, r), pair(f, second, 1, r)];
+    let rows = [resampled(f, first, 0, r), resampled(f, second, 1, r)];
     for ((stream, k), out) in f.layout.values.into_iter().zip(out.iter_mut()) {
-        let (p, q, lanes) = pairs[stream]?;
         out.resize(n, 0);
-        blend_rows(
-            p.get(k * n..(k + 1) * n)?,
-            q.get(k * n..(k + 1) * n)?,
-            lanes,
-            out,
-        );
+        match rows[stream].as_ref()? {
+            Resampled::Pair((p, q, lanes)) => blend_rows(
+                p.get(k * n..(k + 1) * n)?,
+                q.get(k * n..(k + 1) * n)?,
+                lanes,
+                out,
+            ),
+            Resampled::Row(row) => out.copy_from_slice(row.get(k * n..(k + 1) * n)?),
+        }
     }
     let [a, b, c] = out;
     Some([&a[..], &b[..], &c[..]])
 }
 
-/// Stream `i`'s two resampled rows for target row `r`.
-fn pair<'a>(f: &Frame<'_>, rows: &'a mut StreamRows, i: usize, r: usize) -> Option<RowPair<'a>> {
+/// A stream's samples for one target row.
+enum Resampled<'a> {
+    /// Two resampled rows to blend (bilinear).
+    Pair(RowPair<'a>),
+    /// The row itself (area).
+    Row(&'a [u16]),
+}
+
+/// Stream `i`'s resampled rows for target row `r`.
+fn resampled<'a>(
+    f: &Frame<'_>,
+    rows: &'a mut StreamRows,
+    i: usize,
+    r: usize,
+) -> Option<Resampled<'a>> {
     let plane = f.layout.streams.get(i).and_then(|s| f.planes[s.plane])?;
-    Some(rows.row(plane, r))
+    if rows.area.is_some() {
+        return Some(Resampled::Row(rows.area.as_mut()?.row(plane, r)));
+    }
+    Some(Resampled::Pair(rows.row(plane, r)))
 }
 
 fn pad_pixels<T: OutElem>(line: &mut [T], value: [T; 3]) {
