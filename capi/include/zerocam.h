@@ -294,6 +294,11 @@ typedef uint32_t zerocam_channel_order;
 typedef uint32_t zerocam_fit;
 
 /**
+ * How the source is resampled: one of the `ZEROCAM_RESAMPLE_*` values.
+ */
+typedef uint32_t zerocam_resample;
+
+/**
  * A model's input tensor. Start from `zerocam_model_input_init` (the
  * defaults) and change what the model needs. The value a model sees for a
  * pixel value `p` (0..=255) is `x = (p / 255 - mean) / std` (or `p / 255`
@@ -360,6 +365,10 @@ typedef struct zerocam_model_input {
    * The letterbox bars' RGB colour.
    */
   uint8_t pad[3];
+  /**
+   * Bilinear or area resampling.
+   */
+  zerocam_resample resample;
 } zerocam_model_input;
 
 /**
@@ -585,6 +594,17 @@ typedef void (*zerocam_release_fn)(void *user);
  * The whole frame scaled to fit, centred, bars of colour `pad`.
  */
 #define ZEROCAM_FIT_LETTERBOX 2
+
+/**
+ * Bilinear (OpenCV's `INTER_LINEAR`, GPU texture sampling).
+ */
+#define ZEROCAM_RESAMPLE_BILINEAR 0
+
+/**
+ * Area averaging on a shrunk axis (OpenCV's `INTER_AREA`, PIL's `BOX`),
+ * bilinear on an enlarged one: no aliasing on a large downscale.
+ */
+#define ZEROCAM_RESAMPLE_AREA 1
 
 /**
  * The GPU where it is a real one, else the CPU.

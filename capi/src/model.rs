@@ -8,7 +8,9 @@ pub use run::*;
 
 use std::sync::Mutex;
 
-use zerocam_preprocess::{Backend, ChannelOrder, Fit, ModelInput, ModelLayout, Preprocessor};
+use zerocam_preprocess::{
+    Backend, ChannelOrder, Fit, ModelInput, ModelLayout, Preprocessor, Resample,
+};
 
 use crate::ffi::{call, handle, id, read, Out};
 use crate::handle::{self as table, Kind, Object};
@@ -49,6 +51,15 @@ pub const ZEROCAM_FIT_STRETCH: zerocam_fit = 0;
 pub const ZEROCAM_FIT_CROP: zerocam_fit = 1;
 /// The whole frame scaled to fit, centred, bars of colour `pad`.
 pub const ZEROCAM_FIT_LETTERBOX: zerocam_fit = 2;
+
+/// How the source is resampled: one of the `ZEROCAM_RESAMPLE_*` values.
+#[allow(non_camel_case_types)]
+pub type zerocam_resample = u32;
+/// Bilinear (OpenCV's `INTER_LINEAR`, GPU texture sampling).
+pub const ZEROCAM_RESAMPLE_BILINEAR: zerocam_resample = 0;
+/// Area averaging on a shrunk axis (OpenCV's `INTER_AREA`, PIL's `BOX`),
+/// bilinear on an enlarged one: no aliasing on a large downscale.
+pub const ZEROCAM_RESAMPLE_AREA: zerocam_resample = 1;
 
 /// Where a preprocessor converts: one of the `ZEROCAM_DEVICE_*` values.
 #[allow(non_camel_case_types)]
@@ -99,6 +110,8 @@ pub struct zerocam_model_input {
     pub fit: zerocam_fit,
     /// The letterbox bars' RGB colour.
     pub pad: [u8; 3],
+    /// Bilinear or area resampling.
+    pub resample: zerocam_resample,
 }
 
 /// Fills `input` with the defaults for a `width`x`height` input: batch 1,
@@ -129,6 +142,7 @@ pub unsafe extern "C" fn zerocam_model_input_init(
             zero_point: 0,
             fit: ZEROCAM_FIT_STRETCH,
             pad: [0; 3],
+            resample: ZEROCAM_RESAMPLE_BILINEAR,
         };
         // SAFETY: the caller's promise for `input`.
         unsafe { out.write(defaults) };
@@ -171,7 +185,12 @@ fn model_input(m: &zerocam_model_input) -> Result<ModelInput, CapiError> {
     if m.has_mean_std != 0 {
         input = input.mean_std(m.mean, m.std)?;
     }
-    Ok(input.fit(fit))
+    let resample = match m.resample {
+        ZEROCAM_RESAMPLE_BILINEAR => Resample::Bilinear,
+        ZEROCAM_RESAMPLE_AREA => Resample::Area,
+        v => return Err(bad("resample", v)),
+    };
+    Ok(input.fit(fit).resample(resample))
 }
 
 /// The ring depth `zerocam_preprocessor_new` gives: how many of its model

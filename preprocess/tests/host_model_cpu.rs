@@ -16,7 +16,7 @@ mod model_reference;
 use model_reference::{expected, fit, max_error, read_element, Source};
 use zerocam_preprocess::{
     convert_cpu, ChannelOrder, CpuConvertError, CpuPreprocessor, Fit, ModelInput, ModelInputError,
-    ModelLayout,
+    ModelLayout, Resample,
 };
 use zerocam_tensor::{ColorSpec, Matrix, Range};
 use zerocam_tensor::{DType, ImageLayout, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
@@ -562,7 +562,10 @@ fn every_thread_count_writes_the_same_bits() {
     for format in FORMATS {
         let (w, h) = size_for(format, 97, 55);
         let src = picture(format, w, h, 6);
-        for input in inputs(37, 29) {
+        let area = inputs(37, 29)
+            .into_iter()
+            .map(|i| i.resample(Resample::Area));
+        for input in inputs(37, 29).into_iter().chain(area) {
             let outputs: Vec<_> = pres
                 .iter_mut()
                 .map(|pre| {

@@ -319,7 +319,10 @@ class ModelInput:
         pad: Tuple[int, int, int] = (114, 114, 114),
         channels: Channels = "rgb",
         batch: int = 1,
+        resample: Literal["bilinear", "area"] = "bilinear",
     ) -> None: ...
+    @property
+    def resample(self) -> Literal["bilinear", "area"]: ...
     @property
     def width(self) -> int: ...
     @property

@@ -165,6 +165,9 @@ static void model_inputs_out_of_range_are_invalid_argument(void)
     in.fit = 3;
     EXPECT_BAD_INPUT(in, ZEROCAM_DEVICE_CPU, "fit 3");
     EXPECT_OK(zerocam_model_input_init(&in, 224, 224));
+    in.resample = 2;
+    EXPECT_BAD_INPUT(in, ZEROCAM_DEVICE_CPU, "resample 2");
+    EXPECT_OK(zerocam_model_input_init(&in, 224, 224));
     in.dtype = 99;
     EXPECT_BAD_INPUT(in, ZEROCAM_DEVICE_CPU, "dtype 99");
     EXPECT_OK(zerocam_model_input_init(&in, 224, 224));
@@ -236,6 +239,8 @@ static void run_into_writes_the_callers_buffer_and_threads_are_set(void)
     EXPECT_OK(zerocam_source_open("pattern", &o, &src));
     EXPECT_OK(zerocam_source_next_frame(src, 1000, &frame));
     EXPECT_OK(zerocam_model_input_init(&in, 32, 24));
+    EXPECT(in.resample == ZEROCAM_RESAMPLE_BILINEAR);
+    in.resample = ZEROCAM_RESAMPLE_AREA;
     EXPECT_OK(zerocam_preprocessor_new(&in, ZEROCAM_DEVICE_CPU, &pre));
 
     size_t threads = 0;
