@@ -1,21 +1,28 @@
-//! Single-threaded figures of the CPU model-input path ([`CpuPreprocessor`]),
-//! from a 1280x720 NV12 frame, centre-cropped to 640x640 (the issue's two
-//! goal cases first, then the other element types and a letterbox):
+//! Figures of the CPU model-input path ([`CpuPreprocessor`]), from a
+//! 1280x720 NV12 frame, centre-cropped to 640x640:
 //! - a 1x3x640x640 f32 NCHW input normalized with ImageNet's mean/std;
 //! - a 1x640x640x3 u8 NHWC input (plain RGB);
+//! - the other element types, a letterbox, and area resampling.
 //!
 //! Per case: the fastest and median time over `RUNS` runs (default 60) after
 //! 5 warm-up runs, and the allocations per frame in steady state (counted
-//! by this example's global allocator; the example fails if any case
-//! allocates), and the OpenCV + numpy code that makes the same tensor:
+//! by this example's global allocator over every thread; the example fails
+//! if any case allocates), the median of a `memset` of the output's bytes in
+//! the same run (the floor), and the OpenCV + numpy code that makes the same
+//! tensor. Then four cameras: one batch-4 call against four batch-1 calls,
+//! each into the caller's tensors (`Preprocessor::run_batch_into`,
+//! `run_into`).
 //!
-//! `cargo run --release -p zerocam-preprocess --example model_input_bench [RUNS] [FILTER]`
+//! `ZEROCAM_THREADS=N cargo run --release -p zerocam-preprocess --example model_input_bench [RUNS] [FILTER]`
 //!
+//! `ZEROCAM_THREADS` splits each image's rows over N threads (default 1);
 //! `FILTER` runs only the cases whose name contains it (`f32`, `u8`, ...).
 
 use std::time::{Duration, Instant};
 
-use zerocam_preprocess::{CpuPreprocessor, Fit, ModelInput, ModelLayout};
+use zerocam_preprocess::{
+    Backend, CpuPreprocessor, Fit, ModelInput, ModelLayout, Preprocessor, Resample, SourceImage,
+};
 use zerocam_tensor::ColorSpec;
 use zerocam_tensor::{DType, PixelFormat, Tensor, TensorDyn, TensorMemory};
 
@@ -80,6 +87,15 @@ fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                      .transpose(2, 0, 1)[None]",
         },
         Case {
+            name: "1x3x640x640 f32 NCHW area, ImageNet mean/std",
+            input: base()?
+                .dtype(DType::F32)?
+                .mean_std(MEAN, STD)?
+                .resample(Resample::Area),
+            opencv: "the same with interpolation=cv2.INTER_AREA, then \
+                     ((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+        },
+        Case {
             name: "1x3x640x640 f32 NCHW letterbox (YOLO), 0..1",
             input: ModelInput::new(640, 640)?.fit(Fit::Letterbox { pad: [114; 3] }),
             opencv: "(rgb.astype(np.float32) / 255).transpose(2, 0, 1)[None]",
@@ -106,25 +122,28 @@ fn bench(case: &Case, src: &Tensor<u8>, runs: usize) -> Result<usize, Box<dyn st
         Some(TensorMemory::Mem),
         None,
     )?;
-    // ZEROCAM_THREADS=N: the output rows over N threads (default 1).
-    let threads = std::env::var("ZEROCAM_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(1);
-    let mut pre = CpuPreprocessor::with_threads(threads);
+    let mut pre = CpuPreprocessor::with_threads(threads());
     let color = ColorSpec::default();
     for _ in 0..5 {
         pre.convert(src, None, color, input, &dst, 0)?;
     }
+    let bytes = input.shape().iter().product::<usize>() * input.element_type().size();
+    let mut floor = vec![1u8; bytes];
     let mut times: Vec<Duration> = Vec::with_capacity(runs);
+    let mut memsets: Vec<Duration> = Vec::with_capacity(runs);
     let before = counting_alloc::all_threads();
     for _ in 0..runs {
         let start = Instant::now();
         pre.convert(src, None, color, input, &dst, 0)?;
         times.push(start.elapsed());
+        let start = Instant::now();
+        floor.fill(0);
+        std::hint::black_box(&mut floor);
+        memsets.push(start.elapsed());
     }
     let allocations = counting_alloc::all_threads() - before;
     times.sort();
+    memsets.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let per_frame = usize::try_from(allocations)
         .unwrap_or(usize::MAX)
@@ -135,12 +154,84 @@ fn bench(case: &Case, src: &Tensor<u8>, runs: usize) -> Result<usize, Box<dyn st
         ms(times[0]),
         ms(times[runs / 2]),
     );
+    let (median, memset) = (times[runs / 2], memsets[runs / 2]);
+    println!(
+        "  memset of the output ({bytes} bytes): median {:.3} ms; zerocam {:.1}x it",
+        ms(memset),
+        median.as_secs_f64() / memset.as_secs_f64().max(1e-9)
+    );
     let rgb = match input.fit_mode() {
         Fit::Letterbox { .. } => OPENCV_LETTERBOX,
         _ => OPENCV_RGB,
     };
     println!("  OpenCV + numpy: {rgb}; {}", case.opencv);
     Ok(per_frame)
+}
+
+/// `ZEROCAM_THREADS`, else 1.
+fn threads() -> usize {
+    std::env::var("ZEROCAM_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Four cameras of `input`: one batch-4 call against four batch-1 calls,
+/// each into the caller's tensors; returns the allocations per set.
+fn cameras(
+    label: &str,
+    input: &ModelInput,
+    src: &Tensor<u8>,
+    runs: usize,
+) -> Result<usize, Box<dyn std::error::Error>> {
+    let four = input.clone().batch(4)?;
+    let mem = Some(TensorMemory::Mem);
+    let batch_dst = TensorDyn::new(&four.shape(), four.element_type(), mem, None)?;
+    let single_dst: Vec<TensorDyn> = (0..4)
+        .map(|_| TensorDyn::new(&input.shape(), input.element_type(), mem, None))
+        .collect::<Result<_, _>>()?;
+    let mut batch = Preprocessor::new(four, Backend::Cpu)?.with_threads(threads());
+    let mut single = Preprocessor::new(input.clone(), Backend::Cpu)?.with_threads(threads());
+    let sources = [SourceImage::new(src); 4];
+    let color = ColorSpec::default();
+    let mut one_call = || {
+        batch
+            .run_batch_into(&sources, &batch_dst, |_, _| {})
+            .map(|_| ())
+    };
+    let mut four_calls = || {
+        single_dst
+            .iter()
+            .try_for_each(|d| single.run_into(src, None, color, d).map(|_| ()))
+    };
+    for _ in 0..3 {
+        one_call()?;
+        four_calls()?;
+    }
+    let (mut a, mut b) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    let before = counting_alloc::all_threads();
+    for _ in 0..runs {
+        let start = Instant::now();
+        one_call()?;
+        a.push(start.elapsed());
+        let start = Instant::now();
+        four_calls()?;
+        b.push(start.elapsed());
+    }
+    let allocations = counting_alloc::all_threads() - before;
+    a.sort();
+    b.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let per_set = usize::try_from(allocations)
+        .unwrap_or(usize::MAX)
+        .div_ceil(runs);
+    println!(
+        "4 cameras, {label}: one batch-4 call median {:.2} ms, four batch-1 calls {:.2} ms, \
+         {per_set} allocations/set",
+        ms(a[runs / 2]),
+        ms(b[runs / 2])
+    );
+    Ok(per_set)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -154,13 +245,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let filter = args.next().unwrap_or_default();
     let src = frame()?;
     println!(
-        "1280x720 NV12 (BT.601 limited) -> centre crop 720x720 -> 640x640, one thread \
-         (nv12 = the frame as a 1080x1280 u8 array; mean, std = ImageNet's)"
+        "1280x720 NV12 (BT.601 limited) -> centre crop 720x720 -> 640x640, {} thread(s) \
+         (nv12 = the frame as a 1080x1280 u8 array; mean, std = ImageNet's)",
+        threads()
     );
     let mut allocating = Vec::new();
-    for case in cases()?.iter().filter(|c| c.name.contains(&filter)) {
+    let all = cases()?;
+    for case in all.iter().filter(|c| c.name.contains(&filter)) {
         if bench(case, &src, runs)? > 0 {
             allocating.push(case.name);
+        }
+    }
+    if "4 cameras".contains(&filter) || filter.is_empty() {
+        for case in all.iter().take(2) {
+            if cameras(case.name, &case.input, &src, runs)? > 0 {
+                allocating.push(case.name);
+            }
         }
     }
     if allocating.is_empty() {

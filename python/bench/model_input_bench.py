@@ -1,27 +1,37 @@
-"""Model-input preprocessing per frame, side by side in one run:
-zerocam (CPU, and GPU where a GL renderer exists) against OpenCV + numpy.
+"""Model-input preprocessing per frame, side by side in one run: zerocam's CPU
+path against OpenCV + numpy at the same thread counts, and against a memset
+of the output (the floor: no path writes its output faster), then a batch of
+four cameras against four single calls.
 
     python python/bench/model_input_bench.py [FRAMES]
 
-The work, a detector's input from a camera frame: a 1280x720 NV12 frame, centre crop to the model's
-square, bilinear resize to 640x640, then either
-- `f32`: 1x3x640x640 float32, normalized with ImageNet mean/std (NCHW), or
-- `u8`: 640x640x3 uint8 RGB (NHWC).
+The work, a detector's input from a camera frame: a 1280x720 NV12 frame,
+centre crop to the model's square (the letterbox: the whole frame, bars
+above and below), resized to 640x640, then
+- `u8 NHWC`: 640x640x3 uint8 RGB (a quantized model's input);
+- `f32 NCHW ImageNet`: 1x3x640x640 float32, ImageNet mean/std;
+- `i8 NHWC quantized`: int8, scale 1/255, zero point -128;
+- `f32 letterbox`: 1x3x640x640 float32 0..1, bars of 114 (YOLO);
+- `f32 NCHW area`: as `f32 NCHW ImageNet` with area resampling
+  (OpenCV: `INTER_AREA`).
 
 OpenCV + numpy does what a Python user writes: `cvtColor(NV12 -> RGB)`, the
-crop as a slice, `resize(INTER_LINEAR)`, then for f32 `astype`, `/255`,
-`- mean`, `/ std` and `transpose`. zerocam runs `zerocam.Preprocessor`.
-Both run with the same number of threads: OpenCV's `cv2.setNumThreads(n)`
-(zerocam's CPU path is single-threaded, so it runs alone at n = 1 and is
-compared at n = 1 and n = 2 as the issue does).
+crop as a slice, `resize`, then `astype`, `/255`, `- mean`, `/ std`,
+`transpose`. zerocam runs `zerocam.Preprocessor(..., threads=n)` writing into
+a preallocated numpy array (`out=`). OpenCV runs on `cv2.setNumThreads(n)`
+(numpy's element-wise steps are single-threaded whatever n is). The memset
+is `ctypes.memset` of the output's bytes.
 
-Per case it prints min and median wall time per frame (ms) and the Python
-heap allocated per frame in steady state (`tracemalloc`, bytes, after the
-warm-up): OpenCV allocates its intermediate images each frame; zerocam's
-ring of destinations does not. Rust-side allocations of zerocam are counted
-by `cargo run --release -p zerocam-preprocess --example model_input_bench`.
+Each figure is the median wall time per frame (ms) over FRAMES frames
+(default 100) after a warm-up; the runs of one row alternate, so load
+changes hit them alike. zerocam's Python heap per frame (`tracemalloc`) is
+printed too; its Rust-side allocations (0 per frame, on every thread) are
+counted by `cargo run --release -p zerocam-preprocess --example
+model_input_bench`.
 """
 
+import ctypes
+import os
 import statistics
 import sys
 import time
@@ -30,9 +40,10 @@ import tracemalloc
 import numpy as np
 
 W, H, SIDE = 1280, 720, 640
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+MEAN = np.array((0.485, 0.456, 0.406), np.float32)
+STD = np.array((0.229, 0.224, 0.225), np.float32)
 WARMUP = 5
+X0 = (W - H) // 2
 
 
 def nv12_frame():
@@ -48,20 +59,38 @@ def nv12_frame():
     return np.concatenate([y, uv], axis=0)  # (H * 3 / 2, W), what cv2 takes
 
 
-def opencv_f32(cv2, nv12):
-    rgb = cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12)
-    x0 = (W - H) // 2
-    crop = rgb[:, x0 : x0 + H]
-    small = cv2.resize(crop, (SIDE, SIDE), interpolation=cv2.INTER_LINEAR)
-    x = small.astype(np.float32) / 255.0
-    x = (x - np.array(MEAN, np.float32)) / np.array(STD, np.float32)
-    return np.ascontiguousarray(x.transpose(2, 0, 1))[None]
+def cases(cv2, zerocam):
+    """(name, zerocam ModelInput, numpy dtype, OpenCV + numpy code)."""
 
+    def rgb(nv12, inter=cv2.INTER_LINEAR):
+        crop = cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12)[:, X0 : X0 + H]
+        return cv2.resize(crop, (SIDE, SIDE), interpolation=inter)
 
-def opencv_u8(cv2, nv12):
-    rgb = cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12)
-    x0 = (W - H) // 2
-    return cv2.resize(rgb[:, x0 : x0 + H], (SIDE, SIDE), interpolation=cv2.INTER_LINEAR)
+    def imagenet(x):
+        x = (x.astype(np.float32) / 255.0 - MEAN) / STD
+        return np.ascontiguousarray(x.transpose(2, 0, 1))[None]
+
+    def letterbox(nv12):
+        small = cv2.resize(cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12), (SIDE, 360),
+                           interpolation=cv2.INTER_LINEAR)
+        padded = cv2.copyMakeBorder(small, 140, 140, 0, 0, cv2.BORDER_CONSTANT,
+                                    value=(114, 114, 114))
+        return np.ascontiguousarray((padded.astype(np.float32) / 255).transpose(2, 0, 1))[None]
+
+    MI = zerocam.ModelInput
+    return [
+        ("u8 NHWC", MI(SIDE, SIDE, layout="nhwc", dtype="uint8", fit="crop"), np.uint8,
+         lambda f: rgb(f)[None]),
+        ("f32 NCHW ImageNet", MI(SIDE, SIDE, mean=tuple(MEAN), std=tuple(STD), fit="crop"),
+         np.float32, lambda f: imagenet(rgb(f))),
+        ("i8 NHWC quantized", MI(SIDE, SIDE, layout="nhwc", dtype="int8", scale=1 / 255,
+                                 zero_point=-128, fit="crop"), np.int8,
+         lambda f: (rgb(f).astype(np.int16) - 128).astype(np.int8)[None]),
+        ("f32 letterbox", MI(SIDE, SIDE, fit="letterbox"), np.float32, letterbox),
+        ("f32 NCHW area", MI(SIDE, SIDE, mean=tuple(MEAN), std=tuple(STD), fit="crop",
+                             resample="area"), np.float32,
+         lambda f: imagenet(rgb(f, cv2.INTER_AREA))),
+    ]
 
 
 def zerocam_source(zerocam, nv12):
@@ -72,15 +101,23 @@ def zerocam_source(zerocam, nv12):
     return src
 
 
-def timed(run, frames):
-    """min and median ms per call, and Python heap bytes allocated per call."""
-    for _ in range(WARMUP):
-        run()
-    times = []
+def medians(runs, frames):
+    """Median ms per call of each of `runs`, alternated frame by frame."""
+    for run in runs:
+        for _ in range(WARMUP):
+            run()
+    times = [[] for _ in runs]
     for _ in range(frames):
-        t0 = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t0) * 1e3)
+        for run, t in zip(runs, times):
+            t0 = time.perf_counter()
+            run()
+            t.append((time.perf_counter() - t0) * 1e3)
+    return [statistics.median(t) for t in times]
+
+
+def heap_per_call(run):
+    """Python heap bytes one call allocates and keeps, at its peak."""
+    run()
     tracemalloc.start()
     run()
     tracemalloc.reset_peak()
@@ -88,48 +125,71 @@ def timed(run, frames):
     run()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return min(times), statistics.median(times), max(peak - before, 0)
+    return max(peak - before, 0)
 
 
 def main():
     frames = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     import cv2
 
-    nv12 = nv12_frame()
-    rows = []
-    for threads in (1, 2):
-        cv2.setNumThreads(threads)
-        rows.append(("OpenCV + numpy", threads, "f32", timed(lambda: opencv_f32(cv2, nv12), frames)))
-        rows.append(("OpenCV", threads, "u8", timed(lambda: opencv_u8(cv2, nv12), frames)))
-
     import zerocam
 
+    nv12 = nv12_frame()
     src = zerocam_source(zerocam, nv12)
-    f32 = zerocam.ModelInput(SIDE, SIDE, dtype="float32", mean=MEAN, std=STD, fit="crop")
-    u8 = zerocam.ModelInput(SIDE, SIDE, layout="nhwc", dtype="uint8", fit="crop")
     color = ("bt601", "limited")  # what COLOR_YUV2RGB_NV12 assumes
-    for device in ("cpu", "gpu"):
-        for name, mi in (("f32", f32), ("u8", u8)):
-            try:
-                pre = zerocam.Preprocessor(mi, device=device)
-            except zerocam.Error as e:  # no EGL: the GPU rows say so
-                print(f"zerocam {device}: not measured ({e})", file=sys.stderr)
-                break
+    cores = len(os.sched_getaffinity(0))
+    counts = sorted({1, 2, cores})
+    print(f"1280x720 NV12 -> 640x640, median ms per frame over {frames} frames, "
+          f"{cores} cores, OpenCV {cv2.__version__}, numpy {np.__version__}")
+    print("| output | threads | OpenCV + numpy | zerocam | zerocam speed-up | memset | "
+          "zerocam / memset | zerocam Python heap B/frame |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, mi, dtype, opencv in cases(cv2, zerocam):
+        out = np.zeros(mi.shape, dtype)
+        dst = zerocam.Tensor.from_array(out)
+        for n in counts:
+            cv2.setNumThreads(n)
+            pre = zerocam.Preprocessor(mi, device="cpu", threads=n)
 
-            def run(pre=pre):
-                pre(src, color=color)
+            def zc(pre=pre):
+                pre(src, color=color, out=dst)
 
-            label = f"zerocam {device}" + (" (llvmpipe)" if device == "gpu" else "")
-            rows.append((label, 1, name, timed(run, frames)))
+            def memset():
+                ctypes.memset(out.ctypes.data, 0, out.nbytes)
 
-    print(f"1280x720 NV12 -> centre crop -> 640x640, {frames} frames per row, "
-          f"OpenCV {cv2.__version__}, numpy {np.__version__}")
-    print("| output | implementation | threads | min ms | median ms | Python heap bytes/frame |")
-    print("|---|---|---|---|---|---|")
-    for out in ("f32", "u8"):
-        for label, threads, name, (lo, med, heap) in rows:
-            if name == out:
-                print(f"| {out} | {label} | {threads} | {lo:.2f} | {med:.2f} | {heap} |")
+            cv, z, m = medians([lambda: opencv(nv12), zc, memset], frames)
+            label = f"{n} (all)" if n == cores else str(n)
+            print(f"| {name} | {label} | {cv:.2f} | {z:.2f} | {cv / z:.1f}x | {m:.3f} | "
+                  f"{z / m:.1f}x | {heap_per_call(zc)} |")
+
+    # Four cameras into one batched input, against four calls of batch 1.
+    print()
+    print(f"4 cameras (the same frame four times), {cores} threads: one batch-4 call "
+          "against four batch-1 calls, median ms per set of four")
+    print("| output | batch of 4 | 4 single calls |")
+    print("|---|---|---|")
+    for name, mi, dtype, _ in cases(cv2, zerocam)[:2]:
+        kw = dict(width=SIDE, height=SIDE, fit="crop")
+        if dtype == np.uint8:
+            kw.update(layout="nhwc", dtype="uint8")
+        else:
+            kw.update(mean=tuple(MEAN), std=tuple(STD))
+        four = zerocam.ModelInput(batch=4, **kw)
+        batch = zerocam.Preprocessor(four, device="cpu", threads=cores)
+        single = zerocam.Preprocessor(mi, device="cpu", threads=cores)
+        bout = zerocam.Tensor.from_array(np.zeros(four.shape, dtype))
+        sout = [zerocam.Tensor.from_array(np.zeros(mi.shape, dtype)) for _ in range(4)]
+        cams = [src] * 4
+
+        def one_call():
+            batch(cams, color=color, out=bout)
+
+        def four_calls():
+            for o in sout:
+                single(src, color=color, out=o)
+
+        b, s = medians([one_call, four_calls], max(frames // 4, 10))
+        print(f"| {name} | {b:.2f} | {s:.2f} |")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@
 //! same edges the bilinear rule's centre-sited points lie between.
 //!
 //! Per output row, two passes: the rows the row's footprint covers are
-//! summed, weighted, over the bytes the columns read (`u32`, a vector loop),
-//! then each output column sums its texels of that row (`u64`, scalar: the
-//! number of texels varies). Weights are in 2^-16 and sum to exactly 1, so
-//! the result, in the 1/256 steps the other path uses, is off by under half
-//! a step of 1/256.
+//! summed, weighted, over the bytes the columns read (`u32`, a vector loop)
+//! and brought to 1/256 steps, then each output column sums its texels of
+//! that row (`u32`: weights in 2^-16 that sum to exactly 1 keep it under
+//! 2^32; a scalar loop, as each column reads its own texels). The result, in
+//! the 1/256 steps the other path uses, is off by under a step of 1/256.
 
 use super::rows::PlaneBytes;
 use super::source::Stream;
@@ -33,7 +33,12 @@ pub(super) struct AreaTaps {
 impl AreaTaps {
     /// The taps of `outputs` outputs over `span` (start, length) of an
     /// `image`-pixel-long axis, in a plane `plane` texels long.
-    pub(super) fn fill(&mut self, span: (f64, f64), outputs: usize, (image, plane): (usize, usize)) {
+    pub(super) fn fill(
+        &mut self,
+        span: (f64, f64),
+        outputs: usize,
+        (image, plane): (usize, usize),
+    ) {
         let (start, len) = span;
         let scale = plane as f64 / image as f64;
         let step = len / outputs as f64;
@@ -113,18 +118,35 @@ pub(super) struct AreaRows {
     pub(super) rows: AreaTaps,
     stream: Option<Stream>,
     width: usize,
+    /// The first byte of a row the columns read, and the byte after the last.
+    lo: usize,
+    hi: usize,
+    /// Per column and tap: the byte offset of the texel from `lo`.
+    offsets: Vec<u32>,
     /// The weighted sum of the rows an output row covers, over the bytes
-    /// the columns read.
+    /// the columns read (bytes in 2^-16 steps).
     sum: Vec<u32>,
+    /// That sum in 1/256 steps.
+    levels: Vec<u16>,
     /// The output row: sample `k` of column `x` at `k * width + x`.
     out: Vec<u16>,
 }
 
 impl AreaRows {
-    /// Prepares for `width` output columns of `stream`.
+    /// Prepares for `width` output columns of `stream` (after the taps).
     pub(super) fn prepare(&mut self, stream: &Stream, width: usize) {
         self.stream = Some(*stream);
         self.width = width;
+        let (first, last) = self.columns.bounds();
+        (self.lo, self.hi) = (first * stream.texel, (last + 1) * stream.texel);
+        let lo = self.lo;
+        self.offsets.clear();
+        self.offsets.extend(
+            self.columns
+                .index
+                .iter()
+                .map(|&i| (i as usize * stream.texel - lo) as u32),
+        );
     }
 
     /// Output row `r` of the stream: sample `k` of column `x` at
@@ -133,36 +155,72 @@ impl AreaRows {
         let Some(stream) = self.stream else {
             return &[];
         };
-        let (lo, hi) = self.columns.bounds();
-        let (lo, hi) = (lo * stream.texel, (hi + 1) * stream.texel);
+        let (lo, n) = (self.lo, self.hi - self.lo);
         self.sum.clear();
-        self.sum.resize(hi - lo, 0);
+        self.sum.resize(n, 0);
         for (i, w) in self.rows.of(r) {
+            let start = i * plane.stride + lo;
+            let Some(bytes) = plane.bytes.get(start..start + n) else {
+                continue;
+            };
             if w == 0 {
                 continue;
             }
-            let Some(bytes) = plane.bytes.get(i * plane.stride + lo..i * plane.stride + hi) else {
-                continue;
-            };
             for (s, &b) in self.sum.iter_mut().zip(bytes) {
                 *s += u32::from(b) * w;
             }
         }
-        let width = self.width;
+        // To 1/256 steps (at most 65280): the column sums then fit u32.
+        self.levels.clear();
+        self.levels
+            .extend(self.sum.iter().map(|&s| ((s + 128) >> 8) as u16));
+        let (width, k) = (self.width, self.columns.k);
         self.out.resize(width * stream.count, 0);
-        for x in 0..width {
-            for k in 0..stream.count {
-                let at = stream.first + k * stream.spacing;
-                let mut acc = 0u64;
-                for (i, w) in self.columns.of(x) {
-                    let v = self.sum.get(i * stream.texel + at - lo).copied().unwrap_or(0);
-                    acc += u64::from(v) * u64::from(w);
-                }
-                // byte * 2^32 → byte * 2^8, rounded.
-                self.out[k * width + x] = ((acc + (1 << 23)) >> 24) as u16;
+        let offsets = &self.offsets[..width * k];
+        let weights = &self.columns.weight[..width * k];
+        for c in 0..stream.count {
+            let at = stream.first + c * stream.spacing;
+            let levels = self.levels.get(at..).unwrap_or(&[]);
+            let out = &mut self.out[c * width..(c + 1) * width];
+            match k {
+                2 => columns::<2>(levels, offsets, weights, out),
+                3 => columns::<3>(levels, offsets, weights, out),
+                4 => columns::<4>(levels, offsets, weights, out),
+                _ => columns_any(k, levels, offsets, weights, out),
             }
         }
         &self.out
+    }
+}
+
+/// Each output column's sum of its `K` taps of `levels`, rounded to 1/256
+/// steps (`K` known, so the tap loop unrolls).
+fn columns<const K: usize>(levels: &[u16], offsets: &[u32], weights: &[u32], out: &mut [u16]) {
+    for ((o, offs), ws) in out
+        .iter_mut()
+        .zip(offsets.chunks_exact(K))
+        .zip(weights.chunks_exact(K))
+    {
+        let mut acc = 0u32;
+        for j in 0..K {
+            acc += u32::from(levels.get(offs[j] as usize).copied().unwrap_or(0)) * ws[j];
+        }
+        *o = ((acc + 32768) >> 16) as u16;
+    }
+}
+
+/// [`columns`] for any number of taps.
+fn columns_any(k: usize, levels: &[u16], offsets: &[u32], weights: &[u32], out: &mut [u16]) {
+    for ((o, offs), ws) in out
+        .iter_mut()
+        .zip(offsets.chunks_exact(k))
+        .zip(weights.chunks_exact(k))
+    {
+        let mut acc = 0u32;
+        for (&off, &w) in offs.iter().zip(ws) {
+            acc += u32::from(levels.get(off as usize).copied().unwrap_or(0)) * w;
+        }
+        *o = ((acc + 32768) >> 16) as u16;
     }
 }
 
