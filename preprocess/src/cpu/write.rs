@@ -72,22 +72,40 @@ impl OutElem for u8 {
     fn from_level(v: u8) -> u8 {
         v
     }
-    /// The first two channels paired into 16 bits (a vector loop), then a
-    /// pixel as one 2-byte and one 1-byte store: 6 instructions a pixel
-    /// against 9 a byte at a time (LLVM does not vectorize a stride-3 byte
-    /// store on SSE2).
-    fn interleave_levels(levels: [&[u8]; 3], pairs: &mut Vec<u16>, out: &mut [u8]) {
-        let [a, b, c] = levels;
-        let n = a.len().min(b.len());
-        pairs.resize(n, 0);
-        let (a, b, ab) = (&a[..n], &b[..n], &mut pairs[..n]);
-        for x in 0..n {
-            ab[x] = u16::from(a[x]) | u16::from(b[x]) << 8;
-        }
-        for ((o, &ab), &c) in out.chunks_exact_mut(3).zip(&*ab).zip(c) {
-            o[..2].copy_from_slice(&ab.to_le_bytes());
-            o[2] = c;
-        }
+    /// Sixteen pixels at a time as one 48-byte array, which LLVM builds with
+    /// vector shuffles and stores whole, then the rest a pixel at a time.
+    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [u8]) {
+        interleave_bytes(levels, out, |v| v);
+    }
+}
+
+/// Three rows of bytes (output channel order) interleaved into pixels, each
+/// byte through `f` (the identity for `u8`, the sign flip for `i8`).
+#[inline(always)]
+fn interleave_bytes<T: Copy>(levels: [&[u8]; 3], out: &mut [T], f: impl Fn(u8) -> T) {
+    let [a, b, c] = levels;
+    let n = a.len().min(b.len()).min(c.len()).min(out.len() / 3);
+    let (a, b, c, out) = (&a[..n], &b[..n], &c[..n], &mut out[..3 * n]);
+    let mut chunks = out.chunks_exact_mut(48);
+    for (((o, a), b), c) in (&mut chunks)
+        .zip(a.chunks_exact(16))
+        .zip(b.chunks_exact(16))
+        .zip(c.chunks_exact(16))
+    {
+        let px: [T; 48] = std::array::from_fn(|i| {
+            let (p, k) = (i / 3, i % 3);
+            f([a[p], b[p], c[p]][k])
+        });
+        o.copy_from_slice(&px);
+    }
+    let done = n - chunks.into_remainder().len() / 3;
+    for (((o, &a), &b), &c) in out[3 * done..]
+        .chunks_exact_mut(3)
+        .zip(&a[done..])
+        .zip(&b[done..])
+        .zip(&c[done..])
+    {
+        o.copy_from_slice(&[f(a), f(b), f(c)]);
     }
 }
 impl OutElem for i8 {
@@ -102,6 +120,10 @@ impl OutElem for i8 {
     #[inline]
     fn from_level(v: u8) -> i8 {
         <i8 as Level>::from_level(i16::from(v))
+    }
+    /// As `u8`'s, each level `v` as `v - 128`: its top bit flipped.
+    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [i8]) {
+        interleave_bytes(levels, out, |v| (v ^ 0x80) as i8);
     }
 }
 impl OutElem for f16 {
