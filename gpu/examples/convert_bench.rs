@@ -21,13 +21,16 @@
 //! back) and into a PBO (timed with a CPU map of it, which waits for the
 //! GPU); to 640x640x3 `u8` (NHWC) and to 1x3x299x299 `u8` (NCHW, an odd
 //! size: its last texel is shared, read back byte by byte) in memory;
-//! uploaded or (with dma-bufs) imported. Each row gives min, median and p90.
+//! uploaded or (with dma-bufs) imported; and the whole frame to a
+//! 1x3x192x192 `f32` tensor, bilinear and `ModelResample::Area` (the cost
+//! of averaging footprints). Each row gives min, median and p90.
 #![allow(clippy::unwrap_used)] // a benchmark: failing loudly is the point
 
 use std::time::{Duration, Instant};
 
 use zerocam_gpu::{
-    ChannelLayout, ConvertOptions, Gpu, GpuStats, ImportPolicy, ModelWrite, SampleRect,
+    ChannelLayout, ConvertOptions, Gpu, GpuStats, ImportPolicy, ModelResample, ModelWrite,
+    SampleRect,
 };
 use zerocam_tensor::{Access, DType, PixelFormat, Region, Tensor, TensorDyn, TensorMemory};
 
@@ -152,6 +155,7 @@ fn model_rows(gpu: &Gpu, frames: &[Tensor<u8>], import: ImportPolicy, name: &str
             height: 720.0,
         },
         target: Region::new(0, 0, w, h),
+        resample: ModelResample::Bilinear,
     };
     // ImageNet mean/std: (rgb - mean) / std.
     let (mean, std) = ([0.485f32, 0.456, 0.406], [0.229f32, 0.224, 0.225]);
@@ -174,6 +178,31 @@ fn model_rows(gpu: &Gpu, frames: &[Tensor<u8>], import: ImportPolicy, name: &str
         ),
         (u8s(299, 299, ChannelLayout::Planes), false, "u8 299 mem"),
     ];
+    // The whole frame stretched to 1x3x192x192 f32, bilinear and area
+    // (footprints of 6.7x3.75 source pixels: 4x3 luma samples a pixel).
+    let small = ModelWrite {
+        source: SampleRect {
+            x: 0.0,
+            y: 0.0,
+            width: 1280.0,
+            height: 720.0,
+        },
+        ..write(
+            192,
+            192,
+            DType::F32,
+            ChannelLayout::Planes,
+            std.map(|s| 1.0 / s),
+            [0, 1, 2].map(|c| -mean[c] / std[c]),
+        )
+    };
+    let area = ModelWrite {
+        resample: ModelResample::Area,
+        ..small
+    };
+    let rows = rows
+        .into_iter()
+        .chain([(small, false, "f32 192 bil"), (area, false, "f32 192 area")]);
     for (input, pbo, label) in rows {
         let dst = model_tensor(gpu, &input, pbo);
         run_model(gpu, frames, &dst, &input, BUFFERS, import); // warm up: every buffer imported

@@ -208,6 +208,30 @@ pub enum GpuError {
         reason: &'static str,
     },
 
+    /// A [`ModelResample::Area`](crate::ModelResample::Area) write whose
+    /// footprint needs more bilinear samples across or down than the
+    /// sampling pass's loop bound ([`AREA_MAX_SAMPLES`](crate::AREA_MAX_SAMPLES)):
+    /// refused rather than averaged over part of the footprint.
+    #[error(
+        "area resampling of {width}x{height} source pixels onto {columns}x{rows} model pixels needs {samples:?} bilinear samples a model pixel across and down, past the limit of {max} each way (a downscale of at most {max_scale}x per axis): crop or scale the source first"
+    )]
+    AreaFootprint {
+        /// The sampled source rectangle's width, in source pixels.
+        width: f64,
+        /// Its height.
+        height: f64,
+        /// The model pixels it fills across.
+        columns: usize,
+        /// And down.
+        rows: usize,
+        /// The bilinear samples a model pixel would take, across and down.
+        samples: (usize, usize),
+        /// The most the shader takes each way.
+        max: usize,
+        /// The widest footprint that fits, in source pixels.
+        max_scale: usize,
+    },
+
     /// An error from a tensor (map, view, fd).
     #[error(transparent)]
     Tensor(#[from] zerocam_tensor::Error),

@@ -427,7 +427,9 @@ pub struct GpuStats {
     /// the conversions' draws made, counted from what each draw's shader
     /// does per fragment: per texel 1 for RGBA, 2 for packed RGB, 4 for
     /// planar RGB destinations; one per model pixel for a model write (its
-    /// sampling pass; the packing pass only fetches the results).
+    /// sampling pass; the packing pass only fetches the results), and with
+    /// [`ModelResample::Area`](crate::ModelResample::Area) each target
+    /// pixel's footprint's bilinear samples in luma texels instead.
     pub source_samples: u64,
     /// Times the model sampling pass's texture was made (the first model
     /// write, and each one of another size than the last).

@@ -93,7 +93,9 @@ pub use color::{ColorSpec, Matrix, Range, YcbcrToRgb};
 pub use draw_plan::{source_region, ConvertOptions, ImportPolicy};
 pub use egl_attributes::drm_fourcc;
 pub use error::{GpuError, Result};
-pub use model::{ChannelLayout, ModelWrite, SampleRect, WRITE_DTYPES};
+pub use model::{
+    ChannelLayout, ModelResample, ModelWrite, SampleRect, AREA_MAX_SAMPLES, WRITE_DTYPES,
+};
 
 #[cfg(feature = "gl")]
 pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};

@@ -4,7 +4,8 @@
 use crate::color;
 use crate::draw_plan::{DrawPlan, Pack};
 use crate::glutil::{self, uniform, TEXTURE_EXTERNAL_OES};
-use crate::model::draw_plan::ModelDraw;
+use crate::model::draw_plan::{area_samples, ModelDraw};
+use crate::model::ModelResample;
 use crate::source::Bound;
 use crate::target::Prepared;
 use crate::{shaders, Result};
@@ -40,6 +41,9 @@ struct ModelUniforms {
     pad: i32,
     range: i32,
     values: i32,
+    area: [i32; 2],
+    texels: [i32; 2],
+    samples: i32,
 }
 
 impl Program {
@@ -69,6 +73,9 @@ impl Program {
                 pad: at("u_pad"),
                 range: at("u_range"),
                 values: at("u_values"),
+                area: [at("u_area0"), at("u_area1")],
+                texels: [at("u_texels0"), at("u_texels1")],
+                samples: at("u_samples"),
             },
         })
     }
@@ -86,6 +93,46 @@ fn model_source(m: &ModelDraw, source: &Bound) -> [f32; 4] {
         (m.source.width / w) as f32,
         (m.source.height / h) as f32,
     ]
+}
+
+/// An Area write's footprint in bound plane `plane` (its size in texels):
+/// model pixel 0's footprint start and length across and down in the
+/// plane's texels (`[(start + o * step) * n / image, ...)` for a plane `n`
+/// texels across an image `image` pixels across, relative to the bound
+/// texture), and the bilinear samples per axis
+/// ([`area_samples`](crate::model::draw_plan::area_samples)). An imported
+/// image's one plane is the image.
+fn area_plane(m: &ModelDraw, source: &Bound, plane: (usize, usize)) -> ([f32; 4], [i32; 2]) {
+    let (ox, oy) = source.texture_origin;
+    let (iw, ih) = source.texture_size;
+    let sx = plane.0 as f64 / iw as f64;
+    let sy = plane.1 as f64 / ih as f64;
+    let step_x = m.source.width / m.target.width as f64 * sx;
+    let step_y = m.source.height / m.target.height as f64 * sy;
+    let span = [
+        ((m.source.x - ox as f64) * sx) as f32,
+        ((m.source.y - oy as f64) * sy) as f32,
+        step_x as f32,
+        step_y as f32,
+    ];
+    let samples = [step_x, step_y].map(|s| area_samples(s) as i32);
+    (span, samples)
+}
+
+/// Sets an Area write's uniforms: each bound plane's footprint
+/// ([`area_plane`]), size and samples.
+fn set_area_uniforms(u: &ModelUniforms, m: &ModelDraw, source: &Bound) {
+    let mut samples = [0; 4];
+    for (p, &size) in source.plane_sizes.iter().enumerate() {
+        if size.0 == 0 || size.1 == 0 {
+            continue; // no such plane
+        }
+        let (span, n) = area_plane(m, source, size);
+        glutil::uniform_4f(u.area[p], &span);
+        glutil::uniform_2f(u.texels[p], size.0 as f32, size.1 as f32);
+        samples[2 * p..2 * p + 2].copy_from_slice(&n);
+    }
+    glutil::uniform_4i(u.samples, &samples);
 }
 
 /// Texture unit of the model sampling pass's texture in the packing pass
@@ -201,6 +248,9 @@ pub(crate) fn draw_model(
     glutil::uniform_3f(u.bias, &m.bias);
     glutil::uniform_3f(u.pad, &m.pad);
     glutil::uniform_2f(u.range, m.range.0, m.range.1);
+    if m.resample == ModelResample::Area {
+        set_area_uniforms(&u, m, source);
+    }
     glutil::viewport(0, 0, m.size.0 as i32, m.size.1 as i32);
     glutil::draw_triangle();
     glutil::bind_texture(texture_target, 0);

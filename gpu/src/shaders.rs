@@ -127,7 +127,8 @@ void main() {
 
 /// The sampling pass of a model write: each fragment is one model pixel
 /// (the render target is an `RGBA32UI` texture of the model's size) and
-/// samples the source once, writing its three output values (`u_affine *
+/// samples the source once (with `AREA` defined, averages its footprint:
+/// `AREA_COMMON`), writing its three output values (`u_affine *
 /// rgb + u_bias`, rounded and clamped when `ROUND` is 1, or the pad) as
 /// float bits. The packing pass (`PACK_MODEL`) then reads them back exactly.
 /// Integer textures are colour-renderable in every GLES 3.0; float ones are
@@ -147,14 +148,157 @@ void main() {
     if (any(lessThan(m, u_target.xy)) || any(greaterThanEqual(m, u_target.xy + u_target.zw))) {
         v = u_pad;
     } else {
+#ifdef AREA
+        v = u_affine * area_rgb(m - u_target.xy) + u_bias;
+#else
         // Half-pixel centres: the bilinear sampler subtracts the other 0.5.
         vec2 p = (m - u_target.xy + 0.5) / u_target.zw;
         v = u_affine * sample_rgb(u_src.xy + p * u_src.zw) + u_bias;
+#endif
 #if ROUND == 1
         v = clamp(sign(v) * floor(abs(v) + 0.5), u_range.x, u_range.y); // half away from 0
 #endif
     }
     o_values = uvec4(floatBitsToUint(v), 0u);
+}
+";
+
+/// Area resampling (a model write with `ModelResample::Area`), common to
+/// both samplers: a model pixel's footprint in one plane, per axis, as
+/// pairs of adjacent texels, each pair one hardware bilinear sample.
+///
+/// Footprints are in the plane's texels (texel `i` spans `[i, i + 1)`):
+/// model pixel `o` (relative to the target) covers `[e0, e0 + len)` with
+/// `e0 = start + o * len`, `start` and `len` per plane and axis from the
+/// uniforms (`u_areaN`: start x, y and len x, y), so each plane has its own
+/// footprint (NV12's chroma half the luma's). Of the texels it covers from
+/// `floor(e0)` on, texels `i` and `i + 1` weigh `a` and `b` (the parts
+/// covered): their weighted sum is `a + b` times one bilinear sample at `b
+/// / (a + b)` of the way from `i`'s centre to `i + 1`'s, so a separable
+/// footprint of `kx`x`ky` texels is `ceil(kx / 2) * ceil(ky / 2)` samples,
+/// each weighing the product of its axes' sums. `u_samples` holds the
+/// samples per axis (plane 0 in `xy`, plane 1 in `zw`), which is half the
+/// texels a footprint can touch (`ceil(len) + 1`) rounded up, at most
+/// `AREA_MAX` (the loop bound); or 0 on an axis the plane is not shrunk
+/// along (`len <= 1`), where it takes one sample, the bilinear tap at the
+/// footprint's centre, as the CPU path does.
+///
+/// The hardware filter rounds: Mesa's llvmpipe filters 8-bit textures in
+/// 8-bit fixed point (the fraction and the result), so a plane's footprint
+/// mean is within about a step of the exact one, and the YUV matrix
+/// multiplies that by up to 2 (3 steps measured against the CPU path on
+/// NV12 and YUYV, 1 on RGB). The bilinear path filters in float from four
+/// texel fetches instead (exact, and on llvmpipe faster than its hardware
+/// filter); the pairs here keep one fetch a pair where a GPU filters in
+/// hardware.
+const AREA_COMMON: &str = "
+uniform vec4 u_area0;    // plane 0 (tex0): footprint start x, y and length x, y, in its texels
+uniform vec4 u_area1;    // plane 1 (tex1), the same
+uniform vec2 u_texels0;  // plane 0's size in texels
+uniform vec2 u_texels1;
+uniform ivec4 u_samples; // bilinear samples across, down: plane 0 xy, plane 1 zw
+
+// Sample `j` of one axis of footprint [e0, e0 + len) that takes `n`
+// samples: its position in texels and its weight (the two texels' coverage).
+vec2 area_tap(float e0, float len, int n, int j) {
+    if (n == 0) {
+        return vec2(e0 + 0.5 * len, 1.0); // not shrunk: the centre's bilinear tap
+    }
+    float e1 = e0 + len;
+    float i = max(floor(e0), 0.0) + float(2 * j);
+    float a = max(min(e1, i + 1.0) - max(e0, i), 0.0);
+    float b = max(min(e1, i + 2.0) - max(e0, i + 1.0), 0.0);
+    float w = a + b;
+    return vec2(i + 0.5 + (w > 0.0 ? b / w : 0.0), w);
+}
+";
+
+/// [`AREA_COMMON`]'s footprint mean over the uploaded planes (`texture`
+/// with the upload textures' linear filter at level 0), and the pixel's
+/// RGB from the planes' means as `sample_rgb` converts its samples.
+const AREA_PLANES: &str = "
+vec4 area(sampler2D s, vec4 span, vec2 texels, ivec2 n, vec2 o) {
+    vec2 e0 = span.xy + o * span.zw;
+    int nx = max(n.x, 1);
+    int ny = max(n.y, 1);
+    vec2 xs[AREA_MAX];
+    for (int j = 0; j < AREA_MAX; j++) {
+        if (j >= nx) break;
+        xs[j] = area_tap(e0.x, span.z, n.x, j);
+    }
+    vec4 sum = vec4(0.0);
+    float total = 0.0;
+    for (int k = 0; k < AREA_MAX; k++) {
+        if (k >= ny) break;
+        vec2 ty = area_tap(e0.y, span.w, n.y, k);
+        for (int j = 0; j < AREA_MAX; j++) {
+            if (j >= nx) break;
+            float w = xs[j].y * ty.y;
+            sum += w * textureLod(s, vec2(xs[j].x, ty.x) / texels, 0.0);
+            total += w;
+        }
+    }
+    return sum / total;
+}
+
+vec3 area_rgb(vec2 o) {
+#if KIND == 0
+    vec3 c = area(u_tex0, u_area0, u_texels0, u_samples.xy, o).rgb;
+    return u_swap_rb ? c.bgr : c;
+#elif KIND == 1
+    return vec3(area(u_tex0, u_area0, u_texels0, u_samples.xy, o).r);
+#else
+    vec4 l = area(u_tex0, u_area0, u_texels0, u_samples.xy, o);
+    vec4 c = area(u_tex1, u_area1, u_texels1, u_samples.zw, o);
+#if KIND == 2
+    vec3 yuv = vec3(l.r, c.rg);
+#elif KIND == 3
+    vec3 yuv = vec3(l.r, c.g, c.a);
+#else
+    vec3 yuv = vec3(l.g, c.r, c.b);
+#endif
+    return clamp(u_yuv * (yuv - u_yuv_offset), 0.0, 1.0);
+#endif
+}
+";
+
+/// [`AREA_COMMON`]'s footprint mean over an imported image, whose driver
+/// converts YUV to RGB and filters: one plane as far as the shader sees,
+/// so the footprint is in luma texels (`u_area0`) and the chroma is
+/// whatever the driver's sample at each point gives, an approximation of
+/// the per-plane footprint the uploaded path takes (close where the driver
+/// filters chroma linearly; where it samples nearest, as zink on lavapipe
+/// does, each sample takes the chroma texel nearest it). Each sample is
+/// clamped to 0..1 before it is weighed, as a bilinear sample is.
+const AREA_EXTERNAL: &str = "
+vec3 area_rgb(vec2 o) {
+    vec2 e0 = u_area0.xy + o * u_area0.zw;
+    ivec2 n = u_samples.xy;
+    int nx = max(n.x, 1);
+    int ny = max(n.y, 1);
+    vec2 xs[AREA_MAX];
+    for (int j = 0; j < AREA_MAX; j++) {
+        if (j >= nx) break;
+        xs[j] = area_tap(e0.x, u_area0.z, n.x, j);
+    }
+    vec3 sum = vec3(0.0);
+    float total = 0.0;
+    for (int k = 0; k < AREA_MAX; k++) {
+        if (k >= ny) break;
+        vec2 ty = area_tap(e0.y, u_area0.w, n.y, k);
+        for (int j = 0; j < AREA_MAX; j++) {
+            if (j >= nx) break;
+            float w = xs[j].y * ty.y;
+#if KIND == 1
+            vec3 c = vec3(texture(u_tex0, vec2(xs[j].x, ty.x) / u_texels0).r);
+#else
+            vec3 c = texture(u_tex0, vec2(xs[j].x, ty.x) / u_texels0).rgb;
+#endif
+            sum += w * clamp(c, 0.0, 1.0);
+            total += w;
+        }
+    }
+    return sum / total;
 }
 ";
 
@@ -224,12 +368,19 @@ void main() {
 ";
 
 /// The defines and writer of destination `pack`: an image's texels (0 to
-/// 2), or a model write's sampling pass (`SAMPLE_FLOAT`, `SAMPLE_ROUNDED`).
+/// 2), or a model write's sampling pass (`SAMPLE_FLOAT`, `SAMPLE_ROUNDED`
+/// and their Area codes).
 fn writer(pack: i32) -> String {
-    use crate::model::draw_plan::SAMPLE_ROUNDED;
+    use crate::model::draw_plan::{is_area_code, is_rounded_code};
     if crate::model::draw_plan::is_sample_code(pack) {
-        let round = i32::from(pack == SAMPLE_ROUNDED);
-        format!("#define ROUND {round}\n{SAMPLE_MODEL}")
+        let round = i32::from(is_rounded_code(pack));
+        // Defined only for Area: a bilinear program's text is what it was.
+        let area = if is_area_code(pack) {
+            "#define AREA 1\n"
+        } else {
+            ""
+        };
+        format!("#define ROUND {round}\n{area}{SAMPLE_MODEL}")
     } else {
         format!("#define PACK {pack}\n{WRITE}")
     }
@@ -252,9 +403,21 @@ pub fn fragment_model_pack(code: i32) -> String {
 pub fn fragment_planes(kind: i32, pack: i32) -> String {
     format!(
         "#version 300 es\n#define KIND {kind}\n\
-         precision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{}",
+         precision highp float;\nprecision highp int;\n{SAMPLE_PLANES}{}{}",
+        area_code(pack, AREA_PLANES),
         writer(pack)
     )
+}
+
+/// The Area functions for a sampling pass of `pack` (`AREA_COMMON` with
+/// its sampler's `area` and `area_rgb`), empty for any other.
+fn area_code(pack: i32, sampler: &str) -> String {
+    if crate::model::draw_plan::is_area_code(pack) {
+        let max = crate::model::AREA_MAX_SAMPLES;
+        format!("#define AREA_MAX {max}\n{AREA_COMMON}{sampler}")
+    } else {
+        String::new()
+    }
 }
 
 /// The fragment shader sampling an imported EGLImage as an external texture
@@ -263,7 +426,32 @@ pub fn fragment_external(kind: i32, pack: i32) -> String {
     format!(
         "#version 300 es\n#extension GL_OES_EGL_image_external_essl3 : require\n\
          #define KIND {kind}\nprecision highp float;\nprecision highp int;\n\
-         {SAMPLE_EXTERNAL}{}",
+         {SAMPLE_EXTERNAL}{}{}",
+        area_code(pack, AREA_EXTERNAL),
         writer(pack)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::draw_plan::{SAMPLE_FLOAT, SAMPLE_FLOAT_AREA, SAMPLE_ROUNDED};
+
+    /// A bilinear sampling pass defines no `AREA` and has no Area uniform or
+    /// function: once preprocessed, its text is what it was before Area
+    /// existed (the same program, the same bits); an Area one has them.
+    #[test]
+    fn only_area_programs_carry_the_area_code() {
+        for kind in 0..5 {
+            for code in [SAMPLE_FLOAT, SAMPLE_ROUNDED] {
+                let text = fragment_planes(kind, code);
+                assert!(!text.contains("#define AREA"), "{text}");
+                assert!(!text.contains("u_area") && !text.contains("area_tap"));
+            }
+            let text = fragment_planes(kind, SAMPLE_FLOAT_AREA);
+            assert!(text.contains("#define AREA 1") && text.contains("#define AREA_MAX 16"));
+        }
+        assert!(!fragment_external(0, SAMPLE_FLOAT).contains("u_area"));
+        assert!(fragment_external(0, SAMPLE_FLOAT_AREA).contains("area_rgb"));
+    }
 }

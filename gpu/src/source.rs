@@ -76,6 +76,10 @@ pub(crate) struct Bound {
     /// (to normalise a model input's fractional source rectangle).
     pub texture_origin: (usize, usize),
     pub texture_size: (usize, usize),
+    /// Each bound texture's size in its texels (an Area write's footprint
+    /// per plane): the uploads' sizes, or the image's for an import (the
+    /// driver's one RGB plane).
+    pub plane_sizes: [(usize, usize); 2],
     pub color: ColorSpec,
     _borrow: Option<DeviceBorrow>,
 }
@@ -222,6 +226,7 @@ fn import(st: &mut GlState, plan: &DrawPlan, src: &Tensor<u8>, color: ColorSpec)
         crop: normalized(plan.crop, (0, 0), root.width, root.height),
         texture_origin: (0, 0),
         texture_size: (root.width, root.height),
+        plane_sizes: [(root.width, root.height); 2],
         color,
         _borrow: Some(borrow),
     })
@@ -297,6 +302,7 @@ fn upload(st: &mut GlState, plan: &DrawPlan, src: &Tensor<u8>, color: ColorSpec)
         })
     });
     let textures = uploads.map(|u| u.name);
+    let plane_sizes = specs.map(|s| s.map_or((0, 0), |s| (s.width, s.height)));
     let pbo = src.pbo_buffer();
     for (spec, upload) in specs.iter().flatten().zip(uploads.iter_mut()) {
         let texture = upload.name;
@@ -346,6 +352,7 @@ fn upload(st: &mut GlState, plan: &DrawPlan, src: &Tensor<u8>, color: ColorSpec)
         crop: normalized(plan.crop, (view.x, view.y), view.width, view.height),
         texture_origin: (view.x, view.y),
         texture_size: (view.width, view.height),
+        plane_sizes,
         color,
         _borrow: None,
     })

@@ -17,6 +17,7 @@ use crate::draw_plan::{ConvertOptions, DrawPlan};
 use crate::egl::EglContext;
 use crate::glutil;
 use crate::model::draw_plan::{is_pack_code, ModelDraw};
+use crate::model::ModelResample;
 use crate::poison::PoisonCell;
 use crate::render::{ModelValues, Program};
 use crate::source::{SourceImage, Sources};
@@ -338,8 +339,19 @@ fn image_samples(plan: &DrawPlan) -> u64 {
 
 /// Source samples of a model write: one per model pixel, in its sampling
 /// pass (the packing pass samples none; a bar pixel takes the pad instead).
+/// With Area, a pixel of the target counts its footprint's bilinear
+/// samples in luma texels (the first plane; a chroma plane takes fewer).
 fn model_samples(m: &ModelDraw) -> u64 {
-    (m.size.0 * m.size.1) as u64
+    let pixels = (m.size.0 * m.size.1) as u64;
+    match m.resample {
+        ModelResample::Bilinear => pixels,
+        ModelResample::Area => {
+            let (x, y) = m.area_samples;
+            let per_pixel = (x.max(1) * y.max(1)) as u64;
+            let target = (m.target.width * m.target.height) as u64;
+            pixels - target + target * per_pixel
+        }
+    }
 }
 
 /// The error of a model too large for its sampling pass's texture.

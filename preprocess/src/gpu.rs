@@ -7,17 +7,20 @@
 //! ([`ModelInput::place`]), the destination
 //! ([`ModelInput::check_destination`]). Nothing here allocates.
 
-use zerocam_gpu::{ChannelLayout, ConvertOptions, Gpu, ModelWrite, SampleRect};
+use zerocam_gpu::{ChannelLayout, ConvertOptions, Gpu, ModelResample, ModelWrite, SampleRect};
 use zerocam_tensor::{Element, Tensor, TensorDyn};
 
-use crate::{ChannelOrder, Fit, FitPlacement, ModelInput, ModelLayout, PreprocessError};
+use crate::{ChannelOrder, Fit, FitPlacement, ModelInput, ModelLayout, PreprocessError, Resample};
 
 /// Converts `src` (any source [`Gpu::convert`] takes, with `options`' crop,
 /// colour spec and import policy) into batch element `batch_index` of
 /// `dst`, a tensor of `input.shape()` and `input.element_type()`, as
 /// [`ModelInput`] says: fitted by its [`Fit`] (letterbox bars hold its pad
-/// values), resampled bilinearly with half-pixel centres, then
-/// `p * gain + bias` per channel ([`ModelInput::affine`], channel order
+/// values), resampled as its [`Resample`] says (bilinear with half-pixel
+/// centres, or area averages: each model pixel the mean of the texels its
+/// footprint covers in each plane, as the CPU path does, taken as pairs of
+/// texels each one hardware bilinear sample), then `p * gain + bias` per
+/// channel ([`ModelInput::affine`], channel order
 /// included), rounded and clamped for `u8`/`i8`.
 ///
 /// `dst` may live in memory, shared memory, a PBO ([`Gpu::pbo_tensor`],
@@ -47,7 +50,9 @@ use crate::{ChannelOrder, Fit, FitPlacement, ModelInput, ModelLayout, Preprocess
 /// [`ModelInput::check_destination`] for a destination that is not what
 /// `input` describes (element type, shape, batch index, packing), or with
 /// [`LetterboxTooSmall`](crate::ModelInputError::LetterboxTooSmall);
-/// [`PreprocessError::Gpu`] with the errors of [`Gpu::write_model`] and
+/// [`PreprocessError::Gpu`] with the errors of [`Gpu::write_model`]
+/// (among them [`GpuError::AreaFootprint`](zerocam_gpu::GpuError::AreaFootprint)
+/// for a [`Resample::Area`] downscale of more than 31x on an axis) and
 /// [`Gpu::convert`] (the source, a destination whose elements do not start
 /// on a multiple of their size, the GPU).
 pub fn convert_model<T: Element>(
@@ -123,6 +128,10 @@ pub(crate) fn model_write(input: &ModelInput, placement: &FitPlacement) -> Model
             height: s.height,
         },
         target: placement.target,
+        resample: match input.resample_mode() {
+            Resample::Bilinear => ModelResample::Bilinear,
+            Resample::Area => ModelResample::Area,
+        },
     }
 }
 

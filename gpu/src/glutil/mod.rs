@@ -29,7 +29,7 @@ pub use draw::{
 pub use errors::{check, clear_errors, string};
 pub use programs::{
     delete_program, program, uniform, uniform_1i, uniform_2f, uniform_2i, uniform_3f, uniform_4f,
-    uniform_mat3, use_program,
+    uniform_4i, uniform_mat3, use_program,
 };
 #[cfg(feature = "fault-injection")]
 pub use readback::leave_pack_state_dirty;

@@ -104,6 +104,12 @@ pub fn uniform_2i(location: i32, x: i32, y: i32) {
     unsafe { gl::Uniform2i(location, x, y) };
 }
 
+/// Sets an `ivec4` uniform of the current program (`glUniform4iv`, count 1).
+pub fn uniform_4i(location: i32, v: &[i32; 4]) {
+    // SAFETY: GL reads exactly 4 ints (one ivec4) from the live array.
+    unsafe { gl::Uniform4iv(location, 1, v.as_ptr()) };
+}
+
 /// Sets a `vec2` uniform of the current program (`glUniform2f`).
 pub fn uniform_2f(location: i32, x: f32, y: f32) {
     // SAFETY: values only; GL ignores location -1 and validates the rest.

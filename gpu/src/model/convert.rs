@@ -21,6 +21,11 @@ impl Gpu {
     /// `write.pad`. zerocam-preprocess makes a `ModelWrite` from a model's
     /// description and its fit (its `convert_model_gpu`).
     ///
+    /// With [`ModelResample::Area`](super::ModelResample::Area), each model
+    /// pixel averages its footprint instead (in each uploaded plane's own
+    /// texels; in luma texels for an imported image, whose driver converts
+    /// to RGB), as pairs of texels, each pair one bilinear sample.
+    ///
     /// `dst` may live in memory, shared memory, a PBO ([`Gpu::pbo_tensor`],
     /// which stays on the GPU) or a dma-buf (rendered in place where EGL
     /// imports it). Its bytes are drawn as a grid of RGBA8 texels, each texel
@@ -38,8 +43,10 @@ impl Gpu {
     /// [`GpuError::ModelDestination`] for a destination that is not what
     /// `write` describes (element type, shape, batch index, packing) or
     /// whose elements do not start on a multiple of their size in the
-    /// buffer; and the errors of [`convert`](Gpu::convert) for the source
-    /// and the GPU.
+    /// buffer; [`GpuError::AreaFootprint`] for an Area write whose footprint
+    /// needs more than [`AREA_MAX_SAMPLES`](crate::AREA_MAX_SAMPLES)
+    /// bilinear samples across or down; and the errors of
+    /// [`convert`](Gpu::convert) for the source and the GPU.
     pub fn write_model<T: Element>(
         &self,
         src: &Tensor<u8>,
@@ -114,20 +121,21 @@ mod tests {
     use crate::model::ChannelLayout;
     use zerocam_tensor::DType;
 
-    /// Every model sampling pass compiles with every sampler, the external
+    /// Every model sampling pass (bilinear and area) compiles with every
+    /// sampler, the external
     /// (dma-buf) one included where the host's GL has it (the host never
     /// imports, so only this test would see a shader that zink or a board
     /// would refuse), and every packing pass compiles.
     #[test]
     fn every_model_program_compiles() {
-        use crate::model::draw_plan::{pack_code, SAMPLE_FLOAT, SAMPLE_ROUNDED};
+        use crate::model::draw_plan::{pack_code, SAMPLE_CODES};
         let gpu = Gpu::new().unwrap();
         let external = gpu.info().image_external;
         let compiled = gpu
             .link()
             .call("compile", move |st| -> Result<usize> {
                 let mut n = 0;
-                for sample in [SAMPLE_FLOAT, SAMPLE_ROUNDED] {
+                for sample in SAMPLE_CODES {
                     for kind in 0..5 {
                         st.program(false, kind, sample)?;
                         n += 1;
@@ -152,7 +160,9 @@ mod tests {
             })
             .unwrap()
             .unwrap();
-        assert_eq!(compiled, if external { 22 } else { 18 });
+        // 4 sampling passes (bilinear, area; float, rounded) for 5 plane
+        // kinds and 2 external ones, 8 packing passes.
+        assert_eq!(compiled, if external { 36 } else { 28 });
         let linked = gpu.stats().unwrap().programs_linked;
         assert_eq!(linked, compiled as u64);
         assert!(crate::model::draw_plan::pack_code(DType::U16, ChannelLayout::Planes).is_none());

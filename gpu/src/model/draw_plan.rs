@@ -17,7 +17,7 @@
 
 use zerocam_tensor::{DType, Element, PixelFormat, Region, Tensor};
 
-use super::{ChannelLayout, ModelWrite, SampleRect};
+use super::{ChannelLayout, ModelResample, ModelWrite, SampleRect, AREA_MAX_SAMPLES};
 use crate::draw_plan::{source, ConvertOptions, DrawPlan, Pack, Rect, Rects, TargetGrid};
 use crate::{GpuError, Result};
 
@@ -46,6 +46,12 @@ pub(crate) struct ModelDraw {
     pub range: (f32, f32),
     /// The sampling pass's program code ([`sample_code`]).
     pub sample: i32,
+    /// Bilinear or area averages.
+    pub resample: ModelResample,
+    /// For Area, the bilinear samples a model pixel's footprint takes
+    /// across and down in luma (source pixel) texels ([`area_samples`]: 0
+    /// for one); (0, 0) for Bilinear.
+    pub area_samples: (usize, usize),
 }
 
 /// The shaders' code of a model write: `3 + 2 * dtype + layout` with dtype
@@ -67,18 +73,83 @@ pub(crate) const SAMPLE_FLOAT: i32 = 11;
 /// The shaders' code of a model write's sampling pass for `u8`/`i8` outputs
 /// (the values rounded and clamped).
 pub(crate) const SAMPLE_ROUNDED: i32 = 12;
+/// [`SAMPLE_FLOAT`] with [`ModelResample::Area`].
+pub(crate) const SAMPLE_FLOAT_AREA: i32 = 13;
+/// [`SAMPLE_ROUNDED`] with [`ModelResample::Area`].
+pub(crate) const SAMPLE_ROUNDED_AREA: i32 = 14;
 
-/// Whether `code` is a sampling pass's ([`SAMPLE_FLOAT`], [`SAMPLE_ROUNDED`]).
+/// Every sampling pass's code.
+#[cfg(all(test, feature = "gl"))]
+pub(crate) const SAMPLE_CODES: [i32; 4] = [
+    SAMPLE_FLOAT,
+    SAMPLE_ROUNDED,
+    SAMPLE_FLOAT_AREA,
+    SAMPLE_ROUNDED_AREA,
+];
+
+/// Whether `code` is a sampling pass's ([`SAMPLE_FLOAT`], [`SAMPLE_ROUNDED`]
+/// and their Area codes).
 pub(crate) fn is_sample_code(code: i32) -> bool {
-    code == SAMPLE_FLOAT || code == SAMPLE_ROUNDED
+    (SAMPLE_FLOAT..=SAMPLE_ROUNDED_AREA).contains(&code)
 }
 
-/// The sampling pass's code for outputs of `dtype`.
-pub(crate) fn sample_code(dtype: DType) -> i32 {
-    match dtype {
-        DType::U8 | DType::I8 => SAMPLE_ROUNDED,
-        _ => SAMPLE_FLOAT,
+/// Whether sampling pass `code` averages footprints ([`ModelResample::Area`]).
+pub(crate) fn is_area_code(code: i32) -> bool {
+    code == SAMPLE_FLOAT_AREA || code == SAMPLE_ROUNDED_AREA
+}
+
+/// Whether sampling pass `code` rounds and clamps its values (`u8`/`i8`).
+pub(crate) fn is_rounded_code(code: i32) -> bool {
+    code == SAMPLE_ROUNDED || code == SAMPLE_ROUNDED_AREA
+}
+
+/// The sampling pass's code for outputs of `dtype` resampled as `resample`.
+pub(crate) fn sample_code(dtype: DType, resample: ModelResample) -> i32 {
+    let rounded = matches!(dtype, DType::U8 | DType::I8);
+    match (rounded, resample) {
+        (true, ModelResample::Bilinear) => SAMPLE_ROUNDED,
+        (false, ModelResample::Bilinear) => SAMPLE_FLOAT,
+        (true, ModelResample::Area) => SAMPLE_ROUNDED_AREA,
+        (false, ModelResample::Area) => SAMPLE_FLOAT_AREA,
     }
+}
+
+/// The bilinear samples one axis of an Area footprint `texels` plane texels
+/// long takes: 0 where the plane is not shrunk along it (`texels <= 1`:
+/// one sample, the bilinear tap at the footprint's centre), else half the
+/// texels it can touch (`ceil(texels) + 1`, from a fractional start),
+/// rounded up: each sample weighs two adjacent texels.
+pub(crate) fn area_samples(texels: f64) -> usize {
+    if texels > 1.0 {
+        // `as` saturates: an absurd footprint stays absurd, not wrapped.
+        (texels.ceil() as usize).saturating_add(1).div_ceil(2)
+    } else {
+        0
+    }
+}
+
+/// The samples across and down of an Area write's footprint in luma (source
+/// pixel) texels, the widest of any plane's: refused past
+/// [`AREA_MAX_SAMPLES`] either way.
+fn area_luma_samples(write: &ModelWrite) -> Result<(usize, usize)> {
+    let t = write.target;
+    let (w, h) = (write.source.width, write.source.height);
+    let samples = (
+        area_samples(w / t.width as f64),
+        area_samples(h / t.height as f64),
+    );
+    if samples.0 > AREA_MAX_SAMPLES || samples.1 > AREA_MAX_SAMPLES {
+        return Err(GpuError::AreaFootprint {
+            width: w,
+            height: h,
+            columns: t.width,
+            rows: t.height,
+            samples,
+            max: AREA_MAX_SAMPLES,
+            max_scale: 2 * AREA_MAX_SAMPLES - 1,
+        });
+    }
+    Ok(samples)
 }
 
 /// Whether `code` is a model write's packing pass's ([`pack_code`]).
@@ -250,6 +321,10 @@ pub(crate) fn plan<T: Element>(
     let (placement_src, crop) = source(src, options.crop)?;
     let view = placement_src.region;
     let (grid, rects, first) = target(dst, write, index)?;
+    let area_samples = match write.resample {
+        ModelResample::Bilinear => (0, 0),
+        ModelResample::Area => area_luma_samples(write)?,
+    };
     let s = write.source;
     let draw = ModelDraw {
         source: SampleRect {
@@ -265,7 +340,9 @@ pub(crate) fn plan<T: Element>(
         bias: write.bias,
         pad: write.pad,
         range: write.range,
-        sample: sample_code(write.dtype),
+        sample: sample_code(write.dtype, write.resample),
+        resample: write.resample,
+        area_samples,
     };
     Ok(DrawPlan {
         source: placement_src,
@@ -302,6 +379,7 @@ mod tests {
                 height: h as f64,
             },
             target: Region::new(0, 0, w, h),
+            resample: ModelResample::Bilinear,
         }
     }
 
@@ -469,6 +547,39 @@ mod tests {
         let m = plan.model.unwrap();
         assert_eq!((m.source.x, m.target), (640.0, input.target));
         assert_eq!(m.pad, [0.5; 3]);
+    }
+
+    #[test]
+    fn an_area_write_counts_its_footprint_and_refuses_one_too_wide() {
+        assert_eq!(area_samples(1.0), 0, "not shrunk: one centre sample");
+        assert_eq!(area_samples(1280.0 / 192.0), 4, "6.67 texels: 8 touched");
+        assert_eq!(area_samples(3.75), 3);
+        assert_eq!(area_samples(31.0), AREA_MAX_SAMPLES);
+        assert_eq!(area_samples(f64::INFINITY), usize::MAX / 2 + 1);
+        let frame = nv12(1280, 720);
+        let area = |w, h| ModelWrite {
+            source: SampleRect {
+                x: 0.0,
+                y: 0.0,
+                width: 1280.0,
+                height: 720.0,
+            },
+            resample: ModelResample::Area,
+            ..write(w, h, DType::U8, 1)
+        };
+        let opts = ConvertOptions::default();
+        let input = area(192, 192);
+        let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        let m = plan(&frame, &dst, &input, &opts, 0).unwrap().model.unwrap();
+        assert_eq!((m.sample, m.area_samples), (SAMPLE_ROUNDED_AREA, (4, 3)));
+        let input = area(32, 32);
+        let dst = Tensor::<u8>::new(&input.shape(), Some(TensorMemory::Mem), None).unwrap();
+        match plan(&frame, &dst, &input, &opts, 0) {
+            Err(GpuError::AreaFootprint { samples, max, .. }) => {
+                assert_eq!((samples, max), ((21, 12), 16));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The plan runs on the caller's thread every frame: no heap allocation

@@ -40,14 +40,44 @@ pub struct SampleRect {
     pub height: f64,
 }
 
+/// How a model write resamples the source onto the model pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ModelResample {
+    /// One bilinear sample (half-pixel centres) at each model pixel's
+    /// centre, filtered in float from four texel fetches.
+    #[default]
+    Bilinear,
+    /// Area averaging: on an axis a plane is shrunk along, each model pixel
+    /// is the mean of the plane's texels its footprint covers, each weighted
+    /// by the part covered; on an axis it is not shrunk along, the bilinear
+    /// tap at the footprint's centre. Output `o` over `start..start + len`
+    /// source pixels covers `[(start + o * step) * n / image,
+    /// (start + (o + 1) * step) * n / image)` of a plane `n` texels across
+    /// (`step = len / outputs`), as zerocam-preprocess's CPU path does. The
+    /// taps are taken in pairs, each pair one hardware bilinear sample at
+    /// the offset that weighs its two texels as the footprint does: a
+    /// footprint of `kx`x`ky` texels costs `ceil(kx / 2) * ceil(ky / 2)`
+    /// samples, at most [`AREA_MAX_SAMPLES`] across and down. The
+    /// hardware's sub-texel rounding puts the result within a few steps of
+    /// exact weights (3 on Mesa's llvmpipe for YUV sources, whose matrix
+    /// amplifies it; 1 for RGB).
+    Area,
+}
+
+/// The most bilinear samples an [`ModelResample::Area`] footprint takes
+/// across (and down): the sampling pass's loop bound. A footprint of up to
+/// `2 * AREA_MAX_SAMPLES - 1` texels fits (a downscale of up to 31x on an
+/// axis); a wider one is refused ([`GpuError::AreaFootprint`](crate::GpuError::AreaFootprint)).
+pub const AREA_MAX_SAMPLES: usize = 16;
+
 /// One model-input write: what [`Gpu::write_model`](crate::Gpu::write_model)
 /// renders into a batch element of a tensor of [`shape`](ModelWrite::shape)
 /// and element type `dtype`.
 ///
-/// Each output value is `(matrix * rgb)[c] + bias[c]` for the bilinearly
-/// sampled (half-pixel centres) RGB of the source in 0..1, rounded and
-/// clamped to `range` for `u8`/`i8`; model pixels outside `target` hold
-/// `pad`.
+/// Each output value is `(matrix * rgb)[c] + bias[c]` for the RGB of the
+/// source in 0..1 resampled as `resample` says (bilinear with half-pixel
+/// centres, or area averages), rounded and clamped to `range` for
+/// `u8`/`i8`; model pixels outside `target` hold `pad`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelWrite {
     /// Model width and height, in pixels.
@@ -73,6 +103,8 @@ pub struct ModelWrite {
     pub source: SampleRect,
     /// The model pixels it fills; the rest is pad.
     pub target: Region,
+    /// Bilinear (one sample a model pixel) or area averages.
+    pub resample: ModelResample,
 }
 
 impl ModelWrite {
