@@ -184,8 +184,9 @@ void main() {
 /// footprint's centre, as the CPU path does.
 ///
 /// The hardware filter rounds: Mesa's llvmpipe filters 8-bit textures in
-/// 8-bit fixed point (the fraction and the result), so a plane's footprint
-/// mean is within about a step of the exact one, and the YUV matrix
+/// 8-bit fixed point (its sub-texel fraction, and by the errors measured
+/// its result too), so a plane's footprint mean is within about a step of
+/// the exact one, and the YUV matrix
 /// multiplies that by up to 2 (3 steps measured against the CPU path on
 /// NV12 and YUYV, 1 on RGB). The bilinear path filters in float from four
 /// texel fetches instead (exact, and on llvmpipe faster than its hardware

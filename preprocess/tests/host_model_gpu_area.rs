@@ -67,7 +67,8 @@ fn area_inputs() -> Vec<(ModelInput, &'static str)> {
 /// step for `u8`, 0.02 for ImageNet-normalized `f32`, about 1.15 steps).
 /// YUV: 3 steps (0.0525 in `f32`, 3 / (255 * 0.224)). The GPU weighs each
 /// pair of texels with one hardware bilinear sample, which llvmpipe filters
-/// in 8-bit fixed point (the fraction and the result in 8 bits): each
+/// in 8-bit fixed point (an 8-bit sub-texel fraction; by the errors, an
+/// 8-bit result too): each
 /// plane's footprint mean is within about 1 step of the exact one (the RGB
 /// cases measure 1), and BT.601's limited-range matrix multiplies a luma
 /// error by 1.164 and a chroma one by up to 2.017 (Cb into blue), up to 3.2
