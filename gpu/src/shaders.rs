@@ -165,7 +165,7 @@ void main() {
 
 /// Area resampling (a model write with `ModelResample::Area`), common to
 /// both samplers: a model pixel's footprint in one plane, per axis, as
-/// pairs of adjacent texels, each pair one hardware bilinear sample.
+/// pairs of adjacent texels, each pair one bilinear sample.
 ///
 /// Footprints are in the plane's texels (texel `i` spans `[i, i + 1)`):
 /// model pixel `o` (relative to the target) covers `[e0, e0 + len)` with
@@ -183,15 +183,13 @@ void main() {
 /// along (`len <= 1`), where it takes one sample, the bilinear tap at the
 /// footprint's centre, as the CPU path does.
 ///
-/// The hardware filter rounds: Mesa's llvmpipe filters 8-bit textures in
-/// 8-bit fixed point (its sub-texel fraction, and by the errors measured
-/// its result too), so a plane's footprint mean is within about a step of
-/// the exact one, and the YUV matrix
-/// multiplies that by up to 2 (3 steps measured against the CPU path on
-/// NV12 and YUYV, 1 on RGB). The bilinear path filters in float from four
-/// texel fetches instead (exact, and on llvmpipe faster than its hardware
-/// filter); the pairs here keep one fetch a pair where a GPU filters in
-/// hardware.
+/// Each pair is filtered in float from four texel fetches (`bilinear`, as
+/// the bilinear path does), not by the texture unit: a hardware filter
+/// rounds (Mesa's llvmpipe filters 8-bit textures in 8-bit fixed point),
+/// which put a plane's footprint mean about a step off and, through the YUV
+/// matrix, NV12 and YUYV 3 steps off the CPU path; filtered in float they
+/// are within its rounding (1 step, 0.0004 in `f32`), and on llvmpipe
+/// faster too.
 const AREA_COMMON: &str = "
 uniform vec4 u_area0;    // plane 0 (tex0): footprint start x, y and length x, y, in its texels
 uniform vec4 u_area1;    // plane 1 (tex1), the same
@@ -235,7 +233,7 @@ vec4 area(sampler2D s, vec4 span, vec2 texels, ivec2 n, vec2 o) {
         for (int j = 0; j < AREA_MAX; j++) {
             if (j >= nx) break;
             float w = xs[j].y * ty.y;
-            sum += w * textureLod(s, vec2(xs[j].x, ty.x) / texels, 0.0);
+            sum += w * bilinear(s, vec2(xs[j].x, ty.x) / texels);
             total += w;
         }
     }

@@ -63,26 +63,16 @@ fn area_inputs() -> Vec<(ModelInput, &'static str)> {
 }
 
 /// How far apart the GPU's and the CPU's Area may be for a `format` source
-/// and `dtype` output. RGB: the bounds of the GPU-vs-CPU bilinear tests (1
-/// step for `u8`, 0.02 for ImageNet-normalized `f32`, about 1.15 steps).
-/// YUV: 3 steps (0.0525 in `f32`, 3 / (255 * 0.224)). The GPU weighs each
-/// pair of texels with one hardware bilinear sample, which llvmpipe filters
-/// in 8-bit fixed point (an 8-bit sub-texel fraction; by the errors, an
-/// 8-bit result too): each
-/// plane's footprint mean is within about 1 step of the exact one (the RGB
-/// cases measure 1), and BT.601's limited-range matrix multiplies a luma
-/// error by 1.164 and a chroma one by up to 2.017 (Cb into blue), up to 3.2
-/// steps together. Measured on Mesa 22.3.6's llvmpipe: 3 steps `u8`, 0.050
-/// `f32` (NV12), 0.046 (YUYV). The bilinear path filters in float from
-/// texel fetches and does not have this error; an Area pair filtered that
-/// way measures 1 step `u8` (rounding) and 0.0004 `f32`.
-fn bound(format: PixelFormat, dtype: DType) -> f64 {
-    let yuv = !matches!(format, PixelFormat::Rgb | PixelFormat::Bgr);
-    match (yuv, dtype) {
-        (false, DType::U8) => 1.0,
-        (false, _) => 0.02,
-        (true, DType::U8) => 3.0,
-        (true, _) => 3.0 / (255.0 * 0.224),
+/// and `dtype` output: the bounds of the GPU-vs-CPU bilinear tests (1 step
+/// for `u8`, 0.02 for ImageNet-normalized `f32`, about 1.15 steps). Each
+/// pair of texels is filtered in float from texel fetches (`bilinear` in the
+/// shader), as the bilinear path is: a hardware-filtered pair (one fetch)
+/// was 3 steps off on NV12 with llvmpipe's 8-bit fixed-point filtering,
+/// which BT.601's matrix multiplies by up to 2.
+fn bound(_format: PixelFormat, dtype: DType) -> f64 {
+    match dtype {
+        DType::U8 => 1.0,
+        _ => 0.02,
     }
 }
 

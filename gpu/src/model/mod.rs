@@ -54,13 +54,11 @@ pub enum ModelResample {
     /// source pixels covers `[(start + o * step) * n / image,
     /// (start + (o + 1) * step) * n / image)` of a plane `n` texels across
     /// (`step = len / outputs`), as zerocam-preprocess's CPU path does. The
-    /// taps are taken in pairs, each pair one hardware bilinear sample at
-    /// the offset that weighs its two texels as the footprint does: a
-    /// footprint of `kx`x`ky` texels costs `ceil(kx / 2) * ceil(ky / 2)`
-    /// samples, at most [`AREA_MAX_SAMPLES`] across and down. The
-    /// hardware's sub-texel rounding puts the result within a few steps of
-    /// exact weights (3 on Mesa's llvmpipe for YUV sources, whose matrix
-    /// amplifies it; 1 for RGB).
+    /// taps are taken in pairs, each pair one bilinear sample (filtered in
+    /// float) at the offset that weighs its two texels as the footprint
+    /// does: a footprint of `kx`x`ky` texels costs `ceil(kx / 2) * ceil(ky
+    /// / 2)` samples, at most [`AREA_MAX_SAMPLES`] across and down, within
+    /// the CPU path's rounding of exact weights.
     Area,
 }
 
