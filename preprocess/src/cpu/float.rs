@@ -69,30 +69,36 @@ impl FloatPixels {
     /// One output row of `n` pixels: RGB channel `c` into `out[c]`, each
     /// already the model's value (before rounding).
     pub(super) fn run(&self, v: &Values<'_>, out: [&mut [f32]; 3]) {
-        let n = out[0].len();
-        let v = v.map(|v| &v[..n]);
-        let at = |i: usize, x: usize| f32::from(v[i][x]);
-        let [r, g, b] = out;
-        let (r, g, b) = (&mut r[..n], &mut g[..n], &mut b[..n]);
-        let (m, o, lo, hi) = (&self.m, &self.offset, &self.lo, &self.hi);
-        if self.yuv {
-            // R has no Cb term, B no Cr term.
-            for x in 0..n {
-                let (y, cb, cr) = (at(0, x), at(1, x), at(2, x));
-                r[x] = clamp(m[0][0] * y + m[0][2] * cr + o[0], lo[0], hi[0]);
-                g[x] = clamp(
-                    m[1][0] * y + m[1][1] * cb + m[1][2] * cr + o[1],
-                    lo[1],
-                    hi[1],
-                );
-                b[x] = clamp(m[2][0] * y + m[2][1] * cb + o[2], lo[2], hi[2]);
-            }
-        } else {
-            for x in 0..n {
-                r[x] = clamp(m[0][0] * at(0, x) + o[0], lo[0], hi[0]);
-                g[x] = clamp(m[1][1] * at(1, x) + o[1], lo[1], hi[1]);
-                b[x] = clamp(m[2][2] * at(2, x) + o[2], lo[2], hi[2]);
-            }
+        float_row(self, v, out);
+    }
+}
+
+/// [`FloatPixels::run`], compiled again for AVX2 (picked at run time).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn float_row(p: &FloatPixels, v: &Values<'_>, out: [&mut [f32]; 3]) {
+    let n = out[0].len();
+    let v = v.map(|v| &v[..n]);
+    let at = |i: usize, x: usize| f32::from(v[i][x]);
+    let [r, g, b] = out;
+    let (r, g, b) = (&mut r[..n], &mut g[..n], &mut b[..n]);
+    let (m, o, lo, hi) = (&p.m, &p.offset, &p.lo, &p.hi);
+    if p.yuv {
+        // R has no Cb term, B no Cr term.
+        for x in 0..n {
+            let (y, cb, cr) = (at(0, x), at(1, x), at(2, x));
+            r[x] = clamp(m[0][0] * y + m[0][2] * cr + o[0], lo[0], hi[0]);
+            g[x] = clamp(
+                m[1][0] * y + m[1][1] * cb + m[1][2] * cr + o[1],
+                lo[1],
+                hi[1],
+            );
+            b[x] = clamp(m[2][0] * y + m[2][1] * cb + o[2], lo[2], hi[2]);
+        }
+    } else {
+        for x in 0..n {
+            r[x] = clamp(m[0][0] * at(0, x) + o[0], lo[0], hi[0]);
+            g[x] = clamp(m[1][1] * at(1, x) + o[1], lo[1], hi[1]);
+            b[x] = clamp(m[2][2] * at(2, x) + o[2], lo[2], hi[2]);
         }
     }
 }

@@ -44,6 +44,7 @@ fn blend(p: u16, q: u16, w: Weights) -> u16 {
 /// written as one loop over the row with two known scalar weights, LLVM did
 /// the sums in 32-bit lanes (or, indexing the lanes with `x % 8`, did not
 /// vectorize at all).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
 pub(super) fn blend_rows(p: &[u16], q: &[u16], lanes: &[[u16; 8]; 2], out: &mut [u16]) {
     let n = out.len();
     let (p, q) = (&p[..n], &q[..n]);
@@ -203,6 +204,7 @@ word!(u64);
 
 /// One plane row of `stream` resampled across at the output columns into
 /// `out`.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
 fn resample(stream: &Stream, row: &[u8], columns: &Columns, g: &mut Gathered, out: &mut [u16]) {
     // (texel, samples, spacing): the stream kinds of `source::layout`.
     match (stream.texel, stream.count, stream.spacing) {
@@ -217,7 +219,9 @@ fn resample(stream: &Stream, row: &[u8], columns: &Columns, g: &mut Gathered, ou
 }
 
 /// [`resample`] for texels of `T` bytes giving `C` samples `D` bytes apart,
-/// `W` bytes a column in `H` halves, read as `U`.
+/// `W` bytes a column in `H` halves, read as `U` (inlined into each of
+/// `resample`'s targets).
+#[inline(always)]
 fn pass<const T: usize, const C: usize, const D: usize, const W: usize, const H: usize, U: Word>(
     row: &[u8],
     columns: &Columns,
