@@ -97,6 +97,8 @@ mod area;
 mod error;
 mod fixed;
 mod float;
+#[allow(unsafe_code)] // a pool's borrowed work, called while `run` waits for it
+mod pool;
 mod rows;
 mod source;
 mod taps;
@@ -109,9 +111,9 @@ use zerocam_tensor::{Element, ReadOnly, Region, Tensor, TensorDyn, TensorMap};
 use super::{FitPlacement, ModelInput, ModelLayout, Resample};
 use fixed::FixedPixels;
 use float::FloatPixels;
-use rayon::prelude::*;
 use rows::{PlaneBytes, StreamRows};
 use source::Layout;
+use std::sync::{Mutex, PoisonError};
 use write::{Band, Frame, OutElem, Pixels, Scratch};
 use zerocam_tensor::ColorSpec;
 
@@ -141,8 +143,9 @@ pub struct CpuPreprocessor {
     geometry: Option<Geometry>,
     /// Threads the output rows are split over.
     threads: usize,
-    /// The pool they run on, made once (`None`: one thread, the caller's).
-    pool: Option<rayon::ThreadPool>,
+    /// The threads they run on besides the caller's, made once (`None`:
+    /// one thread, the caller's).
+    pool: Option<pool::Pool>,
 }
 
 /// What one thread of a conversion keeps between frames.
@@ -153,6 +156,9 @@ struct Worker {
     /// Channel rows for layouts and types not written in place.
     scratch: Scratch,
 }
+
+/// One thread's part of a frame: its band and its worker, taken once.
+type Part<'b, 'w, T> = Mutex<Option<(Band<'b, T>, &'w mut Worker)>>;
 
 /// The most threads one conversion is split over.
 pub const MAX_THREADS: usize = 8;
@@ -198,15 +204,7 @@ impl CpuPreprocessor {
     pub fn with_threads(threads: usize) -> CpuPreprocessor {
         let threads = threads.clamp(1, MAX_THREADS);
         // A pool that cannot start (no threads left) leaves the caller's.
-        let pool = (threads > 1)
-            .then(|| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("zerocam-pre-{i}"))
-                    .build()
-                    .ok()
-            })
-            .flatten();
+        let pool = pool::Pool::new(threads);
         let threads = if pool.is_some() { threads } else { 1 };
         CpuPreprocessor {
             workers: (0..threads).map(|_| Worker::default()).collect(),
@@ -413,16 +411,21 @@ impl CpuPreprocessor {
         let mut bands: [Option<Band<'_, T>>; MAX_THREADS] = std::array::from_fn(|_| None);
         let n = write::bands(&mut map[..3 * w * h], input, self.threads, &mut bands);
         match (&self.pool, n) {
-            (Some(pool), 2..) => pool.install(|| {
-                bands[..n]
-                    .par_iter_mut()
-                    .zip(self.workers[..n].par_iter_mut())
-                    .for_each(|(band, w)| {
-                        if let Some(band) = band.take() {
-                            write::write_band(band, frame, &mut w.streams, &mut w.scratch);
-                        }
-                    });
-            }),
+            (Some(pool), 2..) => {
+                // Each part's band and worker, taken by the one thread that
+                // runs it (the locks are never contended).
+                let mut workers = self.workers.iter_mut();
+                let parts: [Part<'_, '_, T>; MAX_THREADS] =
+                    std::array::from_fn(|i| Mutex::new(bands[i].take().zip(workers.next())));
+                pool.run(n, &|i| {
+                    let part = parts
+                        .get(i)
+                        .and_then(|p| p.lock().unwrap_or_else(PoisonError::into_inner).take());
+                    if let Some((band, w)) = part {
+                        write::write_band(band, frame, &mut w.streams, &mut w.scratch);
+                    }
+                });
+            }
             _ => {
                 if let (Some(band), Some(w)) = (bands[0].take(), self.workers.first_mut()) {
                     write::write_band(band, frame, &mut w.streams, &mut w.scratch);
