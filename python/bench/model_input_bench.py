@@ -23,8 +23,8 @@ a preallocated numpy array (`out=`). OpenCV runs on `cv2.setNumThreads(n)`
 is `ctypes.memset` of the output's bytes.
 
 Each figure is the median wall time per frame (ms) over FRAMES frames
-(default 100) after a warm-up; the runs of one row alternate, so load
-changes hit them alike. zerocam's Python heap per frame (`tracemalloc`) is
+(default 100) after a warm-up, each implementation's frames in a block, the
+blocks of one row back to back. zerocam's Python heap per frame (`tracemalloc`) is
 printed too; its Rust-side allocations (0 per frame, on every thread) are
 counted by `cargo run --release -p zerocam-preprocess --example
 model_input_bench`.
@@ -102,17 +102,21 @@ def zerocam_source(zerocam, nv12):
 
 
 def medians(runs, frames):
-    """Median ms per call of each of `runs`, alternated frame by frame."""
+    """Median ms per call of each of `runs`, each run `frames` times in a
+    block after a warm-up (alternating them frame by frame would hand one
+    the other's threads still spinning: OpenCV's pool busy-waits after a
+    parallel call)."""
+    out = []
     for run in runs:
         for _ in range(WARMUP):
             run()
-    times = [[] for _ in runs]
-    for _ in range(frames):
-        for run, t in zip(runs, times):
+        t = []
+        for _ in range(frames):
             t0 = time.perf_counter()
             run()
             t.append((time.perf_counter() - t0) * 1e3)
-    return [statistics.median(t) for t in times]
+        out.append(statistics.median(t))
+    return out
 
 
 def heap_per_call(run):
