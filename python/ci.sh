@@ -34,6 +34,9 @@ step "venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip
 "$venv/bin/pip" install -q "maturin>=1.5,<2" "numpy>=1.22" pytest pillow
+# Pinned: test_model_input_area.py's reference (INTER_AREA), and the OpenCV
+# python/bench/model_input_bench.py compares with.
+"$venv/bin/pip" install -q "opencv-python-headless==5.0.0.93"
 # Pinned: test_jax.py asserts what this jax does (64-byte alignment for a
 # zero-copy import, legacy capsules only).
 "$venv/bin/pip" install -q "jax==0.10.2" "jaxlib==0.10.2"
