@@ -77,6 +77,17 @@ fn integer(input: &ModelInput) -> bool {
 
 /// Converts with a fresh destination and compares batch element `n` with
 /// the reference; returns the destination.
+/// A heap tensor of `input`'s shape and element type.
+fn destination(input: &ModelInput) -> TensorDyn {
+    TensorDyn::new(
+        &input.shape(),
+        input.element_type(),
+        Some(TensorMemory::Mem),
+        None,
+    )
+    .unwrap()
+}
+
 fn check(
     src: &Tensor<u8>,
     crop: Option<Region>,
@@ -84,13 +95,7 @@ fn check(
     input: &ModelInput,
     n: usize,
 ) -> TensorDyn {
-    let dst = TensorDyn::new(
-        &input.shape(),
-        input.element_type(),
-        Some(TensorMemory::Mem),
-        None,
-    )
-    .unwrap();
+    let dst = destination(input);
     let placed = convert_cpu(src, crop, color, input, &dst, n).unwrap();
     let full = Region::new(0, 0, src.width().unwrap(), src.height().unwrap());
     let crop = crop.unwrap_or(full);
@@ -569,13 +574,7 @@ fn every_thread_count_writes_the_same_bits() {
             let outputs: Vec<_> = pres
                 .iter_mut()
                 .map(|pre| {
-                    let dst = TensorDyn::new(
-                        &input.shape(),
-                        input.element_type(),
-                        Some(TensorMemory::Mem),
-                        None,
-                    )
-                    .unwrap();
+                    let dst = destination(&input);
                     pre.convert(&src, None, color, &input, &dst, 0).unwrap();
                     bits(&dst, 0)
                 })

@@ -363,15 +363,7 @@ impl<T: Element> Tensor<T> {
     ) -> Result<Self> {
         let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
         let storage = ExternalStorage::new(Box::new(owner), std::mem::align_of::<T>())?;
-        let buffer = Buffer::new(storage);
-        check_fits(byte_len(&geom), buffer.len())?;
-        Ok(Tensor::from_parts(
-            Arc::new(buffer),
-            None,
-            Geometry::Array(geom),
-            BufferIdentity::fresh(),
-            name.map(Arc::from),
-        ))
+        Self::over_external(storage, geom, name)
     }
 
     /// Wraps memory someone else owns and lends for writing — a model
@@ -411,6 +403,15 @@ impl<T: Element> Tensor<T> {
     ) -> Result<Self> {
         let geom = ArrayGeom::contiguous(shape, T::DTYPE.size(), 0)?;
         let storage = ExternalStorage::new_mut(Box::new(owner), std::mem::align_of::<T>())?;
+        Self::over_external(storage, geom, name)
+    }
+
+    /// A tensor of `geom` over an outside owner's memory, checked to fit in it.
+    fn over_external(
+        storage: ExternalStorage,
+        geom: ArrayGeom,
+        name: Option<&str>,
+    ) -> Result<Self> {
         let buffer = Buffer::new(storage);
         check_fits(byte_len(&geom), buffer.len())?;
         Ok(Tensor::from_parts(
