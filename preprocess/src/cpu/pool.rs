@@ -9,8 +9,10 @@
 //! one `Mutex` and two `Condvar`s (futexes: no allocation), and its only
 //! `unsafe` is the one every scoped pool has: the work is a borrowed closure
 //! that the waiting threads call, which is sound because [`Pool::run`]
-//! returns only after every thread is done with it.
+//! returns only after every thread is done with it, and no other `run`
+//! hands out work while one is under way (`State::busy`).
 
+use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -37,6 +39,9 @@ unsafe fn call<F: Fn(usize) + Sync>(closure: *const (), i: usize) {
     f(i);
 }
 
+/// A panic's payload, carried from a worker to the caller of `run`.
+type Payload = Box<dyn Any + Send>;
+
 /// What the threads share.
 struct State {
     /// Bumped for each frame's work.
@@ -46,8 +51,13 @@ struct State {
     active: usize,
     /// Of those, how many are not done yet.
     pending: usize,
-    /// A part of this generation's work panicked.
-    panicked: bool,
+    /// A `run` has handed out its work and not yet returned: another `run`
+    /// (from inside a part, or from another thread) must not replace
+    /// `work` and `pending` under the threads still counted in them.
+    busy: bool,
+    /// The first panic of this generation's parts on the pool's threads,
+    /// resumed by `run`.
+    payload: Option<Payload>,
     quit: bool,
 }
 
@@ -90,7 +100,8 @@ impl Pool {
                 work: None,
                 active: 0,
                 pending: 0,
-                panicked: false,
+                busy: false,
+                payload: None,
                 quit: false,
             }),
             start: Condvar::new(),
@@ -113,20 +124,34 @@ impl Pool {
 
     /// Calls `f(i)` for every `i` in `0..n` (at most the pool's threads):
     /// `f(0)` on this thread, the others on the pool's, and returns when all
-    /// are done. A panic in any of them is resumed here, after all are done.
+    /// are done. A panic in any of them is resumed here, after all are done
+    /// (this thread's own first, else the first of the pool's threads').
+    ///
+    /// A call while another is under way (from inside a part, or from
+    /// another thread) runs its parts on this thread, one after another.
     pub(super) fn run<F: Fn(usize) + Sync>(&self, n: usize, f: &F) {
         let n = n.min(self.threads.len() + 1);
+        if n < 2 {
+            if n == 1 {
+                f(0);
+            }
+            return;
+        }
         let work = Work {
             closure: std::ptr::from_ref(f).cast(),
             call: call::<F>,
         };
         {
             let mut s = self.shared.lock();
+            if s.busy {
+                drop(s);
+                return run_here(n, f);
+            }
+            s.busy = true;
             s.generation = s.generation.wrapping_add(1);
             s.work = Some(work);
             s.active = n;
-            s.pending = n.saturating_sub(1);
-            s.panicked = false;
+            s.pending = n - 1;
         }
         self.shared.start.notify_all();
         let mine = catch_unwind(AssertUnwindSafe(|| f(0)));
@@ -140,14 +165,30 @@ impl Pool {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         s.work = None;
-        let panicked = s.panicked;
+        s.busy = false;
+        let theirs = s.payload.take();
         drop(s);
         if let Err(payload) = mine {
+            drop(theirs);
             resume_unwind(payload);
         }
-        if panicked {
-            panic!("a thread of the model-input pool panicked");
+        if let Some(payload) = theirs {
+            resume_unwind(payload);
         }
+    }
+}
+
+/// `f(i)` for every `i` in `0..n` on this thread, each run even when an
+/// earlier one panicked; the first panic resumed after the last.
+fn run_here<F: Fn(usize)>(n: usize, f: &F) {
+    let mut first = None;
+    for i in 0..n {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| f(i))) {
+            first.get_or_insert(payload);
+        }
+    }
+    if let Some(payload) = first {
+        resume_unwind(payload);
     }
 }
 
@@ -170,15 +211,41 @@ fn worker(shared: &Shared, index: usize) {
                 _ => continue,
             }
         };
-        // SAFETY: `Pool::run` keeps the closure alive until `pending` is 0,
-        // which it cannot be before this thread's decrement below.
+        // SAFETY: `work` was read under the lock in a generation this thread
+        // takes part in (`index < active`), so that generation's `run`
+        // counted this thread in `pending` and keeps the closure alive until
+        // this thread's decrement below; no other `run` replaces `work` or
+        // `pending` before then (`busy`).
         let result = catch_unwind(|| unsafe { (work.call)(work.closure, index) });
+        if let Err(payload) = result {
+            // Carried to the caller: a payload's `Drop` that panics on this
+            // thread, outside any `catch_unwind`, would end the thread, and
+            // every later `run` would wait for it for ever.
+            let spare = {
+                let mut s = shared.lock();
+                match s.payload {
+                    None => s.payload.replace(payload),
+                    Some(_) => Some(payload),
+                }
+            };
+            if let Some(spare) = spare {
+                drop_quietly(spare);
+            }
+        }
         let mut s = shared.lock();
-        s.panicked |= result.is_err();
         s.pending -= 1;
         if s.pending == 0 {
             shared.done.notify_all();
         }
+    }
+}
+
+/// Drops a second panic's payload on a pool thread without letting a panic
+/// in its `Drop` end the thread (that panic's own payload dropped the same
+/// way, and so on).
+fn drop_quietly(mut payload: Payload) {
+    while let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        payload = again;
     }
 }
 
@@ -196,6 +263,10 @@ impl Drop for Pool {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn counts<const N: usize>(c: &[AtomicUsize; N]) -> [usize; N] {
+        c.each_ref().map(|c| c.load(Ordering::SeqCst))
+    }
 
     #[test]
     fn every_part_runs_once_on_its_own_thread_and_panics_come_back() {
@@ -217,11 +288,87 @@ mod tests {
         let r = catch_unwind(AssertUnwindSafe(|| {
             pool.run(3, &|i| assert_ne!(i, 2, "part 2 fails"));
         }));
-        assert!(r.is_err(), "a worker's panic is the caller's");
+        let payload = r.expect_err("a worker's panic is the caller's");
+        let message = payload.downcast_ref::<String>().map(String::as_str);
+        assert!(
+            message.is_some_and(|m| m.contains("part 2 fails")),
+            "{message:?}"
+        );
         pool.run(3, &|i| {
             counts[i].fetch_add(1, Ordering::SeqCst);
         });
         assert_eq!(counts[2].load(Ordering::SeqCst), 3, "the pool goes on");
         assert!(Pool::new(1).is_none());
+    }
+
+    #[test]
+    fn no_parts_calls_nothing() {
+        let pool = Pool::new(2).unwrap();
+        let calls = AtomicUsize::new(0);
+        pool.run(0, &|_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    /// A `run` inside a part, or beside another on a second thread, must not
+    /// replace the work the pool's threads are counted in (it did: the outer
+    /// call's parts went unrun, or ran after their closure was gone).
+    #[test]
+    fn a_run_inside_or_beside_another_runs_every_part_once() {
+        let pool = Pool::new(3).unwrap();
+        let outer: [AtomicUsize; 3] = Default::default();
+        let inner: [AtomicUsize; 3] = Default::default();
+        pool.run(3, &|i| {
+            outer[i].fetch_add(1, Ordering::SeqCst);
+            // From the caller's part and from a pool thread's.
+            pool.run(3, &|j| {
+                inner[j].fetch_add(1, Ordering::SeqCst);
+            });
+        });
+        assert_eq!(counts(&outer), [1, 1, 1]);
+        assert_eq!(counts(&inner), [3, 3, 3]);
+        let beside: [AtomicUsize; 3] = Default::default();
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    for _ in 0..5 {
+                        pool.run(3, &|i| {
+                            beside[i].fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(counts(&beside), [10, 10, 10]);
+    }
+
+    /// A part's panic whose payload panics again when dropped must not end a
+    /// pool thread (the next `run` would wait for it for ever).
+    #[test]
+    fn a_payload_that_panics_on_drop_leaves_the_threads() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("a payload's drop");
+            }
+        }
+        let pool = Pool::new(3).unwrap();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            pool.run(3, &|i| {
+                if i > 0 {
+                    std::panic::panic_any(Bomb);
+                }
+            });
+        }));
+        let payload = r.expect_err("the parts' panic comes back");
+        assert!(payload.is::<Bomb>());
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop(payload)));
+        assert!(dropped.is_err(), "the test's own drop of it panics");
+        let calls: [AtomicUsize; 3] = Default::default();
+        pool.run(3, &|i| {
+            calls[i].fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(counts(&calls), [1, 1, 1]);
     }
 }
