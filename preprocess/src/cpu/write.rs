@@ -41,13 +41,9 @@ pub(super) trait OutElem: Copy + Default {
     fn from_level(v: u8) -> Self {
         Self::from_value(f32::from(v))
     }
-    /// Interleaves three rows of levels (output channel order) into pixels;
-    /// `pairs` is scratch.
-    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [Self]) {
-        let [a, b, c] = levels;
-        for (((o, &a), &b), &c) in out.chunks_exact_mut(3).zip(a).zip(b).zip(c) {
-            o.copy_from_slice(&[a, b, c].map(Self::from_level));
-        }
+    /// Interleaves three rows of levels (output channel order) into pixels.
+    fn interleave_levels(levels: [&[u8]; 3], out: &mut [Self]) {
+        interleave_bytes(levels, out, Self::from_level);
     }
 }
 
@@ -74,7 +70,7 @@ impl OutElem for u8 {
     }
     /// Sixteen pixels at a time as one 48-byte array, which LLVM builds with
     /// vector shuffles and stores whole, then the rest a pixel at a time.
-    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [u8]) {
+    fn interleave_levels(levels: [&[u8]; 3], out: &mut [u8]) {
         interleave_bytes(levels, out, |v| v);
     }
 }
@@ -122,7 +118,7 @@ impl OutElem for i8 {
         <i8 as Level>::from_level(i16::from(v))
     }
     /// As `u8`'s, each level `v` as `v - 128`: its top bit flipped.
-    fn interleave_levels(levels: [&[u8]; 3], _pairs: &mut Vec<u16>, out: &mut [i8]) {
+    fn interleave_levels(levels: [&[u8]; 3], out: &mut [i8]) {
         interleave_bytes(levels, out, |v| (v ^ 0x80) as i8);
     }
 }
@@ -165,8 +161,6 @@ pub(super) struct Scratch {
     values: [Vec<u16>; 3],
     /// Interleaved float pixels.
     pixels: Vec<f32>,
-    /// Two channels of levels paired.
-    pairs: Vec<u16>,
 }
 
 /// What one conversion reads and how.
@@ -375,7 +369,7 @@ fn interleaved_row<T: OutElem>(
             };
             p.run(&v, rows_of(&mut scratch.levels, n));
             let levels = order.map(|k| &scratch.levels[k][..n]);
-            T::interleave_levels(levels, &mut scratch.pairs, out);
+            T::interleave_levels(levels, out);
         }
     }
 }
