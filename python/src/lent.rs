@@ -1,5 +1,4 @@
-//! `Tensor.from_array`: an array's own memory (numpy's, or any object with
-//! `__array_interface__`) as a writable tensor, without a copy, so a model
+//! `Tensor.from_array`: a numpy array's own memory as a writable tensor, without a copy, so a model
 //! input is written straight into the array a runtime reads
 //! (`Preprocessor(..)(frame, out=tensor)`).
 //!
@@ -49,15 +48,19 @@ fn dtype_of(s: &str) -> Option<DType> {
 /// `obj`'s memory as a writable tensor of its shape and dtype (see the
 /// module docs).
 pub fn from_array(obj: &Bound<'_, PyAny>) -> PyResult<TensorDyn> {
-    let iface = obj.getattr("__array_interface__").map_err(|_| {
-        invalid(format!(
-            "{} has no __array_interface__ (a numpy array has)",
+    // Only numpy's own arrays: any other object's `__array_interface__`
+    // could name an address it does not own, which would be written.
+    let ndarray = obj.py().import("numpy")?.getattr("ndarray")?;
+    if !obj.is_instance(&ndarray)? {
+        return Err(invalid(format!(
+            "{} is not a numpy array (numpy.ndarray): zerocam writes only into memory numpy owns or holds",
             obj.get_type()
                 .name()
                 .map(|n| n.to_string())
                 .unwrap_or_default()
-        ))
-    })?;
+        )));
+    }
+    let iface = obj.getattr("__array_interface__")?;
     let iface = iface.cast::<PyDict>()?;
     let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
         iface

@@ -399,8 +399,9 @@ impl PyTensor {
         Ok(capsule)
     }
 
-    /// The memory of `array` — a numpy array, or any object with
-    /// `__array_interface__`: C-contiguous, writable, a zerocam dtype — as a
+    /// The memory of `array` — a numpy array (`numpy.ndarray`, not another
+    /// object's `__array_interface__`, whose address could be anything):
+    /// C-contiguous, writable, a zerocam dtype — as a
     /// writable tensor of its shape and dtype, without a copy. Writes through
     /// the tensor (`Preprocessor(...)(frame, out=t)`) land in the array;
     /// the tensor keeps the array alive. Don't read or write the array while

@@ -80,8 +80,14 @@ def test_out_and_from_array_refuse_what_they_cannot_write():
         zerocam.Tensor.from_array(np.zeros((1, 3, 48, 128), dtype=np.float32)[..., ::2])
     with pytest.raises(InvalidArgument, match="not a zerocam dtype"):
         zerocam.Tensor.from_array(np.zeros(4, dtype=np.complex64))
-    with pytest.raises(InvalidArgument, match="no __array_interface__"):
+    with pytest.raises(InvalidArgument, match="not a numpy array"):
         zerocam.Tensor.from_array(b"bytes")
+
+    class Forged:  # an interface naming memory it does not own
+        __array_interface__ = {"shape": (4,), "typestr": "|u1", "data": (8, False), "version": 3}
+
+    with pytest.raises(InvalidArgument, match="not a numpy array"):
+        zerocam.Tensor.from_array(Forged())
     wrong = np.zeros((1, 3, 64, 48), dtype=np.float32)
     with pytest.raises(InvalidArgument, match=r"\[1, 3, 64, 48\]"):
         pre(src, out=zerocam.Tensor.from_array(wrong))
