@@ -21,6 +21,8 @@ pub(crate) const MAX_PLANES: usize = 2;
 pub(crate) const MAX_MESSAGE: usize = HEADER_LEN + FRAME_BODY;
 
 const HELLO_BODY: usize = 4;
+/// A whole `Hello`'s length on the wire, header included.
+pub(crate) const HELLO_LEN: usize = HEADER_LEN + HELLO_BODY;
 const RELEASE_BODY: usize = 8;
 const WELCOME_BODY: usize = 8 + FORMAT_BODY;
 const GOODBYE_BODY: usize = 4;

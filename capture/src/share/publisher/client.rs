@@ -4,12 +4,15 @@
 //! since when a message of it has been half-sent, and its counters.
 
 use std::io::{self, Read};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
 use smallvec::SmallVec;
 
-use crate::share::wire::{decode_header, ClientMessage, HEADER_LEN, MAX_MESSAGE};
+use nix::sys::socket::{recv, MsgFlags};
+
+use crate::share::wire::{decode_header, ClientMessage, HEADER_LEN, HELLO_LEN, MAX_MESSAGE};
 
 /// What a client's counters say, for [`PublisherStats`](super::PublisherStats).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -100,6 +103,20 @@ impl Client {
                 ..ClientStats::default()
             },
         }
+    }
+
+    /// Whether a whole `Hello` came from this pending connection, read or
+    /// still in its socket (looked at with `MSG_PEEK`, nothing consumed):
+    /// a client that spoke at once is not the one to push out for a flood
+    /// of silent connections. A partial `Hello` (a stall) is not whole.
+    pub fn hello_waiting(&self) -> bool {
+        if self.hello.is_some() || self.filled >= HELLO_LEN {
+            return true;
+        }
+        let mut peek = [0u8; HELLO_LEN];
+        let want = HELLO_LEN - self.filled;
+        let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+        recv(self.sock.as_raw_fd(), &mut peek[..want], flags).is_ok_and(|n| n >= want)
     }
 
     /// Reads what the client sent, without waiting, handing each whole

@@ -34,9 +34,10 @@ pub struct PublisherConfig {
     /// place; more are told `Full`.
     pub max_clients_per_uid: Option<usize>,
     /// The most connections waiting for their `Hello` (default 32). A new
-    /// connection past it closes a pending one: the oldest of the uid with
-    /// the most pending connections (`Goodbye(Full)`, `pending_dropped`
-    /// counted), so a flood of idle connections pushes out its own.
+    /// connection past it closes a pending one: of the uid with the most
+    /// pending connections, the oldest whose whole `Hello` has not come
+    /// (`Goodbye(Full)`, `pending_dropped` counted), so a flood of idle
+    /// connections pushes out its own, not a client that spoke at once.
     pub max_pending: usize,
     /// How long a connection has to complete its `Hello` (default 1 s), and
     /// how long any message may stay half-sent: past it the connection is

@@ -263,21 +263,32 @@ impl<S: FrameSource> Publisher<S> {
     }
 
     /// Closes the oldest pending connection of the uid with the most
-    /// pending connections (room for a new one).
+    /// pending connections (room for a new one): the oldest whose whole
+    /// `Hello` has not come, so a client that spoke at once and was accepted
+    /// among a flood of silent connections is welcomed, not pushed out;
+    /// when every one of them sent its `Hello`, the oldest. At most one
+    /// `MSG_PEEK` per pending connection.
     fn drop_a_pending(&mut self, now: Instant) {
         let pending = || self.clients.iter().filter(|c| c.max_leases.is_none());
         let most = pending()
             .map(|c| c.stats.uid)
             .max_by_key(|uid| pending().filter(|c| c.stats.uid == *uid).count());
         let Some(uid) = most else { return };
-        let oldest = self
-            .clients
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.max_leases.is_none() && c.stats.uid == uid)
-            .min_by_key(|(_, c)| c.accepted)
-            .map(|(i, _)| i);
-        if let Some(i) = oldest {
+        let (mut oldest, mut oldest_silent) = (None::<usize>, None::<usize>);
+        for (i, c) in self.clients.iter().enumerate() {
+            if c.max_leases.is_some() || c.stats.uid != uid {
+                continue;
+            }
+            let older =
+                |best: Option<usize>| best.is_none_or(|b| c.accepted < self.clients[b].accepted);
+            if older(oldest) {
+                oldest = Some(i);
+            }
+            if older(oldest_silent) && !c.hello_waiting() {
+                oldest_silent = Some(i);
+            }
+        }
+        if let Some(i) = oldest_silent.or(oldest) {
             let c = self.clients.swap_remove(i);
             let bye = ServerMessage::Goodbye(GoodbyeReason::Full).encode();
             let _ = socket::send(c.sock.as_fd(), &bye, &[]);
