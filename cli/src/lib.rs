@@ -1,6 +1,6 @@
 //! The `zerocam` command line tool's subcommands, as a library its binary
 //! (`src/main.rs`) and its tests call: `list`, `info`, `capture`, `bench`,
-//! `serve`, `probe`, `record`. Sources are opened by spec with
+//! `serve`, `probe`, `record`, `doctor`. Sources are opened by spec with
 //! [`zerocam_capture::open`], as the C API and Python open them (the binary
 //! quiets libcamera's log first).
 
@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod capture;
 pub mod convert;
+pub mod doctor;
 pub mod libcamera;
 pub mod list;
 pub mod probe;

@@ -23,7 +23,7 @@ use zerocam_cli::{bench, capture, list, probe, record, serve, CliError};
 #[command(
     name = "zerocam",
     version,
-    about = "Zero-copy camera capture: list, info, capture, record, bench, serve, view, probe"
+    about = "Zero-copy camera capture: list, info, capture, record, bench, serve, view, probe, doctor"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -196,6 +196,18 @@ enum Command {
         /// Maps to time.
         #[arg(long, default_value_t = 10_000)]
         maps: usize,
+    },
+    /// What zerocam can use on this machine, as a checklist (✅ usable, ⚠ a
+    /// caveat, ❌ missing, each with its fix): kernel, memory, cameras, EGL
+    /// with a live dma-buf import, CUDA, encoders, a short capture. Exits 0
+    /// whatever it finds.
+    Doctor {
+        /// One JSON object (for bug reports).
+        #[arg(long)]
+        json: bool,
+        /// Frames to capture from the first camera (0: none).
+        #[arg(long, default_value_t = 60)]
+        frames: u64,
     },
 }
 
@@ -464,6 +476,14 @@ fn run(command: Command) -> Result<String, CliError> {
             serve::serve(&source.spec(zenoh)?, &options, |line| println!("{line}"))? + "\n"
         }
         Command::Probe { maps } => probe::report(&probe::run(maps)?),
+        Command::Doctor { json, frames } => {
+            let report = zerocam_cli::doctor::run(frames);
+            if json {
+                report.to_json() + "\n"
+            } else {
+                report.to_text()
+            }
+        }
     })
 }
 

@@ -145,3 +145,70 @@ fn lab_cli_record_picks_vicodec_and_imports_vivid_dma_bufs() {
         "30 decoded 640x480 NV12 frames"
     );
 }
+
+/// `zerocam doctor` in the lab reports what the lab has: both vivid nodes
+/// (with dmabuf import in their queues), the system heap and an allocation
+/// from it, udmabuf, zink's dma-buf import and a live NV12 import through it,
+/// every media controller in sysfs, and 60 frames captured with each buffer
+/// plane imported once; CUDA is missing (no NVIDIA driver) and says so.
+#[test]
+fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
+    let _serial = serial();
+    zerocam_test_support::lab::zink_env(); // inherited by the child
+    let out = run(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let checks = v["checks"].as_array().unwrap();
+    let find = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name:?}: {v}"))
+    };
+    let ok = |name: &str| {
+        let c = find(name);
+        assert_eq!(c["status"], "ok", "{c}");
+        c["detail"].as_str().unwrap().to_owned()
+    };
+    for node in ["/dev/video0", "/dev/video1"] {
+        let d = ok(node);
+        assert!(
+            d.contains("(vivid)") && d.contains("dmabuf") && d.contains("NV12"),
+            "{d}"
+        );
+    }
+    assert!(ok("/dev/video1").contains("MPLANE"), "{v}");
+    ok("DMA heap system");
+    ok("DMA heap allocation");
+    ok("udmabuf");
+    ok("memfd");
+    ok("EGL_EXT_image_dma_buf_import");
+    assert!(
+        ok("live NV12 dma-buf import").contains("imported as an EGLImage"),
+        "{v}"
+    );
+    // zink on lavapipe is a software renderer: a caveat, not a failure.
+    let egl = find("EGL");
+    assert_eq!(egl["status"], "warn", "{egl}");
+    assert!(egl["detail"].as_str().unwrap().contains("zink"), "{egl}");
+    assert_eq!(find("CUDA")["status"], "fail", "{v}");
+    // vicodec is an M2M encoder, of FWHT only.
+    let m2m = find("V4L2 M2M encoders");
+    assert!(
+        m2m["detail"]
+            .as_str()
+            .unwrap()
+            .contains("fwht on /dev/video"),
+        "{m2m}"
+    );
+    for mc in std::fs::read_dir("/sys/bus/media/devices").unwrap() {
+        let name = format!("/dev/{}", mc.unwrap().file_name().to_string_lossy());
+        ok(&name);
+    }
+    let capture = ok("60 frames from /dev/video0");
+    assert!(
+        capture.contains("imports 4 (buffers 4 x planes 1)"),
+        "{capture}"
+    );
+    assert!(capture.contains("cache hits 56"), "{capture}");
+    assert_eq!(v["fail"], 1, "only CUDA is missing: {v}");
+}

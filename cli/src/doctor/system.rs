@@ -1,0 +1,204 @@
+//! The kernel, the memory zerocam's tensors live in (DMA heaps and CMA,
+//! udmabuf, memfd) and the device nodes' permissions.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use nix::unistd::{access, AccessFlags, Group};
+use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+
+use super::Check;
+
+const SECTION: &str = "system and memory";
+
+/// The kernel, DMA heaps, CMA, udmabuf, memfd and DRM render nodes.
+pub(super) fn check(out: &mut Vec<Check>) {
+    out.push(kernel());
+    heaps(out);
+    out.push(cma());
+    out.push(udmabuf());
+    out.push(memfd());
+    render_nodes(out);
+}
+
+/// Whether this process may read and write `path`; when not, the fix line
+/// (join the node's group, or a udev rule when its group is root).
+pub(super) fn node_access(path: &Path) -> Result<(), String> {
+    if access(path, AccessFlags::R_OK | AccessFlags::W_OK).is_ok() {
+        return Ok(());
+    }
+    let gid = std::fs::metadata(path).map(|m| m.gid()).unwrap_or(0);
+    let group = Group::from_gid(gid.into())
+        .ok()
+        .flatten()
+        .map_or_else(|| gid.to_string(), |g| g.name);
+    Err(if gid == 0 {
+        format!(
+            "a udev rule giving {} a group you are in (GROUP=\"video\", MODE=\"0660\")",
+            path.display()
+        )
+    } else {
+        format!("sudo usermod -aG {group} $USER, then log in again")
+    })
+}
+
+/// The kernel release: DMA heaps need 5.6, `VIDIOC_REQBUFS` capabilities 4.20.
+fn kernel() -> Check {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    let version: Vec<u32> = release
+        .split(|c: char| !c.is_ascii_digit())
+        .take(2)
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let arch = std::env::consts::ARCH;
+    match version[..] {
+        [major, minor] if (major, minor) >= (5, 6) => {
+            Check::ok(SECTION, "kernel", format!("Linux {release} ({arch})"))
+        }
+        _ => Check::warn(
+            SECTION,
+            "kernel",
+            format!("Linux {release} ({arch}): older than 5.6, no DMA heaps"),
+            "use the board vendor's 5.15 or newer kernel (NXP, Raspberry Pi and L4T ship one)",
+        ),
+    }
+}
+
+/// Each heap in `/dev/dma_heap` with its permission, and one 4 KiB
+/// allocation from the default heap.
+fn heaps(out: &mut Vec<Check>) {
+    let names = zerocam_tensor::dma_heaps();
+    if names.is_empty() {
+        out.push(Check::fail(
+            SECTION,
+            "DMA heaps",
+            "no /dev/dma_heap: tensors and dmabuf-mode capture fall back to memfd",
+            "a kernel with CONFIG_DMABUF_HEAPS_SYSTEM and CONFIG_DMABUF_HEAPS_CMA",
+        ));
+        return;
+    }
+    for name in &names {
+        let path = Path::new("/dev/dma_heap").join(name);
+        let label = format!("DMA heap {name}");
+        out.push(match node_access(&path) {
+            Ok(()) => Check::ok(SECTION, label, format!("{} read-write", path.display())),
+            Err(fix) => Check::fail(
+                SECTION,
+                label,
+                format!("{}: permission denied", path.display()),
+                fix,
+            ),
+        });
+    }
+    out.push(
+        match Tensor::<u8>::image(64, 48, PixelFormat::Nv12, Some(TensorMemory::Dma)) {
+            Ok(_) => Check::ok(
+                SECTION,
+                "DMA heap allocation",
+                "a 64x48 NV12 tensor in the default heap",
+            ),
+            Err(e) => Check::fail(
+                SECTION,
+                "DMA heap allocation",
+                e.to_string(),
+                "read-write access to a heap in /dev/dma_heap (see above)",
+            ),
+        },
+    );
+}
+
+/// CMA, which the `linux,cma` heap and most board cameras' buffers come
+/// from (`CmaTotal` in /proc/meminfo).
+fn cma() -> Check {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |key: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    match (kib("CmaTotal:"), kib("CmaFree:")) {
+        (Some(total), Some(free)) if total > 0 => Check::ok(
+            SECTION,
+            "CMA",
+            format!("{} MiB, {} MiB free", total / 1024, free / 1024),
+        ),
+        _ => Check::warn(
+            SECTION,
+            "CMA",
+            "none reserved: contiguous buffers (the cma heap, many ISPs) cannot be had",
+            "reserve some: cma=256M on the kernel command line (boards' device trees usually do)",
+        ),
+    }
+}
+
+/// `/dev/udmabuf`: memfd pages as a dma-buf (the GPU imports shm tensors).
+fn udmabuf() -> Check {
+    let path = Path::new("/dev/udmabuf");
+    if !path.exists() {
+        return Check::fail(
+            SECTION,
+            "udmabuf",
+            "no /dev/udmabuf",
+            "sudo modprobe udmabuf (CONFIG_UDMABUF)",
+        );
+    }
+    match node_access(path) {
+        Ok(()) => Check::ok(SECTION, "udmabuf", "/dev/udmabuf read-write"),
+        Err(fix) => Check::fail(SECTION, "udmabuf", "/dev/udmabuf: permission denied", fix),
+    }
+}
+
+/// memfd, the shared-memory tensors' backing.
+fn memfd() -> Check {
+    if zerocam_tensor::is_shm_available() {
+        Check::ok(SECTION, "memfd", "shared-memory tensors work")
+    } else {
+        Check::fail(
+            SECTION,
+            "memfd",
+            "memfd_create refused",
+            "a kernel with CONFIG_MEMFD_CREATE, and no seccomp filter denying memfd_create",
+        )
+    }
+}
+
+/// The DRM render nodes EGL opens, with their drivers and permissions.
+fn render_nodes(out: &mut Vec<Check>) {
+    let mut nodes: Vec<_> = std::fs::read_dir("/dev/dri")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("renderD"))
+        })
+        .collect();
+    nodes.sort();
+    if nodes.is_empty() {
+        out.push(Check::warn(
+            SECTION,
+            "DRM render nodes",
+            "no /dev/dri/renderD*: EGL can only render in software",
+            "load the board's GPU driver (etnaviv, panfrost, v3d, nvgpu)",
+        ));
+    }
+    for node in nodes {
+        let name = node
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let driver = std::fs::read_link(format!("/sys/class/drm/{name}/device/driver"))
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "unknown driver".into());
+        let label = node.display().to_string();
+        out.push(match node_access(&node) {
+            Ok(()) => Check::ok(SECTION, label, format!("{driver}, read-write")),
+            Err(fix) => Check::fail(SECTION, label, format!("{driver}: permission denied"), fix),
+        });
+    }
+}
