@@ -181,6 +181,7 @@ fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
     ok("DMA heap allocation");
     ok("udmabuf");
     ok("memfd");
+    assert!(ok("/dev/dri/renderD128").starts_with("vgem"), "{v}");
     ok("EGL_EXT_image_dma_buf_import");
     assert!(
         ok("live NV12 dma-buf import").contains("imported as an EGLImage"),
@@ -202,7 +203,10 @@ fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
     );
     for mc in std::fs::read_dir("/sys/bus/media/devices").unwrap() {
         let name = format!("/dev/{}", mc.unwrap().file_name().to_string_lossy());
-        ok(&name);
+        let d = ok(&name);
+        if d.starts_with("vivid (vivid)") {
+            assert!(d.ends_with("nodes on its device: video0, video1"), "{d}");
+        }
     }
     let capture = ok("60 frames from /dev/video0");
     assert!(

@@ -134,7 +134,12 @@ fn media(out: &mut Vec<Check>) {
             "none (a USB or simple camera needs none)",
         ));
     }
-    let parent = |p: &Path| std::fs::canonicalize(p.join("device")).ok();
+    // The device a node hangs under: /sys/devices/…/DEV/mediaN, and
+    // /sys/devices/…/DEV/video4linux/videoN.
+    let up = |p: &Path, n: usize| {
+        let real = std::fs::canonicalize(p).ok()?;
+        real.ancestors().nth(n).map(Path::to_path_buf)
+    };
     let mut v4l: Vec<PathBuf> = std::fs::read_dir("/sys/class/video4linux")
         .into_iter()
         .flatten()
@@ -150,23 +155,23 @@ fn media(out: &mut Vec<Check>) {
         let model = std::fs::read_to_string(mc.join("model"))
             .map(|m| m.trim().to_owned())
             .unwrap_or_else(|_| "unknown model".into());
-        let driver = std::fs::read_link(mc.join("device/driver"))
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        let dev = up(&mc, 1);
+        let driver = dev
+            .as_deref()
+            .map(super::system::driver_of)
             .unwrap_or_else(|| "unknown driver".into());
-        let dev = parent(&mc);
         let nodes: Vec<String> = v4l
             .iter()
-            .filter(|n| dev.is_some() && parent(n) == dev)
+            .filter(|n| dev.is_some() && up(n, 2) == dev)
             .filter_map(|n| n.file_name().map(|f| f.to_string_lossy().into_owned()))
             .collect();
         out.push(Check::ok(
             CAMERAS,
             format!("/dev/{name}"),
             format!(
-                "{model} ({driver}): {}",
+                "{model} ({driver}), nodes on its device: {}",
                 if nodes.is_empty() {
-                    "no video nodes".into()
+                    "none".into()
                 } else {
                     nodes.join(", ")
                 }

@@ -2,7 +2,7 @@
 //! udmabuf, memfd) and the device nodes' permissions.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::unistd::{access, AccessFlags, Group};
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
@@ -40,6 +40,17 @@ pub(super) fn node_access(path: &Path) -> Result<(), String> {
     } else {
         format!("sudo usermod -aG {group} $USER, then log in again")
     })
+}
+
+/// The driver bound to the sysfs device `dev` (its `driver` link), or the
+/// device's own name where none is bound (vgem, vivid's platform devices).
+pub(super) fn driver_of(dev: &Path) -> String {
+    let name = |p: PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    std::fs::read_link(dev.join("driver"))
+        .ok()
+        .and_then(name)
+        .or_else(|| std::fs::canonicalize(dev).ok().and_then(name))
+        .unwrap_or_else(|| "unknown driver".into())
 }
 
 /// The kernel release: DMA heaps need 5.6, `VIDIOC_REQBUFS` capabilities 4.20.
@@ -191,10 +202,7 @@ fn render_nodes(out: &mut Vec<Check>) {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let driver = std::fs::read_link(format!("/sys/class/drm/{name}/device/driver"))
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "unknown driver".into());
+        let driver = driver_of(Path::new(&format!("/sys/class/drm/{name}/device")));
         let label = node.display().to_string();
         out.push(match node_access(&node) {
             Ok(()) => Check::ok(SECTION, label, format!("{driver}, read-write")),
