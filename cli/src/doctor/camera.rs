@@ -9,7 +9,7 @@ use zerocam_capture::open::SourceSpec;
 use zerocam_capture::v4l2::BufferApi;
 use zerocam_capture::{capture_devices, Device};
 
-use super::system::node_access;
+use super::system::{entries, node_access};
 use super::Check;
 
 const CAMERAS: &str = "cameras";
@@ -120,13 +120,7 @@ fn camera(path: &Path) -> (Check, bool) {
 /// video and sub-device nodes of its device (the pipeline a board's camera
 /// is configured through: ISI, ISP, CSI receiver, sensor).
 fn media(out: &mut Vec<Check>) {
-    let mut controllers: Vec<PathBuf> = std::fs::read_dir("/sys/bus/media/devices")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    controllers.sort();
+    let controllers = entries("/sys/bus/media/devices");
     if controllers.is_empty() {
         out.push(Check::ok(
             CAMERAS,
@@ -140,13 +134,7 @@ fn media(out: &mut Vec<Check>) {
         let real = std::fs::canonicalize(p).ok()?;
         real.ancestors().nth(n).map(Path::to_path_buf)
     };
-    let mut v4l: Vec<PathBuf> = std::fs::read_dir("/sys/class/video4linux")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    v4l.sort();
+    let v4l = entries("/sys/class/video4linux");
     for mc in controllers {
         let name = mc
             .file_name()

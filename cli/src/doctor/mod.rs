@@ -76,11 +76,7 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
-        Check {
-            status: Status::Warn,
-            fix: Some(fix.into()),
-            ..Check::ok(section, name, detail)
-        }
+        Check::ok(section, name, detail).needs(Status::Warn, fix)
     }
 
     /// A missing or refused `name`, and the fix.
@@ -90,10 +86,14 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
+        Check::ok(section, name, detail).needs(Status::Fail, fix)
+    }
+
+    fn needs(self, status: Status, fix: impl Into<String>) -> Check {
         Check {
-            status: Status::Fail,
+            status,
             fix: Some(fix.into()),
-            ..Check::ok(section, name, detail)
+            ..self
         }
     }
 }

@@ -42,6 +42,18 @@ pub(super) fn node_access(path: &Path) -> Result<(), String> {
     })
 }
 
+/// The paths in directory `dir`, sorted (none where it cannot be read).
+pub(super) fn entries(dir: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// The driver bound to the sysfs device `dev` (its `driver` link), or the
 /// device's own name where none is bound (vgem, vivid's platform devices).
 pub(super) fn driver_of(dev: &Path) -> String {
@@ -178,17 +190,13 @@ fn memfd() -> Check {
 
 /// The DRM render nodes EGL opens, with their drivers and permissions.
 fn render_nodes(out: &mut Vec<Check>) {
-    let mut nodes: Vec<_> = std::fs::read_dir("/dev/dri")
+    let nodes: Vec<PathBuf> = entries("/dev/dri")
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
         .filter(|p| {
             p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("renderD"))
         })
         .collect();
-    nodes.sort();
     if nodes.is_empty() {
         out.push(Check::warn(
             SECTION,
