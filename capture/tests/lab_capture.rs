@@ -4,7 +4,7 @@
 #![allow(missing_docs, clippy::unwrap_used)] // tests may panic
 
 mod vivid_common;
-use vivid_common::{config, frames, lock, open_fds, red_device, MULTI, SINGLE, WAIT};
+use vivid_common::{config, frames, lock, open_fds, red_device, MODES, MULTI, SINGLE, WAIT};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -90,7 +90,7 @@ fn formats_sizes_modes(path: &str) -> Vec<String> {
     let mut ran = Vec::new();
     for format in offered(path) {
         for (w, h) in [(320, 180), (640, 480)] {
-            for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+            for &mode in MODES {
                 let what = format!("{path} {} {w}x{h} {}", format.name, mode.name());
                 let d = open_red(path, format, w, h);
                 let mut s = Stream::new(d, config(|c| c.mode = mode)).unwrap();
@@ -303,10 +303,12 @@ fn lab_capture_fd_count_after_close_equals_before_open() {
     let _g = lock(SINGLE);
     let _g2 = lock(MULTI);
     // Warm up process-wide fds (the DMA heap device stays open once used).
-    drop(zerocam_tensor::Tensor::<u8>::new(&[64], Some(TensorMemory::Dma), None).unwrap());
+    if MODES.contains(&BufferMode::DmaBuf) {
+        drop(zerocam_tensor::Tensor::<u8>::new(&[64], Some(TensorMemory::Dma), None).unwrap());
+    }
     let before = open_fds();
     for (path, format) in [(SINGLE, "NV12"), (MULTI, "NV12M"), (MULTI, "RGB24")] {
-        for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+        for &mode in MODES {
             let d = open_red(path, format.parse().unwrap(), 320, 180);
             let mut s = Stream::new(d, config(|c| c.mode = mode)).unwrap();
             let held = s.next_frame(WAIT).unwrap();
@@ -458,4 +460,26 @@ fn lab_capture_into_device_hands_the_stream_back_while_frames_are_held() {
     drop(held);
     let d = s.into_device().unwrap();
     assert_eq!(d.info().driver, "vivid");
+}
+
+/// On the arm64 lab, whose kernel has no DMA heap: `dmabuf` mode, which
+/// allocates its buffers from one, is refused with a typed error naming the
+/// mode and the heaps looked for, and the device is given back, streaming in
+/// `mmap` mode at once.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn lab_capture_dmabuf_mode_without_a_heap_is_a_typed_error() {
+    let _g = lock(MULTI);
+    assert!(zerocam_tensor::dma_heaps().is_empty());
+    let d = open_red(MULTI, "NV12M".parse().unwrap(), 320, 180);
+    let e = Stream::new(d, config(|c| c.mode = BufferMode::DmaBuf)).unwrap_err();
+    let msg = e.error.to_string();
+    assert!(
+        matches!(&e.error, CaptureError::UnsupportedMode { mode: "dmabuf", reason, .. }
+            if reason.contains("no DMA heap is available")),
+        "{msg}"
+    );
+    let mut s = Stream::new(*e.device, config(|c| c.mode = BufferMode::Mmap)).unwrap();
+    frames(&mut s, 5);
+    assert_eq!(s.stats().cache.misses, (s.stats().buffers * 2) as u64);
 }

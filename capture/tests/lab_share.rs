@@ -8,7 +8,7 @@
 mod share_common;
 use share_common::*;
 mod vivid_common;
-use vivid_common::reload_vivid;
+use vivid_common::{reload_vivid, MODES};
 
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ fn stream(path: &str, format: &str, mode: BufferMode) -> Stream {
 /// planes, and a third cannot write.
 fn clients_share_vivid_frames_read_only() {
     for (path, format) in [("/dev/video0", "NV12"), ("/dev/video1", "NV12M")] {
-        for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+        for &mode in MODES {
             let name = format!("vivid{format}{}", mode.name());
             let serving = Serving::start(&name, stream(path, format, mode), |c| {
                 c.lease = Duration::from_secs(30);

@@ -3,9 +3,29 @@
 
 # Bump when the prepared layout changes: `prepare` then rebuilds everything.
 LAB_LAYOUT=2
-LAB_DIR=${ZEROCAM_LAB_DIR:-$HOME/.cache/zerocam/lab}
-LAB_STAMP=$LAB_DIR/stamp
 LAB_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# lab_arch ARCH: the guest's architecture, Debian's name: amd64 (the default;
+# its cache is ${ZEROCAM_LAB_DIR:-$HOME/.cache/zerocam/lab}) or arm64 (the
+# boards' architecture under qemu-system-aarch64's `virt` machine, TCG; its
+# cache is ${ZEROCAM_LAB_ARM64_DIR:-$HOME/.cache/zerocam/lab-arm64}). Each has
+# its own kernel, root, initramfs and stamp.
+lab_arch() {
+    case $1 in
+    amd64)
+        LAB_DIR=${ZEROCAM_LAB_DIR:-$HOME/.cache/zerocam/lab}
+        LAB_TRIPLE=x86_64-linux-gnu LAB_QEMU=qemu-system-x86_64 LAB_CONSOLE=ttyS0
+        ;;
+    arm64)
+        LAB_DIR=${ZEROCAM_LAB_ARM64_DIR:-$HOME/.cache/zerocam/lab-arm64}
+        LAB_TRIPLE=aarch64-linux-gnu LAB_QEMU=qemu-system-aarch64 LAB_CONSOLE=ttyAMA0
+        ;;
+    *) die "unknown lab architecture ${1@Q} (amd64 or arm64)" ;;
+    esac
+    LAB_ARCH=$1
+    LAB_STAMP=$LAB_DIR/stamp
+    LAB_M2M_DIR=$LAB_DIR/modules
+}
 
 # die REASON: one line on stderr, exit non-zero.
 die() {
@@ -27,15 +47,17 @@ stamp_get() {
 # the .ko files and their stamp in $LAB_M2M_DIR, installed into the guest root's
 # /usr/lib/modules/<kver>/updates/zerocam/. Bump LAB_M2M_RECIPE when the way
 # they are built changes: `prepare` then builds them again (only them).
+# The arm64 lab has none: building them needs the arm64 kbuild tools
+# (linux-kbuild-*:arm64) run under qemu-user; its tests leave the M2M drivers out.
 LAB_M2M_RECIPE=1
 LAB_M2M_MODULES=(v4l2-mem2mem vicodec vim2m)
-LAB_M2M_DIR=$LAB_DIR/modules
 
 # lab_m2m_ready [built]: true when the modules were built for the lab's current
 # kernel by this recipe and are installed in the guest root (with built: only
 # that they were built, in $LAB_M2M_DIR/<kver>/).
 lab_m2m_ready() {
     local kver m
+    [[ $LAB_ARCH == arm64 ]] && return 0
     kver=$(stamp_get kver)
     [[ -n $kver && $(stamp_get kver "$LAB_M2M_DIR/stamp") == "$kver" &&
         $(stamp_get recipe "$LAB_M2M_DIR/stamp") == "$LAB_M2M_RECIPE" ]] || return 1
@@ -100,8 +122,29 @@ host_mirror() {
         awk -v cn="$codename" '$1 == "deb" { sub(/\[[^]]*\][ \t]*/, ""); if ($3 == cn) { print $2; exit } }' | grep .
 }
 
-# The Debian packages installed in the guest's trixie root.
+# The Debian packages installed in the guest's trixie root. The arm64 root
+# has what its tests run (V4L2, udev, Mesa, Python with numpy and pytest):
+# no compilers (its test binaries are cross-built on the host) and no
+# libcamera (its lab tests are built in the amd64 root).
 lab_guest_packages() {
+    if [[ $LAB_ARCH == arm64 ]]; then
+        cat <<'PKGS'
+v4l-utils
+kmod
+udev
+bash
+libegl1
+libgles2
+libegl-mesa0
+libgl1-mesa-dri
+mesa-vulkan-drivers
+mesa-utils-bin
+python3
+python3-numpy
+python3-pytest
+PKGS
+        return
+    fi
     cat <<'PKGS'
 v4l-utils
 gstreamer1.0-tools
@@ -135,3 +178,5 @@ python3-pytest
 python3-opencv
 PKGS
 }
+
+lab_arch "${ZEROCAM_LAB_ARCH:-amd64}"

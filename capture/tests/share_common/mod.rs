@@ -439,10 +439,22 @@ pub fn main_with(scenarios: &[(&str, fn())]) {
     if args.first().map(String::as_str) == Some("--child") {
         std::process::exit(child_main(&args[1..]));
     }
-    let filter = args.iter().find(|a| !a.starts_with('-'));
+    // libtest's `--skip PART` (repeatable; a name containing it is skipped)
+    // and one name filter.
+    let (mut skips, mut filter) = (Vec::new(), None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--skip" {
+            skips.extend(it.next());
+        } else if !a.starts_with('-') && filter.is_none() {
+            filter = Some(a);
+        }
+    }
     let mut passed = 0;
     for (name, scenario) in scenarios {
-        if filter.is_some_and(|f| !name.contains(f.as_str())) {
+        if filter.is_some_and(|f| !name.contains(f.as_str()))
+            || skips.iter().any(|s| name.contains(s.as_str()))
+        {
             continue;
         }
         println!("test {name} ...");

@@ -7,7 +7,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use zerocam_capture::{Device, FrameSource, StreamConfig};
+use zerocam_capture::{BufferMode, Device, FrameSource, StreamConfig};
 
 /// vivid's single-planar capture node.
 pub const SINGLE: &str = "/dev/video0";
@@ -15,6 +15,21 @@ pub const SINGLE: &str = "/dev/video0";
 pub const MULTI: &str = "/dev/video1";
 /// How long a test waits for a frame.
 pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The buffer modes that stream in this lab. The arm64 lab's kernel
+/// (Debian's arm64 config) has no DMA heaps, which `dmabuf` mode allocates
+/// from: there only `mmap` streams, and
+/// `lab_capture_dmabuf_mode_without_a_heap_is_a_typed_error` checks what
+/// `dmabuf` says instead.
+pub const MODES: &[BufferMode] = if cfg!(target_arch = "aarch64") {
+    &[BufferMode::Mmap]
+} else {
+    &[BufferMode::Mmap, BufferMode::DmaBuf]
+};
+
+/// The mode a test streams in after an `mmap` stream: `dmabuf` where the lab
+/// has a DMA heap, `mmap` again where it has none.
+pub const AFTER_MMAP: BufferMode = MODES[MODES.len() - 1];
 
 /// One test at a time per device node.
 pub fn lock(path: &str) -> MutexGuard<'static, ()> {
