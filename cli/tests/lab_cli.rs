@@ -147,10 +147,12 @@ fn lab_cli_record_picks_vicodec_and_imports_vivid_dma_bufs() {
 }
 
 /// `zerocam doctor` in the lab reports what the lab has: both vivid nodes
-/// (with dmabuf import in their queues), the system heap and an allocation
-/// from it, udmabuf, zink's dma-buf import and a live NV12 import through it,
-/// every media controller in sysfs, and 60 frames captured with each buffer
-/// plane imported once; CUDA is missing (no NVIDIA driver) and says so.
+/// (with dmabuf import in their queues), udmabuf, vgem, zink's dma-buf
+/// import, every media controller in sysfs, and 60 frames captured with each
+/// buffer plane imported once; CUDA is missing (no NVIDIA driver) and says
+/// so. The x86 lab has the system heap (an allocation from it, and a live
+/// NV12 import of one through zink) and vicodec; the arm64 lab's kernel has
+/// neither, and the report says so with its fixes.
 #[test]
 fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
     let _serial = serial();
@@ -169,6 +171,7 @@ fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
         assert_eq!(c["status"], "ok", "{c}");
         c["detail"].as_str().unwrap().to_owned()
     };
+    let arm64 = cfg!(target_arch = "aarch64");
     for node in ["/dev/video0", "/dev/video1"] {
         let d = ok(node);
         assert!(
@@ -177,30 +180,36 @@ fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
         );
     }
     assert!(ok("/dev/video1").contains("MPLANE"), "{v}");
-    ok("DMA heap system");
-    ok("DMA heap allocation");
+    assert!(ok("kernel").contains(std::env::consts::ARCH), "{v}");
     ok("udmabuf");
     ok("memfd");
     assert!(ok("/dev/dri/renderD128").starts_with("vgem"), "{v}");
     ok("EGL_EXT_image_dma_buf_import");
-    assert!(
-        ok("live NV12 dma-buf import").contains("imported as an EGLImage"),
-        "{v}"
-    );
     // zink on lavapipe is a software renderer: a caveat, not a failure.
     let egl = find("EGL");
     assert_eq!(egl["status"], "warn", "{egl}");
     assert!(egl["detail"].as_str().unwrap().contains("zink"), "{egl}");
     assert_eq!(find("CUDA")["status"], "fail", "{v}");
-    // vicodec is an M2M encoder, of FWHT only.
-    let m2m = find("V4L2 M2M encoders");
-    assert!(
-        m2m["detail"]
-            .as_str()
-            .unwrap()
-            .contains("fwht on /dev/video"),
-        "{m2m}"
-    );
+    let m2m = find("V4L2 M2M encoders")["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    if arm64 {
+        let heaps = find("DMA heaps");
+        assert_eq!(heaps["status"], "fail", "{heaps}");
+        let import = find("live NV12 dma-buf import");
+        assert_eq!(import["status"], "warn", "no heap to import from: {import}");
+        assert!(m2m.starts_with("none"), "{m2m}");
+    } else {
+        ok("DMA heap system");
+        ok("DMA heap allocation");
+        assert!(
+            ok("live NV12 dma-buf import").contains("imported as an EGLImage"),
+            "{v}"
+        );
+        // vicodec is an M2M encoder, of FWHT only.
+        assert!(m2m.contains("fwht on /dev/video"), "{m2m}");
+    }
     for mc in std::fs::read_dir("/sys/bus/media/devices").unwrap() {
         let name = format!("/dev/{}", mc.unwrap().file_name().to_string_lossy());
         let d = ok(&name);
@@ -214,5 +223,6 @@ fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
         "{capture}"
     );
     assert!(capture.contains("cache hits 56"), "{capture}");
-    assert_eq!(v["fail"], 1, "only CUDA is missing: {v}");
+    // Missing: CUDA; on arm64 the heaps too.
+    assert_eq!(v["fail"], if arm64 { 2 } else { 1 }, "{v}");
 }
