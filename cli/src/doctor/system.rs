@@ -97,8 +97,8 @@ fn heaps(out: &mut Vec<Check>) {
         out.push(Check::fail(
             SECTION,
             "DMA heaps",
-            "no /dev/dma_heap: tensors and dmabuf-mode capture fall back to memfd",
-            "a kernel with CONFIG_DMABUF_HEAPS_SYSTEM and CONFIG_DMABUF_HEAPS_CMA",
+            "no /dev/dma_heap: tensors default to memfd, and dmabuf-mode capture is refused",
+            "a kernel with CONFIG_DMABUF_HEAPS_SYSTEM and CONFIG_DMABUF_HEAPS_CMA; meanwhile capture in mmap mode (the driver's buffers, exported)",
         ));
         return;
     }
