@@ -17,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(10);
 const FRAMES: usize = 12;
 mod lab_common;
 
-use lab_common::{assert_red, fd_count, fd_list, gpu, lock, red_stream, REQUIRE};
+use lab_common::{assert_red, fd_count, fd_list, gpu, lock, red_stream, MODES, REQUIRE};
 
 #[test]
 fn the_lab_renderer_is_zink_with_dma_buf_import() {
@@ -79,7 +79,7 @@ fn capture_and_convert(gpu: &Gpu, path: &str, name: &str, mode: BufferMode, what
 fn vivid_frames_are_imported_once_per_buffer_and_converted() {
     let _g = lock();
     for (path, name) in [(SINGLE, "NV12"), (MULTI, "NV12M")] {
-        for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+        for &mode in MODES {
             let what = format!("{path} {name} {}", mode.name());
             let gpu = gpu();
             capture_and_convert(&gpu, path, name, mode, &what);
@@ -100,7 +100,7 @@ fn vivid_frames_are_imported_once_per_buffer_and_converted() {
 #[test]
 fn restarts_keep_every_egl_image() {
     let _g = lock();
-    for mode in [BufferMode::Mmap, BufferMode::DmaBuf] {
+    for &mode in MODES {
         let what = format!("{SINGLE} NV12 {}", mode.name());
         let gpu = gpu();
         let dst = Tensor::<u8>::image(64, 64, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
