@@ -39,7 +39,7 @@ fn egl(out: &mut Vec<Check>) {
             return;
         }
     };
-    let i = gpu.info().clone();
+    let i = gpu.info();
     let what = format!(
         "{} / {} (GLES {}, {} platform)",
         i.vendor, i.renderer, i.version, i.platform
@@ -142,20 +142,10 @@ fn live_import(gpu: &Gpu) -> Check {
 fn cuda() -> Check {
     let p = zerocam_cuda::probe(false);
     match &p.found {
-        Ok(f) => Check::ok(
+        Ok(_) => Check::ok(
             GPU,
             "CUDA",
-            format!(
-                "{} (compute {}.{}{})",
-                f.info.name,
-                f.info.compute_capability.0,
-                f.info.compute_capability.1,
-                if f.info.integrated {
-                    ", integrated: frames are read in place"
-                } else {
-                    ""
-                }
-            ),
+            p.summary().trim_start_matches("CUDA: ").to_owned(),
         ),
         Err(why) => Check::fail(
             GPU,

@@ -42,6 +42,15 @@ pub(super) fn node_access(path: &Path) -> Result<(), String> {
     })
 }
 
+/// Check `label` on device node `path`: `WHAT: read-write`, or `WHAT:
+/// permission denied` with [`node_access`]'s fix.
+fn access_check(label: String, path: &Path, what: &str) -> Check {
+    match node_access(path) {
+        Ok(()) => Check::ok(SECTION, label, format!("{what}: read-write")),
+        Err(fix) => Check::fail(SECTION, label, format!("{what}: permission denied"), fix),
+    }
+}
+
 /// The paths in directory `dir`, sorted (none where it cannot be read).
 pub(super) fn entries(dir: &str) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -89,8 +98,8 @@ fn kernel() -> Check {
     }
 }
 
-/// Each heap in `/dev/dma_heap` with its permission, and one 4 KiB
-/// allocation from the default heap.
+/// Each heap in `/dev/dma_heap` with its permission, and one small (64x48
+/// NV12) allocation from the default heap.
 fn heaps(out: &mut Vec<Check>) {
     let names = zerocam_tensor::dma_heaps();
     if names.is_empty() {
@@ -105,15 +114,7 @@ fn heaps(out: &mut Vec<Check>) {
     for name in &names {
         let path = Path::new("/dev/dma_heap").join(name);
         let label = format!("DMA heap {name}");
-        out.push(match node_access(&path) {
-            Ok(()) => Check::ok(SECTION, label, format!("{} read-write", path.display())),
-            Err(fix) => Check::fail(
-                SECTION,
-                label,
-                format!("{}: permission denied", path.display()),
-                fix,
-            ),
-        });
+        out.push(access_check(label, &path, &path.display().to_string()));
     }
     out.push(
         match Tensor::<u8>::image(64, 48, PixelFormat::Nv12, Some(TensorMemory::Dma)) {
@@ -168,10 +169,7 @@ fn udmabuf() -> Check {
             "sudo modprobe udmabuf (CONFIG_UDMABUF)",
         );
     }
-    match node_access(path) {
-        Ok(()) => Check::ok(SECTION, "udmabuf", "/dev/udmabuf read-write"),
-        Err(fix) => Check::fail(SECTION, "udmabuf", "/dev/udmabuf: permission denied", fix),
-    }
+    access_check("udmabuf".into(), path, "/dev/udmabuf")
 }
 
 /// memfd, the shared-memory tensors' backing.
@@ -211,10 +209,6 @@ fn render_nodes(out: &mut Vec<Check>) {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let driver = driver_of(Path::new(&format!("/sys/class/drm/{name}/device")));
-        let label = node.display().to_string();
-        out.push(match node_access(&node) {
-            Ok(()) => Check::ok(SECTION, label, format!("{driver}, read-write")),
-            Err(fix) => Check::fail(SECTION, label, format!("{driver}: permission denied"), fix),
-        });
+        out.push(access_check(node.display().to_string(), &node, &driver));
     }
 }
