@@ -83,8 +83,11 @@
 //! `preprocess/check-aarch64` in CI, on aarch64 (NEON: `umull`/`umull2` +
 //! `uzp2` on `.8h` for `mulhi` in the blends and the fixed-point pass,
 //! `ucvtf`/`fmul`/`fadd` on `.4s` in the float pass, `st3` for NHWC floats;
-//! docs/benchmarks.md lists what it finds). On both, the gather of
-//! `rows::pass` stays scalar; `u8` NHWC pixels are interleaved 16 at a time
+//! docs/benchmarks.md lists what it finds). The resampling across is the
+//! one loop LLVM cannot vectorize (each column reads at its own offset), so
+//! where a geometry lets 8 columns read within 16 bytes it is done with byte
+//! shuffles written with `std::arch` (`shuffle`: SSSE3/AVX2 `pshufb`, NEON
+//! `tbl`), elsewhere by the scalar gather of `rows::pass`; `u8` NHWC pixels are interleaved 16 at a time
 //! (`st3 .16b` on aarch64). What LLVM needed is noted where it matters
 //! (`rows::mulhi`, `rows::blend_rows`, the row window of `rows`). On x86-64
 //! the float pass, the blends and the resampling across are compiled again
@@ -100,6 +103,8 @@ mod float;
 #[allow(unsafe_code)] // a pool's borrowed work, called while `run` waits for it
 mod pool;
 mod rows;
+#[allow(unsafe_code)] // the vector loads and stores of the byte shuffles
+mod shuffle;
 mod source;
 mod taps;
 mod write;

@@ -5,10 +5,12 @@
 //! rows (a 720 → 640 downscale reads each row once or twice, a 4:2:0 chroma
 //! upscale reads each twice), so no plane row is resampled twice.
 //!
-//! Across a row, two passes: a gather of each output column's bytes as one
-//! word, stored as 16-bit halves, a row of each (one load and a store per
-//! half a column: the only scalar loop), then the blends, which vectorize:
-//! each sample is a byte of one half, the same in every column.
+//! Across a row: where each 8 output columns read within 16 bytes of the
+//! row, byte shuffles and the blend in one vector pass (`shuffle`).
+//! Elsewhere two passes: a gather of each output column's bytes as one word,
+//! stored as 16-bit halves, a row of each (one load and a store per half a
+//! column: a scalar loop), then the blends, which vectorize: each sample is
+//! a byte of one half, the same in every column.
 //!
 //! Resampled samples are `u16` in 1/256 steps (0..=65280), for both the
 //! float and the fixed-point path: a blend is `mulhi(a, 1 - w) + mulhi(b, w)`
@@ -18,6 +20,7 @@
 //! a step.
 
 use super::area::AreaRows;
+use super::shuffle::Shuffles;
 use super::source::Stream;
 use super::taps::{Columns, RowTap, Rows, Weights};
 
@@ -69,6 +72,8 @@ pub(super) struct StreamRows {
     /// Area resampling's taps and rows, when the input asks for it (the
     /// bilinear taps above are then unused).
     pub(super) area: Option<AreaRows>,
+    /// The resampling across as byte shuffles, where the geometry allows.
+    shuffles: Shuffles,
     stream: Option<Stream>,
     /// Output columns.
     width: usize,
@@ -103,6 +108,7 @@ impl StreamRows {
         debug_assert!(span(stream) <= 8, "a column's bytes fit a u64");
         self.stream = Some(*stream);
         self.width = width;
+        self.shuffles.plan(stream, &self.columns);
         self.forget();
     }
 
@@ -128,13 +134,11 @@ impl StreamRows {
             if self.held[slot] != want && !(slot == 1 && want == tap.first) {
                 let out = &mut kept[slot];
                 out.resize(self.width * stream.count, 0);
-                resample(
-                    &stream,
-                    plane.row(want),
-                    &self.columns,
-                    &mut self.gathered,
-                    out,
-                );
+                let row = plane.row(want);
+                let (columns, g) = (&self.columns, &mut self.gathered);
+                if !(self.shuffles.ready() && shuffled(&self.shuffles, row, columns, g, out)) {
+                    resample(&stream, row, columns, g, out);
+                }
                 self.held[slot] = want;
             }
         }
@@ -163,9 +167,34 @@ const WINDOW: usize = 1 << 16;
 #[derive(Debug, Default)]
 struct Gathered {
     halves: [Vec<u16>; 4],
-    /// [`WINDOW`] bytes and 8 more (a word read at the last offset),
-    /// allocated on first use.
-    window: Option<Box<[u8; WINDOW + 8]>>,
+    /// [`WINDOW`] bytes and 16 more (a word or 16 bytes read at the last
+    /// offset), allocated on first use.
+    window: Option<Box<[u8; WINDOW + 16]>>,
+}
+
+/// The window (of [`Gathered::window`]) holding `read` at its start.
+fn window<'a>(slot: &'a mut Option<Box<[u8; WINDOW + 16]>>, read: &[u8]) -> &'a [u8; WINDOW + 16] {
+    let window = slot.get_or_insert_with(|| Box::new([0; WINDOW + 16]));
+    window[..read.len()].copy_from_slice(read);
+    window
+}
+
+/// [`Shuffles::resample`] of `row` through the window; `false` (nothing
+/// done) where the row's bytes do not fit it.
+fn shuffled(
+    s: &Shuffles,
+    row: &[u8],
+    columns: &Columns,
+    g: &mut Gathered,
+    out: &mut [u16],
+) -> bool {
+    let row = &row[columns.start..];
+    let read = &row[..(columns.last + 16).min(row.len())];
+    if read.len() > WINDOW {
+        return false;
+    }
+    s.resample(window(&mut g.window, read), columns, out);
+    true
 }
 
 /// A word of gathered bytes.
@@ -246,9 +275,7 @@ fn pass<const T: usize, const C: usize, const D: usize, const W: usize, const H:
         let word = U::read::<W>(&both);
         gather::<U, H>(|_| word, offsets, &mut halves);
     } else if read.len() <= WINDOW {
-        let window = g.window.get_or_insert_with(|| Box::new([0; WINDOW + 8]));
-        window[..read.len()].copy_from_slice(read);
-        let window: &[u8; WINDOW + 8] = window;
+        let window = window(&mut g.window, read);
         let at = |o: u32| (o as usize) & (WINDOW - 1);
         gather::<U, H>(
             |o| U::read::<W>(&window[at(o)..at(o) + W]),
@@ -323,5 +350,54 @@ fn gather<U: Word, const H: usize>(
                 (*d0, *d1, *d2, *d3) = (h[0], h[1], h[2], h[3]);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte shuffles give the gather's samples bit for bit, for every
+    /// stream kind of `source::layout` at every geometry they take.
+    #[test]
+    fn the_shuffles_resample_as_the_gather_does() {
+        let kinds = [
+            (1, 1, 1),
+            (2, 1, 1),
+            (2, 2, 1),
+            (4, 2, 2),
+            (3, 3, 1),
+            (4, 3, 1),
+        ];
+        let mut shuffled_rows = 0;
+        for (t, c, d) in kinds {
+            let stream = Stream {
+                plane: 0,
+                texel: t,
+                subsampling: (1, 1),
+                first: 0,
+                count: c,
+                spacing: d,
+            };
+            for (plane, outputs) in [(720, 640), (360, 640), (640, 640), (40, 43), (300, 161)] {
+                let mut columns = Columns::default();
+                columns.fill((5.0, plane as f64 - 9.0), outputs, (plane, plane), (t, 0));
+                let mut s = Shuffles::default();
+                if !s.plan(&stream, &columns) {
+                    continue;
+                }
+                let row: Vec<u8> = (0..plane * t).map(|i| (i * 7919 % 251) as u8).collect();
+                let mut g = Gathered::default();
+                let (mut want, mut got) = (vec![0; outputs * c], vec![1; outputs * c]);
+                resample(&stream, &row, &columns, &mut g, &mut want);
+                assert!(shuffled(&s, &row, &columns, &mut g, &mut got));
+                assert_eq!(
+                    got, want,
+                    "texel {t}, {c} samples {d} apart, {plane} → {outputs}"
+                );
+                shuffled_rows += 1;
+            }
+        }
+        assert!(shuffled_rows >= 8, "{shuffled_rows} geometries shuffled");
     }
 }
