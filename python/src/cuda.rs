@@ -18,6 +18,10 @@
 //!   the map ends when the array is released *and* the last capsule is gone
 //!   (the rule of `MapView` and its exports, `lease.rs`); an explicit
 //!   `release()` refuses while capsules live.
+//! - **`__cuda_array_interface__` consumers** hold the `CudaArray` itself,
+//!   with no count zerocam can see: once the interface has been read, a
+//!   release marks the array released and keeps the map until the object
+//!   is gone (its last consumer), so no release unmaps memory under a view.
 //!
 //! Why `frozen` with a `Mutex` rather than `unsendable`: a `CudaMap` is
 //! `Send` but not `Sync`, so a mutex around it makes the object usable from
@@ -25,6 +29,7 @@
 //! touches it, and cannot be shared with a DLPack deleter, which runs on
 //! whatever thread the consumer frees on, GIL or not).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use pyo3::prelude::*;
@@ -236,6 +241,12 @@ struct Live {
 pub struct CudaArray {
     meta: Meta,
     live: Mutex<Option<Live>>,
+    /// `__cuda_array_interface__` was read: a consumer may hold this object
+    /// and use the memory without any count zerocam can see.
+    interfaced: AtomicBool,
+    /// The map after a release once the interface was read: it ends with
+    /// this object, that is with the interface's last consumer.
+    deferred: Mutex<Option<Live>>,
 }
 
 impl CudaArray {
@@ -259,6 +270,8 @@ impl CudaArray {
                 map: Arc::new(Mutex::new(map)),
                 owner,
             })),
+            interfaced: AtomicBool::new(false),
+            deferred: Mutex::new(None),
         })
     }
 
@@ -296,10 +309,16 @@ impl CudaArray {
             }
             state.take()
         };
-        if let Some(Live { map, owner }) = live {
-            py.detach(move || drop(map));
-            drop(owner);
+        let Some(live) = live else {
+            return Ok(());
+        };
+        if self.interfaced.load(Ordering::Relaxed) {
+            *self.deferred.lock().unwrap_or_else(PoisonError::into_inner) = Some(live);
+            return Ok(());
         }
+        let Live { map, owner } = live;
+        py.detach(move || drop(map));
+        drop(owner);
         Ok(())
     }
 }

@@ -40,9 +40,16 @@ impl CudaArray {
     /// when C-contiguous, else byte strides), `version` and `stream` (the
     /// map's stream: consumers order their work after it). Raises
     /// `MapConflict` for a tensor without uniform strides (map each plane).
+    ///
+    /// A consumer of the interface (a CuPy or torch view) holds this object,
+    /// not a capsule, so once the interface has been read, `release()` (and
+    /// the end of a `with` block) marks the array released but keeps the map
+    /// until the object itself is gone: no release unmaps memory under a
+    /// live view.
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let m = self.check()?;
+        self.interfaced.store(true, Ordering::Relaxed);
         let Some(strides) = &m.strides else {
             return Err(MapConflict::new_err(format!(
                 "a CUDA map of shape {:?} has no uniform strides (a two-buffer image): use \
@@ -70,9 +77,14 @@ impl CudaArray {
     /// address of host-registered memory instead. Before it returns, the map's stream is
     /// synchronized, unless `stream=-1`: the data is then ready on any
     /// stream the consumer names. The capsule keeps the map (and the tensor
-    /// or frame) until the consumer's deleter runs. A read map has only the
-    /// versioned capsule (`max_version=(1, 0)`, read-only flag set); another
-    /// `dl_device` or `copy=True` raises `BufferError`.
+    /// or frame) until the consumer's deleter runs. A read map's versioned
+    /// capsule (`max_version=(1, 0)`) has the read-only flag set; a consumer
+    /// that passes no `max_version` gets the legacy capsule, which has no
+    /// such flag: the memory is still read-only for the device (host memory
+    /// registered read-only, a GL resource registered for reading), so a
+    /// kernel that writes through it faults or its writes are lost; map with
+    /// `"rw"` for a consumer that writes. Another `dl_device` or `copy=True`
+    /// raises `BufferError`.
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__<'py>(
         &self,
@@ -115,15 +127,19 @@ impl CudaArray {
                 m.shape
             ))
         })?;
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
         let desc = Described {
             data: usize::try_from(data).map_err(|_| invalid("address out of range"))?,
             device,
             dtype: m.dtype,
             shape: &m.shape,
             strides,
-            readonly: !m.access.writes(),
+            // A consumer that passes no `max_version` (torch and CuPy before
+            // DLPack 1.0) takes only the legacy capsule, which cannot carry
+            // the read-only flag: a read map is exported in it unflagged,
+            // and stays read-only on the device (see the method's doc).
+            readonly: !m.access.writes() && versioned,
         };
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
         let owner = CapsuleOwner {
             _map: map,
             _owner: owner,
@@ -251,8 +267,10 @@ impl CudaArray {
     /// Ends the map now: the device borrow ends (CPU maps may start, a
     /// frame's buffer may go back to the driver). Raises `MapConflict` (a
     /// `BufferError`) and changes nothing while DLPack capsules or their
-    /// consumers still use the map; a no-op once released. Synchronize first
-    /// if work queued on `stream` still uses the memory.
+    /// consumers still use the map; a no-op once released. Once
+    /// `__cuda_array_interface__` has been read, the map ends when this
+    /// object is gone instead (its consumers hold it). Synchronize first if
+    /// work queued on `stream` still uses the memory.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
         self.end(py, true)
     }

@@ -212,6 +212,8 @@ def test_cuda_array_interface_fields(double):
         base = img.pin_host("read").ptr
         with img.cuda() as c:
             assert c.__cuda_array_interface__["strides"] == (64, 3, 1)
+        # The interface was read: the map ends with `c` (a consumer may hold it).
+        del c
         view = img.view((2, 1, 4, 2))  # x, y, width, height
         with view.cuda("r") as c:
             cai = c.__cuda_array_interface__
@@ -373,12 +375,15 @@ def test_dlpack_device_and_capsules_read_through_ctypes(double):
                 c.__dlpack__(copy=True)
             c.__dlpack__(dl_device=(3, 0), copy=False)
 
-        # A read map: versioned only, flagged read-only.
+        # A read map: the versioned capsule is flagged read-only; a consumer
+        # that passes no max_version gets the legacy capsule (no flag to set).
         with t.cuda("r") as r:
-            with pytest.raises(BufferError, match="max_version"):
-                r.__dlpack__()
             _, m = managed(r.__dlpack__(max_version=(1, 0)), b"dltensor_versioned")
             assert m.flags & 1
+            legacy = r.__dlpack__()
+            _, m = managed(legacy, b"dltensor")
+            assert m.dl_tensor.data == r.device_ptr
+            del legacy
         """,
         double,
     )
@@ -570,6 +575,82 @@ def test_a_gpu_preprocessors_result_maps_through_its_gl_thread(double):
             assert count(register) - before == 1, (device, count(register) - before)
             del pre
             gc.collect()
+        """,
+        double,
+    )
+
+
+def test_a_consumer_that_speaks_only_the_legacy_capsule_takes_a_read_map(double):
+    scenario(
+        """
+        class LegacyConsumer:
+            \"\"\"What torch and CuPy before DLPack 1.0 do: `__dlpack__(stream=...)`
+            without max_version, then the legacy capsule's deleter when done.\"\"\"
+            def __init__(self, obj):
+                self.capsule = obj.__dlpack__(stream=None)
+                self.address, self.m = managed(self.capsule, b"dltensor")
+
+            def close(self):
+                ctypes.pythonapi.PyCapsule_SetName(self.capsule, b"used_dltensor")
+                self.m.deleter(self.address)
+
+        t = Tensor(256, "uint8", mem="shm")
+        with t.cuda("r") as r:
+            consumer = LegacyConsumer(r)
+            assert consumer.m.dl_tensor.data == r.device_ptr
+            assert consumer.m.dl_tensor.device.device_type == 2  # kDLCUDA
+        assert r.released
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")  # the capsule still holds the read map
+        consumer.close()
+        with t.map("w"):
+            pass
+        """,
+        double,
+    )
+
+
+def test_release_never_unmaps_under_a_cuda_array_interface_consumer(double):
+    scenario(
+        """
+        class InterfaceView:
+            \"\"\"What CuPy's `asarray` and torch's `as_tensor` keep: the object
+            and the device pointer its `__cuda_array_interface__` gave.\"\"\"
+            def __init__(self, obj):
+                self.owner = obj
+                self.ptr = obj.__cuda_array_interface__["data"][0]
+
+        t = Tensor(4096, "uint8", mem="shm")
+        c = t.cuda()
+        view = InterfaceView(c)
+        c.release()
+        assert c.released
+        with pytest.raises(zerocam.Released):
+            c.__cuda_array_interface__
+        # The view may still use the memory: the map lives on.
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")
+        del view, c
+        gc.collect()
+        with t.map("w"):
+            pass
+
+        # The same at the end of a `with` block.
+        with t.cuda() as c:
+            view = InterfaceView(c)
+        assert c.released
+        with pytest.raises(zerocam.MapConflict):
+            t.map("w")
+        del view, c
+        gc.collect()
+        with t.map("w"):
+            pass
+
+        # An array whose interface was never read ends its map at release.
+        c = t.cuda()
+        c.release()
+        with t.map("w"):
+            pass
         """,
         double,
     )
