@@ -22,6 +22,15 @@ pub enum GpuError {
         error: String,
     },
 
+    /// No EGL device matches the one asked for.
+    #[error("no EGL device is {wanted}; this EGL lists: {devices} (NVIDIA's EGL lists each GPU with its CUDA device; `egl_devices()` shows them)")]
+    NoEglDevice {
+        /// The display asked for (an `EglDisplay`, as text).
+        wanted: String,
+        /// The devices EGL listed.
+        devices: String,
+    },
+
     /// A required EGL or GL extension is missing.
     #[error("{extension} is not supported by this EGL/GL implementation ({renderer})")]
     MissingExtension {

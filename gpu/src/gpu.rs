@@ -28,7 +28,7 @@ use zerocam_cache::GpuCacheStats;
 use zerocam_tensor::{Tensor, TensorDyn};
 
 use crate::draw_plan::{plan, ConvertOptions, DrawPlan};
-use crate::egl::EglContext;
+use crate::egl::{EglContext, EglDisplay};
 use crate::poison::{self, Poison, PoisonCell, WhenPoisoned};
 use crate::state::GlState;
 use crate::{GpuError, GpuInfo, Result};
@@ -468,6 +468,18 @@ impl Gpu {
     /// [`GpuError::EglUnavailable`] when the libraries are absent,
     /// [`GpuError::Egl`] when no display or context can be made.
     pub fn new() -> Result<Gpu> {
+        Gpu::with_display(EglDisplay::Auto)
+    }
+
+    /// As [`Gpu::new`], on the display `which` names: an EGL device by
+    /// index, or the one NVIDIA's EGL reports as a CUDA device (so CUDA's
+    /// GL/EGL interop meets its own driver, whatever glvnd would pick).
+    ///
+    /// # Errors
+    /// As [`Gpu::new`]; [`GpuError::MissingExtension`] where EGL cannot
+    /// enumerate devices, [`GpuError::NoEglDevice`] (listing them) where
+    /// none matches.
+    pub fn with_display(which: EglDisplay) -> Result<Gpu> {
         let queue = Arc::new(Queue::new());
         let served = Served(Arc::clone(&queue));
         let (init_tx, init_rx) = mpsc::sync_channel::<Result<GpuInfo>>(1);
@@ -478,7 +490,7 @@ impl Gpu {
             .spawn(move || {
                 let served = served; // dropped last, however the thread ends
                 let started = catch_unwind(AssertUnwindSafe(|| {
-                    EglContext::new().map(|egl| GlState::new(egl, thread_poison))
+                    EglContext::new(which).map(|egl| GlState::new(egl, thread_poison))
                 }));
                 let mut state = match started {
                     Ok(Ok(s)) => s,

@@ -98,7 +98,7 @@ pub use model::{
 };
 
 #[cfg(feature = "gl")]
-pub use egl::{GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};
+pub use egl::{egl_devices, EglDevice, EglDisplay, GpuInfo, EGL_LIBRARY_ENV, GLES_LIBRARY_ENV};
 #[cfg(feature = "gl")]
 pub use gpu::{Gpu, GpuStats};
 #[cfg(feature = "gl")]

@@ -1,6 +1,8 @@
-//! The EGL edge: the library loaded at run time, a surfaceless display, a GLES 3
-//! context made current on the GL thread, and the image extension entry points.
+//! The EGL edge: the library loaded at run time, a surfaceless display (or
+//! one on a chosen EGL device, `device`), a GLES 3 context made current on
+//! the GL thread, and the image extension entry points.
 
+mod device;
 mod image;
 
 use std::ffi::c_void;
@@ -11,6 +13,7 @@ use khronos_egl as egl;
 
 use crate::{GpuError, Result};
 
+pub use device::{egl_devices, EglDevice, EglDisplay};
 pub(crate) use image::EglImage;
 use image::ImageBook;
 
@@ -46,8 +49,14 @@ pub struct GpuInfo {
     pub renderer: String,
     /// `GL_VERSION`.
     pub version: String,
-    /// The EGL platform in use (`surfaceless` or `default`).
+    /// The EGL platform in use (`surfaceless`, `device` or `default`).
     pub platform: &'static str,
+    /// `EGL_VENDOR` of the display (`NVIDIA`, `Mesa Project`): whose EGL
+    /// the GL thread runs on, which CUDA's GL/EGL interop needs to be NVIDIA's.
+    pub egl_vendor: String,
+    /// The EGL device of a display opened on one ([`EglDisplay::Device`],
+    /// [`EglDisplay::CudaDevice`]).
+    pub device: Option<EglDevice>,
     /// `EGL_EXT_image_dma_buf_import`: dma-buf frames can be imported as EGLImages.
     pub dma_buf_import: bool,
     /// `EGL_EXT_image_dma_buf_import_modifiers`.
@@ -90,22 +99,33 @@ fn load_egl() -> Result<Egl> {
 }
 
 impl EglContext {
-    /// Loads EGL, opens the surfaceless display (the default one where Mesa's
-    /// surfaceless platform is absent), creates a GLES 3 context and makes it
-    /// current on the calling thread, then loads the GL functions.
-    pub fn new() -> Result<EglContext> {
+    /// Loads EGL, opens the display `which` names (for `Auto` the
+    /// surfaceless display, the default one where Mesa's surfaceless
+    /// platform is absent), creates a GLES 3 context and makes it current on
+    /// the calling thread, then loads the GL functions.
+    pub fn new(which: EglDisplay) -> Result<EglContext> {
         let egl = load_egl()?;
-        let client = egl
-            .query_string(None, egl::EXTENSIONS)
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (display, platform) = open_display(&egl, &client)?;
+        let client = device::client_extensions(&egl);
+        let (display, platform, on_device) = match which {
+            EglDisplay::Auto => {
+                let (d, platform) = open_display(&egl, &client)?;
+                (d, platform, None)
+            }
+            _ => {
+                let (d, dev) = device::open_device_display(&egl, &client, which)?;
+                (d, "device", Some(dev))
+            }
+        };
         egl.initialize(display)
             .map_err(|e| egl_err("eglInitialize", e))?;
         egl.bind_api(egl::OPENGL_ES_API)
             .map_err(|e| egl_err("eglBindAPI", e))?;
         let ext = egl
             .query_string(Some(display), egl::EXTENSIONS)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let egl_vendor = egl
+            .query_string(Some(display), egl::VENDOR)
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let surfaceless = has(&ext, "EGL_KHR_surfaceless_context");
@@ -143,6 +163,8 @@ impl EglContext {
             image_target_texture: None,
             info: GpuInfo {
                 platform,
+                egl_vendor,
+                device: on_device,
                 dma_buf_import: has(&ext, "EGL_EXT_image_dma_buf_import"),
                 dma_buf_modifiers: has(&ext, "EGL_EXT_image_dma_buf_import_modifiers"),
                 ..GpuInfo::default()
