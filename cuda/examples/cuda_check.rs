@@ -39,7 +39,7 @@ fn host_path(cuda: &Cuda, frames: usize) -> Check {
     let map = cuda.map(&t, Access::Read).map_err(|e| fail("map", e))?;
     let mut back = vec![0u8; map.len()];
     map.copy_to_host(0, &mut back)
-        .map_err(|e| fail("cuMemcpyDtoH", e))?;
+        .map_err(|e| fail("copy_to_host", e))?;
     drop(map);
     let cpu = t.map_read().map_err(|e| fail("CPU map", e))?;
     if back[..] != cpu[..] {
@@ -81,7 +81,7 @@ fn gl_path(cuda: &Cuda, frames: usize) -> Check {
         .map_err(|e| fail("(c) map", e))?;
     let mut back = vec![0u8; map.len()];
     map.copy_to_host(0, &mut back)
-        .map_err(|e| fail("cuMemcpyDtoH", e))?;
+        .map_err(|e| fail("copy_to_host", e))?;
     drop(map);
     let cpu = dst.map_read().map_err(|e| fail("PBO map", e))?;
     if back[..] != cpu[..] {

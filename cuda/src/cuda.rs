@@ -74,7 +74,8 @@ pub struct CudaStats {
     /// Maps made (every path).
     pub maps: u64,
     /// Path (a): `imports` is the number of `cuMemHostRegister` calls that
-    /// succeeded, `hits` the maps that found their buffer registered.
+    /// succeeded (or found the buffer registered by another library), `hits`
+    /// the maps that found their buffer registered.
     pub host: GpuCacheStats,
     /// Path (a): `cuMemHostUnregister` calls that succeeded.
     pub host_unregistered: u64,
@@ -197,7 +198,8 @@ impl Cuda {
     /// [`CudaError::UnsupportedMemory`] (a PBO without an attached GPU);
     /// [`zerocam_tensor::Error::MapConflict`] while a conflicting CPU map is
     /// alive; [`zerocam_tensor::Error::ReadOnly`] for a write map of read-only
-    /// memory; the driver's error (e.g. a dma-buf the driver cannot register).
+    /// memory; [`CudaError::HostRegister`] where the device cannot register
+    /// the buffer; the driver's error (e.g. a dma-buf it cannot register).
     pub fn map<T: Element>(&self, tensor: &Tensor<T>, access: Access) -> Result<CudaMap> {
         let map = match tensor.memory() {
             TensorMemory::Pbo => self.map_gl_buffer(tensor, access)?,
@@ -335,6 +337,7 @@ impl Cuda {
                 || {
                     HostRegistration::find_or_register(
                         &self.inner.device,
+                        &self.inner.info,
                         pin,
                         tensor.memory_hold(),
                         key.geometry.read_only,

@@ -84,31 +84,55 @@ impl Device {
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        let attr = |a: c_int, call| -> Result<i32> {
-            let mut v = 0;
-            // SAFETY: a valid out-pointer, attribute and device.
-            self.driver
-                .check(call, unsafe {
-                    (self.driver.api.cuDeviceGetAttribute)(&mut v, a, self.device)
-                })
-                .map(|()| v)
-        };
-        let a = |a| attr(a, "cuDeviceGetAttribute");
+        let mut unknown = Vec::new();
+        let mut a = |attribute| self.attribute(attribute, &mut unknown);
+        let compute_capability = (
+            a(ffi::ATTR_COMPUTE_CAPABILITY_MAJOR)?,
+            a(ffi::ATTR_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        let integrated = a(ffi::ATTR_INTEGRATED)? != 0;
+        let can_map_host_memory = a(ffi::ATTR_CAN_MAP_HOST_MEMORY)? != 0;
+        let unified_addressing = a(ffi::ATTR_UNIFIED_ADDRESSING)? != 0;
+        let host_pointer_is_device_pointer =
+            a(ffi::ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)? != 0;
+        let host_register = a(ffi::ATTR_HOST_REGISTER_SUPPORTED)? != 0;
+        let read_only_host_register = a(ffi::ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED)? != 0;
         Ok(CudaInfo {
             ordinal,
             name,
-            compute_capability: (
-                a(ffi::ATTR_COMPUTE_CAPABILITY_MAJOR)?,
-                a(ffi::ATTR_COMPUTE_CAPABILITY_MINOR)?,
-            ),
-            integrated: a(ffi::ATTR_INTEGRATED)? != 0,
-            can_map_host_memory: a(ffi::ATTR_CAN_MAP_HOST_MEMORY)? != 0,
-            unified_addressing: a(ffi::ATTR_UNIFIED_ADDRESSING)? != 0,
-            host_pointer_is_device_pointer: a(ffi::ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)?
-                != 0,
-            read_only_host_register: a(ffi::ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED)? != 0,
+            compute_capability,
+            integrated,
+            can_map_host_memory,
+            unified_addressing,
+            host_pointer_is_device_pointer,
+            host_register,
+            read_only_host_register,
+            unknown_attributes: unknown,
             driver_version: self.driver.version(),
         })
+    }
+
+    /// `cuDeviceGetAttribute(attribute)`. An attribute the driver does not
+    /// know (`CUDA_ERROR_INVALID_VALUE`: the driver is older than it) reads
+    /// as 0, unsupported, is logged and added to `unknown`; other failures
+    /// are errors.
+    fn attribute(&self, attribute: c_int, unknown: &mut Vec<i32>) -> Result<i32> {
+        let mut value = 0;
+        // SAFETY: a valid out-pointer, attribute and device.
+        let code =
+            unsafe { (self.driver.api.cuDeviceGetAttribute)(&mut value, attribute, self.device) };
+        if code == ffi::CUDA_ERROR_INVALID_VALUE {
+            log::warn!(
+                "CUDA driver {} does not know {} ({attribute}): taken as unsupported",
+                self.driver.version(),
+                ffi::attribute_name(attribute)
+            );
+            unknown.push(attribute);
+            return Ok(0);
+        }
+        self.driver
+            .check("cuDeviceGetAttribute", code)
+            .map(|()| value)
     }
 }
 
@@ -155,8 +179,16 @@ pub struct CudaInfo {
     pub unified_addressing: bool,
     /// A registered host pointer is also its device pointer.
     pub host_pointer_is_device_pointer: bool,
-    /// `CU_MEMHOSTREGISTER_READ_ONLY` is supported (read-only dma-bufs register).
+    /// Host memory can be registered (`cuMemHostRegister`, path a:
+    /// `CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED`).
+    pub host_register: bool,
+    /// `CU_MEMHOSTREGISTER_READ_ONLY` is supported (read-only dma-bufs
+    /// register: `CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED`).
     pub read_only_host_register: bool,
+    /// The `CUdevice_attribute`s the driver did not know (it is older than
+    /// them: 99 and 113 came with CUDA 11.0 and 11.1); each reads as 0, so
+    /// what it tells is taken as unsupported.
+    pub unknown_attributes: Vec<i32>,
     /// `cuDriverGetVersion`.
     pub driver_version: i32,
 }

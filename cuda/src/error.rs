@@ -59,6 +59,10 @@ pub enum CudaError {
         /// What did not fit.
         what: String,
     },
+    /// Host registration (path a) refused before or instead of a driver
+    /// error: see [`HostRegisterError`].
+    #[error(transparent)]
+    HostRegister(#[from] HostRegisterError),
     /// A tensor operation failed (a map conflict, a multi-buffer image...).
     #[error(transparent)]
     Tensor(#[from] zerocam_tensor::Error),
@@ -66,6 +70,102 @@ pub enum CudaError {
     #[cfg(feature = "gl")]
     #[error(transparent)]
     Gpu(#[from] zerocam_gpu::GpuError),
+}
+
+/// Why a buffer cannot be registered with `cuMemHostRegister` (path a):
+/// what the device reports, and what works instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostRegisterError {
+    /// The device cannot register host memory at all:
+    /// `CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED` (99) is 0, or the driver
+    /// is older than the attribute (CUDA 11.0) and does not say.
+    #[error(
+        "CUDA device {ordinal} cannot register host memory \
+         (CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED is {}): map PBO tensors \
+         through an attached GPU (GL buffer interop), dma-buf frames with \
+         map_egl (EGLImage interop), or copy the data into device memory",
+        attribute_value(.reported)
+    )]
+    Unsupported {
+        /// The device ordinal.
+        ordinal: i32,
+        /// The attribute's value; `None` when the driver does not know it.
+        reported: Option<i32>,
+    },
+    /// The buffer is mapped read-only (a dma-buf opened read-only, memory
+    /// lent read-only) and the device cannot register read-only memory:
+    /// `CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED` (113) is 0 or
+    /// unknown (a driver older than CUDA 11.1). Registering it without
+    /// `CU_MEMHOSTREGISTER_READ_ONLY` is not tried: the driver pins the pages
+    /// for writing, which a read-only mapping refuses, and the device could
+    /// write memory lent read-only.
+    #[error(
+        "CUDA device {ordinal} cannot register read-only host memory \
+         (CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED is {}), and the \
+         {len} bytes at {base:#x} are mapped read-only: map the buffer \
+         read-write (a writable fd or tensor) to register it",
+        attribute_value(.reported)
+    )]
+    ReadOnlyUnsupported {
+        /// The device ordinal.
+        ordinal: i32,
+        /// The attribute's value; `None` when the driver does not know it.
+        reported: Option<i32>,
+        /// The buffer's CPU address.
+        base: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Part of the buffer is registered by another library of the process
+    /// (`CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`), whose registration
+    /// does not cover all of it.
+    #[error(
+        "the {len} bytes at {base:#x} overlap host memory registered with CUDA \
+         elsewhere in the process (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) \
+         that covers only {size} bytes at {start:#x}: register the whole \
+         buffer there, or leave its registration to zerocam"
+    )]
+    PartlyRegisteredElsewhere {
+        /// The buffer's CPU address.
+        base: usize,
+        /// Its length in bytes.
+        len: usize,
+        /// Where the other registration starts
+        /// (`CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`).
+        start: u64,
+        /// Its length (`CU_POINTER_ATTRIBUTE_RANGE_SIZE`).
+        size: u64,
+    },
+    /// The buffer is registered by another library of the process
+    /// (`CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`), and the driver cannot
+    /// say which range that registration covers, or at which device address.
+    #[error(
+        "the {len} bytes at {base:#x} are registered with CUDA elsewhere in the \
+         process (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED), and \
+         cuPointerGetAttribute({attribute}) failed with {error}: leave the \
+         buffer's registration to zerocam, or register it with \
+         CU_MEMHOSTREGISTER_DEVICEMAP there"
+    )]
+    RegisteredElsewhereUnknown {
+        /// The buffer's CPU address.
+        base: usize,
+        /// Its length in bytes.
+        len: usize,
+        /// The pointer attribute asked for, e.g.
+        /// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
+        attribute: &'static str,
+        /// `cuGetErrorName`'s name of the failure.
+        error: String,
+    },
+}
+
+/// A device attribute's value as [`HostRegisterError`] prints it.
+fn attribute_value(reported: &Option<i32>) -> String {
+    match reported {
+        Some(v) => v.to_string(),
+        None => "unknown to the driver".to_owned(),
+    }
 }
 
 impl CudaError {

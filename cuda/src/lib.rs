@@ -49,7 +49,7 @@ mod stream;
 pub use cuda::{Cuda, CudaStats};
 pub use device::CudaInfo;
 pub use driver::{default_library, is_cuda_available, Driver, DEFAULT_LIBRARY, LIBRARY_ENV};
-pub use error::{CudaError, CudaUnavailable, Result};
+pub use error::{CudaError, CudaUnavailable, HostRegisterError, Result};
 #[cfg(feature = "capture")]
 pub use frame::{CudaFrame, CudaFrameExt};
 pub use map::{CudaMap, CudaPath, CudaPlane};

@@ -245,12 +245,16 @@ impl CudaMap {
         self.stream.synchronize()
     }
 
-    /// Copies `dst.len()` bytes from `device_ptr() + offset` to `dst` with
-    /// `cuMemcpyDtoH` (a check that the device sees what the CPU wrote).
+    /// Copies `dst.len()` bytes from `device_ptr() + offset` to `dst` on the
+    /// map's [`stream`](CudaMap::stream) (`cuMemcpyDtoHAsync`, then
+    /// `cuStreamSynchronize`): what the device sees after the work queued on
+    /// the stream so far (your kernels, a GL buffer's map). A check that the
+    /// device sees what the CPU or a kernel wrote.
     ///
     /// # Errors
     /// [`CudaError::Mismatch`](crate::CudaError::Mismatch) when the range
-    /// leaves the map; the driver's error.
+    /// leaves the map; the driver's error (of the copy, or of earlier work on
+    /// the stream, which the synchronize reports).
     pub fn copy_to_host(&self, offset: usize, dst: &mut [u8]) -> crate::Result<()> {
         if offset
             .checked_add(dst.len())

@@ -24,7 +24,8 @@ pub struct CudaProbe {
 pub struct CudaFound {
     /// The device.
     pub info: CudaInfo,
-    /// (a) host registration of a shared-memory tensor, read back with `cuMemcpyDtoH`.
+    /// (a) host registration of a shared-memory tensor, read back with
+    /// [`CudaMap::copy_to_host`](crate::CudaMap::copy_to_host) on the map's stream.
     pub host: PathCheck,
     /// (c) GL buffer interop of a PBO tensor (needs zerocam's GL thread).
     pub gl_buffer: PathCheck,

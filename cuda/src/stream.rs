@@ -49,14 +49,33 @@ impl StreamRef {
         })
     }
 
-    /// `cuMemcpyDtoH` of `dst.len()` bytes from `src`.
+    /// Copies `dst.len()` bytes from `src` on this stream
+    /// (`cuMemcpyDtoHAsync`) and waits for the stream (`cuStreamSynchronize`).
+    ///
+    /// On this stream, not on the legacy default stream (`cuMemcpyDtoH`): a
+    /// `CU_STREAM_NON_BLOCKING` stream does not synchronize with the legacy
+    /// stream, so a copy there could run before the kernels queued here, or
+    /// before the GL→CUDA dependency `cuGraphicsMapResources` put here, and
+    /// read older bytes.
     pub fn copy_to_host(&self, src: u64, dst: &mut [u8]) -> Result<()> {
         let d = &self.0.device;
         let _current = d.enter()?;
-        // SAFETY: `dst` is valid for `dst.len()` bytes of writes; the caller
-        // checked `src..src+len` lies in a live map.
-        d.driver.check("cuMemcpyDtoH_v2", unsafe {
-            (d.driver.api.cuMemcpyDtoH_v2)(dst.as_mut_ptr().cast(), src, dst.len())
+        // SAFETY: `dst` is valid for `dst.len()` bytes of writes and stays
+        // borrowed until the synchronize below has returned; the caller
+        // checked `src..src+len` lies in a live map; a stream of this context.
+        d.driver.check("cuMemcpyDtoHAsync_v2", unsafe {
+            (d.driver.api.cuMemcpyDtoHAsync_v2)(
+                dst.as_mut_ptr().cast(),
+                src,
+                dst.len(),
+                self.0.handle,
+            )
+        })?;
+        // SAFETY: a stream created on this context. When it fails (an earlier
+        // kernel's fault) the context is in a sticky error state and runs no
+        // more of the stream's work, the copy into `dst` included.
+        d.driver.check("cuStreamSynchronize", unsafe {
+            (d.driver.api.cuStreamSynchronize)(self.0.handle)
         })
     }
 }

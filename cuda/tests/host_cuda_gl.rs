@@ -387,3 +387,24 @@ fn two_handles_and_a_remap_after_eviction_share_one_host_registration() {
     drop((a, b));
     assert_clean();
 }
+
+/// Where no EGL device is the CUDA device (the host's Mesa lists only its
+/// software device, no `EGL_NV_device_cuda`), `interop_gpu` falls back to
+/// the default display, says whose EGL it got, and attaches it: its PBOs
+/// map by GL buffer interop at once.
+#[test]
+fn interop_gpu_falls_back_to_the_default_display_where_no_egl_device_is_cuda() {
+    let _serial = serial();
+    let cuda = Cuda::with_library(library(), 0).unwrap();
+    let gpu = cuda.interop_gpu().unwrap();
+    let info = gpu.info();
+    assert_eq!((info.platform, info.device.clone()), ("surfaceless", None));
+    assert!(info.egl_vendor.contains("Mesa"), "{info:?}");
+    let t = pbo(&gpu, 4096);
+    let map = cuda.map(&t, Access::Read).unwrap();
+    assert_eq!(map.path(), CudaPath::GlBuffer);
+    drop(map);
+    cuda.clear();
+    drop(t);
+    assert_clean();
+}

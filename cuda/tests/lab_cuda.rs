@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use zerocam_capture::{BufferMode, FrameSource};
-use zerocam_cuda::{Cuda, CudaFrameExt, CudaPath};
+use zerocam_cuda::{Cuda, CudaError, CudaFrameExt, CudaPath};
 use zerocam_tensor::{Access, PixelFormat, Tensor, TensorMemory};
 
 mod common;
@@ -104,6 +104,11 @@ fn the_gpus_egl_images_are_registered_once_and_outlive_their_registration() {
         "CUDA used the GPU's images, made none"
     );
     assert_eq!(d.count("cuGraphicsEGLRegisterImage"), buffers);
+    assert_eq!(
+        d.count("cuGraphicsResourceGetMappedEglFrame"),
+        FRAMES as u64,
+        "the frame is read on every map, not once a registration"
+    );
     let c = cuda.stats();
     assert_eq!(
         (c.egl_images.imports, c.egl_images.hits),
@@ -144,5 +149,48 @@ fn an_egl_image_outlives_a_cuda_map_of_it_whatever_drops_first() {
     let c = cuda.stats();
     assert_eq!(c.egl_unregistered, 1);
     assert_eq!(gpu.stats().unwrap().live_images, 0);
+    assert_eq!(d.violations(), Vec::<String>::new());
+}
+
+/// What the driver reports for an EGLImage is checked against the frame on
+/// every map: a block-linear frame (Argus' and NvBufSurface's default on
+/// Jetson) is refused saying how to get a pitch-linear one, and a frame of
+/// another colour format or size (an EGLImage of something else) is refused
+/// naming both. Nothing leaks, and the next map of a good frame works.
+#[test]
+fn an_egl_frame_that_is_not_the_tensors_is_a_typed_error() {
+    let _g = lock();
+    let _serial = serial();
+    let (d, gpu, cuda) = egl_setup();
+    let dst = Tensor::<u8>::image(64, 64, PixelFormat::Rgb, Some(TensorMemory::Mem)).unwrap();
+    let mut s = red_stream(SINGLE, "NV12", BufferMode::Mmap);
+    let f = s.next_frame(WAIT).unwrap();
+    gpu.convert(f.tensor(), &dst, &REQUIRE).unwrap();
+    let refused = |wants: &str| match cuda.map_egl(f.tensor(), Access::Read) {
+        Err(CudaError::Mismatch { call, what }) => {
+            assert_eq!(call, "cuGraphicsResourceGetMappedEglFrame");
+            assert!(what.contains(wants), "{what}");
+        }
+        other => panic!("{wants}: {:?}", other.map(|m| m.path())),
+    };
+    d.set_egl_frame_kind(0, 0, -1); // CU_EGL_FRAME_TYPE_ARRAY
+    refused("NVBUF_LAYOUT_PITCH");
+    d.set_egl_frame_kind(0, 1, 0x03); // YUV422_SEMIPLANAR: NV16
+    refused("colour format YUV422_SEMIPLANAR (0x3) for a NV12 image");
+    d.set_egl_frame_kind(0, 1, -1);
+    d.set_egl_frame(0, 640, 480, 640, 2);
+    refused("a 640x480 frame for a 320x180 NV12 image");
+    d.set_egl_frame(0, 320, 180, 320, 2);
+    let map = cuda.map_egl(f.tensor(), Access::Read).unwrap();
+    assert_eq!(map.planes().len(), 2);
+    drop(map);
+    drop(f);
+    drop(s);
+    gpu.clear_caches().unwrap();
+    assert_eq!(
+        d.count("cuGraphicsEGLRegisterImage"),
+        1,
+        "registered once, kept"
+    );
     assert_eq!(d.violations(), Vec::<String>::new());
 }

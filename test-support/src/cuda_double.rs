@@ -142,6 +142,12 @@ pub struct Double {
     set_egl_frame: unsafe extern "C" fn(*mut c_void, c_uint, c_uint, c_uint, c_uint),
     set_gl_fill: unsafe extern "C" fn(u8),
     set_device_count: unsafe extern "C" fn(c_int),
+    set_egl_frame_kind: unsafe extern "C" fn(*mut c_void, c_int, c_int),
+    set_attribute: unsafe extern "C" fn(c_int, c_int),
+    forget_attribute: unsafe extern "C" fn(c_int),
+    register_elsewhere: unsafe extern "C" fn(*mut c_void, usize) -> c_int,
+    unregister_elsewhere: unsafe extern "C" fn(*mut c_void) -> c_int,
+    queue_write: unsafe extern "C" fn(*mut c_void, u64, u8, usize) -> c_int,
     // Last: the fn pointers above point into it.
     _library: libloading::Library,
 }
@@ -180,6 +186,12 @@ impl Double {
                 set_egl_frame: export(&library, "zcd_set_egl_frame"),
                 set_gl_fill: export(&library, "zcd_set_gl_fill"),
                 set_device_count: export(&library, "zcd_set_device_count"),
+                set_egl_frame_kind: export(&library, "zcd_set_egl_frame_kind"),
+                set_attribute: export(&library, "zcd_set_attribute"),
+                forget_attribute: export(&library, "zcd_forget_attribute"),
+                register_elsewhere: export(&library, "zcd_register_elsewhere"),
+                unregister_elsewhere: export(&library, "zcd_unregister_elsewhere"),
+                queue_write: export(&library, "zcd_queue_write"),
                 _library: library,
             }
         }
@@ -277,6 +289,54 @@ impl Double {
     pub fn set_device_count(&self, n: i32) {
         // SAFETY: a plain value.
         unsafe { (self.set_device_count)(n) }
+    }
+
+    /// The frame type (`CUeglFrameType`: 0 array, i.e. block-linear; 1
+    /// pitch) and `CUeglColorFormat` the frame of `image` reports (0: every
+    /// image without its own), as [`set_egl_frame`](Double::set_egl_frame)
+    /// set its size; by default pitch, and the colour format of its planes
+    /// (`YUV420_SEMIPLANAR` for 2).
+    pub fn set_egl_frame_kind(&self, image: usize, frame_type: i32, color_format: i32) {
+        // SAFETY: the double stores the address and never dereferences it.
+        unsafe { (self.set_egl_frame_kind)(image as *mut c_void, frame_type, color_format) }
+    }
+
+    /// Device attribute `attribute` reads as `value` until the next reset.
+    pub fn set_attribute(&self, attribute: i32, value: i32) {
+        // SAFETY: plain values.
+        unsafe { (self.set_attribute)(attribute, value) }
+    }
+
+    /// Device attribute `attribute` is unknown to the driver (one older
+    /// than it): `cuDeviceGetAttribute` answers CUDA_ERROR_INVALID_VALUE.
+    pub fn forget_attribute(&self, attribute: i32) {
+        // SAFETY: a plain value.
+        unsafe { (self.forget_attribute)(attribute) }
+    }
+
+    /// Registers `[addr, addr + len)` as another library of the process
+    /// would; returns the `CUresult`.
+    pub fn register_elsewhere(&self, addr: usize, len: usize) -> i32 {
+        // SAFETY: the double records the range and checks it is mapped; it
+        // never reads or writes it.
+        unsafe { (self.register_elsewhere)(addr as *mut c_void, len) }
+    }
+
+    /// The other library unregisters its range at `addr`; returns the `CUresult`.
+    pub fn unregister_elsewhere(&self, addr: usize) -> i32 {
+        // SAFETY: as above.
+        unsafe { (self.unregister_elsewhere)(addr as *mut c_void) }
+    }
+
+    /// Queues on `stream` a kernel's write of `byte` over `[dptr, dptr + len)`;
+    /// returns the `CUresult`.
+    ///
+    /// # Safety
+    /// The range stays mapped writable until the write runs (when the
+    /// stream is synchronized or destroyed).
+    pub unsafe fn queue_write(&self, stream: *mut c_void, dptr: u64, byte: u8, len: usize) -> i32 {
+        // SAFETY: forwarded from the caller.
+        unsafe { (self.queue_write)(stream, dptr, byte, len) }
     }
 }
 

@@ -14,6 +14,12 @@ pub type CuHandle = *mut c_void;
 pub type CuDevicePtr = u64;
 
 pub const CUDA_SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_INVALID_VALUE`: what `cuDeviceGetAttribute` answers for an
+/// attribute newer than the driver.
+pub const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
+/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`: the range (or part of it) is
+/// registered already, by us or by another library of the process.
+pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CuResult = 712;
 
 /// `CUdevice_attribute` values read by [`CudaInfo`](crate::CudaInfo).
 pub const ATTR_INTEGRATED: c_int = 18;
@@ -22,7 +28,36 @@ pub const ATTR_UNIFIED_ADDRESSING: c_int = 41;
 pub const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 pub const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 pub const ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: c_int = 91;
+/// CUDA 11.0 and later.
+pub const ATTR_HOST_REGISTER_SUPPORTED: c_int = 99;
+/// CUDA 11.1 and later.
 pub const ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED: c_int = 113;
+
+/// `cuda.h`'s name of a `CUdevice_attribute` zerocam reads.
+pub fn attribute_name(attribute: c_int) -> &'static str {
+    match attribute {
+        ATTR_INTEGRATED => "CU_DEVICE_ATTRIBUTE_INTEGRATED",
+        ATTR_CAN_MAP_HOST_MEMORY => "CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY",
+        ATTR_UNIFIED_ADDRESSING => "CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING",
+        ATTR_COMPUTE_CAPABILITY_MAJOR => "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+        ATTR_COMPUTE_CAPABILITY_MINOR => "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
+        ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => {
+            "CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM"
+        }
+        ATTR_HOST_REGISTER_SUPPORTED => "CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED",
+        ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED => {
+            "CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED"
+        }
+        _ => "a CUdevice_attribute",
+    }
+}
+
+/// `CUpointer_attribute` values read of memory registered elsewhere; each
+/// answers one 64-bit value (a `CUdeviceptr`, or a `size_t` on the 64-bit
+/// targets zerocam builds for).
+pub const POINTER_ATTRIBUTE_DEVICE_POINTER: c_int = 3;
+pub const POINTER_ATTRIBUTE_RANGE_START_ADDR: c_int = 11;
+pub const POINTER_ATTRIBUTE_RANGE_SIZE: c_int = 12;
 
 /// `cuMemHostRegister` flags.
 pub const MEMHOSTREGISTER_DEVICEMAP: c_uint = 0x02;

@@ -74,7 +74,8 @@ entry_points! {
     cuMemHostRegister_v2(*mut c_void, usize, c_uint);
     cuMemHostUnregister(*mut c_void);
     cuMemHostGetDevicePointer_v2(*mut CuDevicePtr, *mut c_void, c_uint);
-    cuMemcpyDtoH_v2(*mut c_void, CuDevicePtr, usize);
+    cuMemcpyDtoHAsync_v2(*mut c_void, CuDevicePtr, usize, CuHandle);
+    cuPointerGetAttribute(*mut c_void, c_int, CuDevicePtr);
     cuGraphicsGLRegisterBuffer(*mut CuHandle, c_uint, c_uint);
     cuGraphicsEGLRegisterImage(*mut CuHandle, *mut c_void, c_uint);
     cuGraphicsResourceGetMappedEglFrame(*mut CuEglFrame, CuHandle, c_uint, c_uint);

@@ -1,8 +1,8 @@
 //! Path (b): EGLImage interop. The attached GPU's EGLImage of a dma-buf
 //! image — the one its import cache holds — is registered once
 //! (`cuGraphicsEGLRegisterImage`); its planes are pitch-linear device
-//! pointers (`cuGraphicsResourceGetMappedEglFrame`), fixed for the
-//! registration's life.
+//! pointers (`cuGraphicsResourceGetMappedEglFrame`), read and checked
+//! against the tensor on every map (`egl_frame`).
 
 use std::sync::{Arc, Weak};
 
@@ -10,14 +10,13 @@ use zerocam_cache::ImageKey;
 use zerocam_gpu::SharedEglImage;
 use zerocam_tensor::{Access, ImagePlacement, Tensor};
 
-use super::{caches, register, Counters, EglPlanes, Registration};
+use super::egl_frame::{self, EglPlanes};
+use super::{caches, register, Counters, Registration};
 use crate::cuda::StreamRef;
 use crate::device::Device;
-use crate::driver::ffi::{self, CuEglFrame, CuHandle};
+use crate::driver::ffi;
 use crate::map::{CudaMap, CudaPath, CudaPlane, MapGeometry};
 use crate::{Cuda, CudaError, Result};
-
-const FRAME_CALL: &str = "cuGraphicsResourceGetMappedEglFrame";
 
 impl Cuda {
     /// Path (b): the dma-buf image `tensor` through the attached GPU's
@@ -29,7 +28,9 @@ impl Cuda {
     /// # Errors
     /// [`CudaError::UnsupportedMemory`] without an attached GPU or for other
     /// memory; the GPU's import error; [`CudaError::Mismatch`] when the driver
-    /// gives a block-linear (array) frame or fewer planes than the image has.
+    /// gives a block-linear (array) frame (saying how to get a pitch-linear
+    /// one), fewer planes than the image has, another size, or a colour
+    /// format of other planes.
     pub fn map_egl(&self, tensor: &Tensor<u8>, access: Access) -> Result<CudaMap> {
         let gpu = self.egl_gpu(tensor.memory(), "EGLImage interop")?;
         let placement = tensor.placement().ok_or(CudaError::UnsupportedMemory {
@@ -49,31 +50,29 @@ impl Cuda {
             self.interop_counters(),
         );
         let (src, alive) = (tensor.clone(), tensor.buffer_identity().weak());
-        let (resource, frame, users) =
-            gpu.run_on_gl_thread("CUDA map of an EGLImage", move |th| {
-                let image = if caches(th, id).images.contains(&key) {
-                    None // registered: the GPU's cache is not asked
-                } else {
-                    Some(th.egl_image(&src)?)
-                };
-                let c = caches(th, id);
-                let mut retired = Vec::new();
-                let entry = c.images.get_or_insert_with(
-                    key,
-                    alive,
-                    || register_image(&device, &stream, image, counters),
-                    &mut retired,
-                );
-                let found = entry.map(|e| {
-                    (
-                        e.resource,
-                        e.frame.unwrap_or_default(),
-                        Arc::clone(&e.users),
-                    )
-                });
-                c.retire_images(retired);
-                found
-            })??;
+        let frame_device = Arc::clone(&device);
+        let (resource, users) = gpu.run_on_gl_thread("CUDA map of an EGLImage", move |th| {
+            let image = if caches(th, id).images.contains(&key) {
+                None // registered: the GPU's cache is not asked
+            } else {
+                Some(th.egl_image(&src)?)
+            };
+            let c = caches(th, id);
+            let mut retired = Vec::new();
+            let entry = c.images.get_or_insert_with(
+                key,
+                alive,
+                || register_image(&device, &stream, image, counters),
+                &mut retired,
+            );
+            let found = entry.map(|e| (e.resource, Arc::clone(&e.users)));
+            c.retire_images(retired);
+            found
+        })??;
+        // Read on every map, after the registration: the driver may move
+        // the image between uses.
+        let frame = egl_frame::read(&frame_device, resource)?;
+        egl_frame::check(&frame, &placement.root)?;
         let planes = planes(tensor, &placement, &frame)?;
         let geometry = MapGeometry {
             device_ptr: planes[0].device_ptr,
@@ -89,7 +88,7 @@ impl Cuda {
     }
 }
 
-/// On the GL thread: registers `image` and reads its frame once.
+/// On the GL thread: registers `image`.
 fn register_image(
     device: &Arc<Device>,
     stream: &StreamRef,
@@ -106,47 +105,20 @@ fn register_image(
             (d.api.cuGraphicsEGLRegisterImage)(out, image.as_ptr(), ffi::GRAPHICS_REGISTER_NONE)
         }
     })?;
-    // Made now: a failure below drops it, which unregisters.
-    let mut registration = Registration::new(device, stream, resource, counters, true, image);
-    let mut frame = CuEglFrame::default();
-    let _current = device.enter()?;
-    // SAFETY: a registered resource and a valid out-pointer.
-    let code = unsafe {
-        (device.driver.api.cuGraphicsResourceGetMappedEglFrame)(
-            &mut frame,
-            resource as CuHandle,
-            0,
-            0,
-        )
-    };
-    device.driver.check(FRAME_CALL, code)?;
-    registration.frame = Some(EglPlanes::from(frame));
-    Ok(registration)
+    Ok(Registration::new(
+        device, stream, resource, counters, true, image,
+    ))
 }
 
-/// The planes of `tensor` (a view maps as its part of the root) in `frame`.
+/// The planes of `tensor` (a view maps as its part of the root) in `frame`,
+/// which `egl_frame::check` accepted.
 fn planes(
     tensor: &Tensor<u8>,
     placement: &ImagePlacement,
     frame: &EglPlanes,
 ) -> Result<Vec<CudaPlane>> {
-    if frame.frame_type != ffi::EGL_FRAME_TYPE_PITCH {
-        return Err(CudaError::Mismatch {
-            call: FRAME_CALL,
-            what: "a block-linear (array) frame; zerocam maps pitch-linear images".into(),
-        });
-    }
     let root = placement.root;
     let count = root.format.plane_count();
-    if (frame.plane_count as usize) < count || count > 3 {
-        return Err(CudaError::Mismatch {
-            call: FRAME_CALL,
-            what: format!(
-                "{} planes for a {} image of {count}",
-                frame.plane_count, root.format
-            ),
-        });
-    }
     let pitch = frame.pitch as usize;
     let mut planes = Vec::with_capacity(count);
     for (i, root_plane) in root.planes().iter().enumerate() {

@@ -23,6 +23,7 @@
 
 mod buffer;
 mod egl;
+mod egl_frame;
 mod registration;
 
 use std::collections::HashMap;
@@ -37,7 +38,7 @@ pub(crate) use registration::{Counters, Registration, Users};
 
 use crate::cuda::{StreamRef, CACHE_CAPACITY};
 use crate::device::Device;
-use crate::driver::ffi::{CuEglFrame, CuHandle};
+use crate::driver::ffi::CuHandle;
 use crate::map::{CudaMap, Keep, MapGeometry};
 use crate::{Cuda, CudaError, CudaStats, Result};
 
@@ -67,26 +68,6 @@ impl Attachments {
         let live = self.live().collect();
         self.gpus.clear();
         live
-    }
-}
-
-/// What `cuGraphicsResourceGetMappedEglFrame` said, as plain numbers.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct EglPlanes {
-    pub ptrs: [u64; 3],
-    pub pitch: u32,
-    pub plane_count: u32,
-    pub frame_type: i32,
-}
-
-impl From<CuEglFrame> for EglPlanes {
-    fn from(f: CuEglFrame) -> EglPlanes {
-        EglPlanes {
-            ptrs: f.planes.map(|p| p as u64),
-            pitch: f.pitch,
-            plane_count: f.plane_count,
-            frame_type: f.frame_type,
-        }
     }
 }
 
@@ -161,13 +142,51 @@ impl Cuda {
     /// [`map_egl`](Cuda::map_egl) imports dma-bufs through its EGLImage
     /// cache. A handle may be attached to several GPUs; attaching one twice
     /// changes nothing.
+    ///
+    /// CUDA's GL and EGL interop needs the GL thread on NVIDIA's own EGL: a
+    /// GPU on another vendor's (`GpuInfo::egl_vendor`, e.g. Mesa picked by
+    /// glvnd) is attached, and a warning logged; its maps will fail or hand
+    /// CUDA another driver's image. [`Cuda::interop_gpu`] makes one on the
+    /// right EGL device.
     pub fn attach_gpu(&self, gpu: &Gpu) {
+        let vendor = &gpu.info().egl_vendor;
+        if !vendor.contains("NVIDIA") {
+            log::warn!(
+                "attaching a GL thread on {vendor:?} EGL (renderer {:?}) to CUDA device {}: \
+                 CUDA's GL/EGL interop needs NVIDIA's EGL (Cuda::interop_gpu opens it)",
+                gpu.info().renderer,
+                self.info().ordinal
+            );
+        }
         let mut a = self.gl_slot();
         a.gpus.retain(|g| g.upgrade().is_some());
         let token = gpu.owner_token();
         if !a.live().any(|g| g.owner_token() == token) {
             a.gpus.push(gpu.downgrade());
         }
+    }
+
+    /// A GL thread for this device's interop, attached: on the EGL device
+    /// NVIDIA's EGL reports as this CUDA device (`EGL_CUDA_DEVICE_NV`,
+    /// [`EglDisplay::CudaDevice`](zerocam_gpu::EglDisplay::CudaDevice)),
+    /// whatever vendor glvnd would pick for the surfaceless platform. Where
+    /// no EGL device is this CUDA device (Mesa's EGL, a container without
+    /// NVIDIA's graphics libraries) it falls back to [`Gpu::new`], logging
+    /// why; the GPU's `GpuInfo::egl_vendor` and `device` say which it got.
+    ///
+    /// # Errors
+    /// The GPU's error when neither display can be opened.
+    pub fn interop_gpu(&self) -> std::result::Result<Gpu, zerocam_gpu::GpuError> {
+        let ordinal = self.info().ordinal;
+        let gpu = match Gpu::with_display(zerocam_gpu::EglDisplay::CudaDevice(ordinal)) {
+            Ok(gpu) => gpu,
+            Err(e) => {
+                log::warn!("no EGL display on CUDA device {ordinal} ({e}); using the default one");
+                Gpu::new()?
+            }
+        };
+        self.attach_gpu(&gpu);
+        Ok(gpu)
     }
 
     /// The attached GPU whose GL thread owns PBO `tensor`.

@@ -34,8 +34,6 @@ pub(crate) struct Registration<K> {
     pub stream: StreamRef,
     pub resource: usize,
     pub users: Arc<Users>,
-    /// `egl` frames: the planes, fixed for the registration's life.
-    pub frame: Option<super::EglPlanes>,
     counter: Weak<Counters>,
     is_egl: bool,
     /// Taken in `drop`: released after the unregister, leaked if it failed.
@@ -58,7 +56,6 @@ impl<K> Registration<K> {
             stream: stream.clone(),
             resource,
             users: Arc::default(),
-            frame: None,
             counter,
             is_egl,
             keep: Some(keep),

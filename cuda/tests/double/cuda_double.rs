@@ -5,16 +5,17 @@
 //! unregistered after it was unmapped, GL buffers unregistered after they
 //! were deleted, resources unregistered while mapped).
 //!
-//! Built by `tests/common/double.rs` with
+//! Built by zerocam-test-support (`test-support/src/cuda_double.rs`) with
 //! `rustc --edition 2021 --crate-type cdylib -O`; std only. The contract is
 //! the CUDA driver API's documented behaviour (README.md beside this file); the `zcd_*` exports (in `control.rs`) let tests inspect
 //! and steer the state.
 //!
 //! Layout: this file holds the shared state, the entry-point wrapper and the
 //! few libc functions the double needs; `device.rs` (init, devices,
-//! contexts, error names), `memory.rs` (host registration, copies, streams),
-//! `graphics.rs` (GL and EGL interop) and `control.rs` (`zcd_*`) hold the
-//! exports.
+//! attributes, contexts, error names), `memory.rs` (host registration,
+//! pointer attributes, the legacy-stream copy), `stream.rs` (streams and the
+//! work queued on them), `graphics.rs` (GL and EGL interop) and `control.rs`
+//! (`zcd_*`) hold the exports.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 // The exports keep CUDA's own names (`cuMemHostRegister_v2`).
 #![allow(non_snake_case)]
@@ -23,6 +24,7 @@ mod control;
 mod device;
 mod graphics;
 mod memory;
+mod stream;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -50,6 +52,7 @@ const NOT_MAPPED: CuResult = 211;
 const INVALID_HANDLE: CuResult = 400;
 const HOST_MEMORY_ALREADY_REGISTERED: CuResult = 712;
 const HOST_MEMORY_NOT_REGISTERED: CuResult = 713;
+const NOT_SUPPORTED: CuResult = 801;
 
 // ---------------------------------------------------------------------------
 // libc (glibc, x86_64 and aarch64 Linux: the constants are the same on both)
@@ -159,6 +162,11 @@ struct EglFrameConfig {
     height: c_uint,
     pitch: c_uint,
     planes: c_uint,
+    /// `CUeglFrameType`: 1 pitch, 0 array (block-linear).
+    frame_type: c_int,
+    /// `CUeglColorFormat`; negative: the one of `planes` (3: YUV420_PLANAR,
+    /// 2: YUV420_SEMIPLANAR, 1: RGBA).
+    color_format: c_int,
 }
 
 const DEFAULT_EGL_FRAME: EglFrameConfig = EglFrameConfig {
@@ -166,6 +174,8 @@ const DEFAULT_EGL_FRAME: EglFrameConfig = EglFrameConfig {
     height: 0,
     pitch: 0,
     planes: 1,
+    frame_type: 1,
+    color_format: -1,
 };
 const DEFAULT_GL_BUFFER_SIZE: usize = 0x1000;
 
@@ -179,9 +189,16 @@ struct State {
     ctx_stacks: Vec<(u64, Vec<usize>)>,
     /// Registered host ranges: start → bytes.
     host: BTreeMap<usize, usize>,
+    /// The starts of the host ranges "another library" registered
+    /// (`zcd_register_elsewhere`).
+    elsewhere: BTreeSet<usize>,
+    /// Device attributes set by `zcd_set_attribute` (`Some`) or made unknown
+    /// by `zcd_forget_attribute` (`None`), over `device.rs`'s defaults.
+    attributes: BTreeMap<c_int, Option<c_int>>,
     /// Graphics resources by handle.
     resources: BTreeMap<usize, Resource>,
-    streams: BTreeSet<usize>,
+    /// Live streams by handle, with the work queued on them.
+    streams: BTreeMap<usize, stream::Stream>,
     /// Calls per entry point (and the pseudo-name `gl_checks_skipped`).
     counts: BTreeMap<&'static str, u64>,
     /// Codes the next calls of an entry point return (`zcd_fail_next`).
@@ -200,8 +217,10 @@ impl State {
         primary_retains: BTreeMap::new(),
         ctx_stacks: Vec::new(),
         host: BTreeMap::new(),
+        elsewhere: BTreeSet::new(),
+        attributes: BTreeMap::new(),
         resources: BTreeMap::new(),
-        streams: BTreeSet::new(),
+        streams: BTreeMap::new(),
         counts: BTreeMap::new(),
         faults: BTreeMap::new(),
         gl_sizes: BTreeMap::new(),

@@ -78,7 +78,29 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: c_i
     })
 }
 
-/// `cuDeviceGetAttribute`: the attributes zerocam reads; others INVALID_VALUE.
+impl State {
+    /// Device attribute `attribute`: what `zcd_set_attribute` /
+    /// `zcd_forget_attribute` said, else the default; `None` when the driver
+    /// "does not know" it (as a driver older than the attribute).
+    pub(crate) fn attribute(&self, attribute: c_int) -> Option<c_int> {
+        if let Some(&set) = self.attributes.get(&attribute) {
+            return set;
+        }
+        match attribute {
+            // INTEGRATED, CAN_MAP_HOST_MEMORY, UNIFIED_ADDRESSING,
+            // CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, HOST_REGISTER_SUPPORTED,
+            // READ_ONLY_HOST_REGISTER_SUPPORTED
+            18 | 19 | 41 | 91 | 99 | 113 => Some(1),
+            75 => Some(8), // COMPUTE_CAPABILITY_MAJOR
+            76 => Some(7), // COMPUTE_CAPABILITY_MINOR
+            _ => None,
+        }
+    }
+}
+
+/// `cuDeviceGetAttribute`: the attributes zerocam reads (as set by
+/// `zcd_set_attribute`); others, and those `zcd_forget_attribute` made
+/// unknown, INVALID_VALUE (what a driver older than the attribute answers).
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetAttribute(
     value: *mut c_int,
@@ -89,14 +111,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
         st.need_init()?;
         nonnull(value)?;
         st.need_device(dev)?;
-        let v = match attribute {
-            // INTEGRATED, CAN_MAP_HOST_MEMORY, UNIFIED_ADDRESSING,
-            // CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, READ_ONLY_HOST_REGISTER_SUPPORTED
-            18 | 19 | 41 | 91 | 113 => 1,
-            75 => 8, // COMPUTE_CAPABILITY_MAJOR
-            76 => 7, // COMPUTE_CAPABILITY_MINOR
-            _ => return Err(INVALID_VALUE),
-        };
+        let v = st.attribute(attribute).ok_or(INVALID_VALUE)?;
         // SAFETY: `value` is non-null and writable (the caller's promise).
         unsafe { put(value, v) }
     })
@@ -140,7 +155,8 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: c_int) -> CuResult {
     })
 }
 
-fn release_check(st: &mut State) {
+/// Records a violation when objects outlive the last release of a primary context.
+pub(crate) fn release_check(st: &mut State) {
     let (host, resources, streams) = (st.host.len(), st.resources.len(), st.streams.len());
     if host + resources + streams > 0 {
         st.violation(format!(

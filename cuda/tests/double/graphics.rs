@@ -358,8 +358,17 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedEglFrame(
             pitch: config.pitch,
             plane_count: config.planes,
             num_channels: 1,
-            frame_type: 1, // CU_EGL_FRAME_TYPE_PITCH
-            egl_color_format: 0,
+            frame_type: config.frame_type,
+            egl_color_format: if config.color_format >= 0 {
+                config.color_format
+            } else {
+                // CU_EGL_COLOR_FORMAT_YUV420_PLANAR, _SEMIPLANAR, RGBA.
+                match config.planes {
+                    3 => 0x00,
+                    2 => 0x01,
+                    _ => 0x07,
+                }
+            },
             cu_format: 0x01, // CU_AD_FORMAT_UNSIGNED_INT8
         };
         // SAFETY: `frame` is non-null and writable (the caller's promise).

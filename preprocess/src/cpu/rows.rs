@@ -361,24 +361,9 @@ mod tests {
     /// stream kind of `source::layout` at every geometry they take.
     #[test]
     fn the_shuffles_resample_as_the_gather_does() {
-        let kinds = [
-            (1, 1, 1),
-            (2, 1, 1),
-            (2, 2, 1),
-            (4, 2, 2),
-            (3, 3, 1),
-            (4, 3, 1),
-        ];
         let mut shuffled_rows = 0;
-        for (t, c, d) in kinds {
-            let stream = Stream {
-                plane: 0,
-                texel: t,
-                subsampling: (1, 1),
-                first: 0,
-                count: c,
-                spacing: d,
-            };
+        for (t, c, d) in Stream::KINDS {
+            let stream = Stream::kind(t, c, d);
             for (plane, outputs) in [(720, 640), (360, 640), (640, 640), (40, 43), (300, 161)] {
                 let mut columns = Columns::default();
                 columns.fill((5.0, plane as f64 - 9.0), outputs, (plane, plane), (t, 0));

@@ -45,6 +45,25 @@ impl Stream {
         }
     }
 
+    /// A stream of plane 0, not subsampled, of `texel` bytes giving `count`
+    /// samples `spacing` bytes apart from its first byte: the kinds the
+    /// resampling tests go through.
+    #[cfg(test)]
+    pub(super) const fn kind(texel: usize, count: usize, spacing: usize) -> Self {
+        Stream::new(0, texel, (1, 1), 0).samples(count, spacing)
+    }
+
+    /// Every stream kind of [`layout`]: (texel, samples, spacing).
+    #[cfg(test)]
+    pub(super) const KINDS: [(usize, usize, usize); 6] = [
+        (1, 1, 1),
+        (2, 1, 1),
+        (2, 2, 1),
+        (4, 2, 2),
+        (3, 3, 1),
+        (4, 3, 1),
+    ];
+
     /// The stream's size in texels, for a `width`x`height` image.
     pub(super) fn size(&self, (width, height): (usize, usize)) -> (usize, usize) {
         let (hs, vs) = self.subsampling;

@@ -242,7 +242,8 @@ impl CudaArray {
     }
 
     /// `nbytes` bytes (default: to the end) from `offset` of the map, copied
-    /// by the device with `cuMemcpyDtoH`: what the device sees.
+    /// by the device with `cuMemcpyDtoHAsync` on the map's stream, after the
+    /// work queued there: what the device sees.
     #[pyo3(signature = (offset=0, nbytes=None))]
     fn copy_to_host<'py>(
         &self,

@@ -5,24 +5,9 @@ use super::*;
 /// each vector copy the CPU has.
 #[test]
 fn the_vector_copies_match_the_scalar_columns() {
-    let kinds = [
-        (1, 1, 1),
-        (2, 1, 1),
-        (2, 2, 1),
-        (4, 2, 2),
-        (3, 3, 1),
-        (4, 3, 1),
-    ];
     let mut planned = [0; 3];
-    for (t, c, d) in kinds {
-        let stream = Stream {
-            plane: 0,
-            texel: t,
-            subsampling: (1, 1),
-            first: 0,
-            count: c,
-            spacing: d,
-        };
+    for (t, c, d) in Stream::KINDS {
+        let stream = Stream::kind(t, c, d);
         for (plane, outputs) in [
             (720, 640),
             (360, 640),
@@ -87,14 +72,7 @@ fn each_camera_format_of_a_720_crop_takes_the_fewest_loads_that_fit() {
         ((3, 3, 1), 720, 2), // RGB
         ((4, 3, 1), 720, 0), // RGBA
     ] {
-        let stream = Stream {
-            plane: 0,
-            texel: t,
-            subsampling: (1, 1),
-            first: 0,
-            count: c,
-            spacing: d,
-        };
+        let stream = Stream::kind(t, c, d);
         let mut columns = Columns::default();
         columns.fill((0.0, plane as f64), 640, (plane, plane), (t, 0));
         let mut s = Shuffles::default();
