@@ -32,6 +32,7 @@ impl std::fmt::Debug for Device {
 impl Device {
     /// Device `ordinal` of `driver`, its primary context retained.
     pub fn open(driver: Arc<Driver>, ordinal: i32) -> Result<Device> {
+        driver.check_process()?;
         let count = driver.device_count()?;
         if ordinal < 0 || ordinal >= count {
             return Err(CudaError::NoDevice { ordinal, count });
@@ -62,6 +63,8 @@ impl Device {
     /// Makes the primary context current on this thread until the guard drops
     /// (push/pop: the caller's own current context is left as it was).
     pub fn enter(&self) -> Result<ContextGuard<'_>> {
+        // Every call on a context comes through here: none in a forked child.
+        self.driver.check_process()?;
         // SAFETY: a context retained by `self`.
         self.driver.check("cuCtxPushCurrent_v2", unsafe {
             (self.driver.api.cuCtxPushCurrent_v2)(self.context)
@@ -138,6 +141,9 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
+        if self.driver.check_process().is_err() {
+            return; // a fork() child: the parent's context is the parent's
+        }
         // SAFETY: retained in `open`, released once here. A failure (the
         // driver already torn down at exit) leaves nothing to undo.
         let _ = unsafe { (self.driver.api.cuDevicePrimaryCtxRelease_v2)(self.device) };

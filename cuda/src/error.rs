@@ -31,6 +31,21 @@ pub enum CudaError {
         /// `cuGetErrorName(code)`, or `CUDA error <code>` when it has none.
         name: String,
     },
+    /// CUDA was loaded by another process, of which this one is a `fork()`
+    /// child: the driver does not support its state there, so zerocam
+    /// calls nothing (what the parent registered is left to the parent).
+    #[error(
+        "this process ({child}) is a fork() child of the one that loaded CUDA ({parent}): \
+         the driver's state does not survive fork; use CUDA in the parent, or start the child \
+         with exec (Python: multiprocessing's \"spawn\" or \"forkserver\" start method) and \
+         load CUDA there"
+    )]
+    Forked {
+        /// The process that loaded the driver.
+        parent: u32,
+        /// This process.
+        child: u32,
+    },
     /// The device ordinal asked for does not exist.
     #[error("no CUDA device {ordinal}: the driver reports {count}")]
     NoDevice {

@@ -51,18 +51,24 @@ fn handle_result() -> &'static Result<Cuda, CudaError> {
 /// The process's CUDA handle, or the (remembered) reason there is none.
 /// The first call loads the driver: without the GIL.
 fn handle(py: Python<'_>) -> PyResult<&'static Cuda> {
-    py.detach(handle_result).as_ref().map_err(cuda_err_ref)
+    let cuda = py.detach(handle_result).as_ref().map_err(cuda_err_ref)?;
+    // A fork() child inherits the handle but not a usable driver.
+    cuda.driver().check_process().map_err(cuda_err)?;
+    Ok(cuda)
 }
 
 /// `zerocam.cuda_available()`: whether CUDA can be used here — the driver
-/// library loads and device 0 opens (the first call tries, once per process).
+/// library loads and device 0 opens (the first call tries, once per process),
+/// and this is not a `fork()` child of the process that loaded it.
 #[pyfunction]
 pub fn cuda_available(py: Python<'_>) -> bool {
     handle(py).is_ok()
 }
 
 /// `zerocam.cuda_info()`: device 0 as a dict (`name`, `ordinal`,
-/// `compute_capability`, `integrated`, `driver_version`, `library`, ...), or
+/// `compute_capability`, `integrated`, `driver_version`, `library`,
+/// `host_register`, `read_only_host_register`, `unknown_attributes` (the
+/// attributes the driver is older than), ...), or
 /// `None` when CUDA is unavailable.
 #[pyfunction]
 pub fn cuda_info(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>> {
@@ -82,7 +88,12 @@ pub fn cuda_info(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>> {
         "host_pointer_is_device_pointer",
         i.host_pointer_is_device_pointer,
     )?;
+    d.set_item("host_register", i.host_register)?;
     d.set_item("read_only_host_register", i.read_only_host_register)?;
+    d.set_item(
+        "unknown_attributes",
+        PyList::new(py, &i.unknown_attributes)?,
+    )?;
     d.set_item("library", cuda.driver().library().display().to_string())?;
     Ok(Some(d))
 }

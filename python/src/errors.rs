@@ -244,7 +244,7 @@ pub fn cuda_err_ref(e: &zerocam_cuda::CudaError) -> PyErr {
     let msg = e.to_string();
     match e {
         E::Unavailable(u) => CudaUnavailable::new_err((msg, u.library.clone(), u.reason.clone())),
-        E::NoDevice { .. } => CudaUnavailable::new_err((
+        E::NoDevice { .. } | E::Forked { .. } => CudaUnavailable::new_err((
             msg,
             zerocam_cuda::default_library().display().to_string(),
             e.to_string(),

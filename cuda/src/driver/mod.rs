@@ -85,11 +85,19 @@ entry_points! {
     cuGraphicsUnregisterResource(CuHandle);
 }
 
+/// The process that loaded a driver first (the one whose `cuInit` the
+/// driver's state belongs to).
+static LOADED_BY: OnceLock<u32> = OnceLock::new();
+
 /// A loaded CUDA driver library and its entry points.
 pub struct Driver {
     pub(crate) api: EntryPoints,
     library: PathBuf,
     version: c_int,
+    /// The process that loaded it (`cuInit`): a child made by `fork()`
+    /// inherits the loaded library and every handle, none of which the
+    /// driver supports there.
+    pid: u32,
     // Last: the entry points above point into it.
     _lib: libloading::Library,
 }
@@ -119,6 +127,15 @@ impl Driver {
                 reason,
             })
         };
+        // A driver loaded (and initialised) by a parent is not usable in a
+        // fork() child, whichever handle or library path the child asks for.
+        let first = *LOADED_BY.get_or_init(std::process::id);
+        if first != std::process::id() {
+            return Err(CudaError::Forked {
+                parent: first,
+                child: std::process::id(),
+            });
+        }
         // SAFETY: loading runs the library's initialisers; libcuda's (and the
         // test double's) do nothing a Rust program must guard against.
         let lib = unsafe { libloading::Library::new(&library) }
@@ -133,6 +150,7 @@ impl Driver {
             api,
             library,
             version: 0,
+            pid: std::process::id(),
             _lib: lib,
         };
         // SAFETY: cuInit takes flags (must be 0).
@@ -171,6 +189,24 @@ impl Driver {
 
     /// `Ok(())` for `CUDA_SUCCESS`, else [`CudaError::Driver`] for `call`, named
     /// by `cuGetErrorName`.
+    /// `CudaError::Forked` in a child of the process that loaded the driver:
+    /// CUDA's state does not survive `fork()` (the driver's threads and
+    /// contexts are the parent's), so nothing may be called there, not even
+    /// to release what the parent made.
+    ///
+    /// # Errors
+    /// [`CudaError::Forked`] naming both processes.
+    pub fn check_process(&self) -> Result<()> {
+        let now = std::process::id();
+        if now == self.pid {
+            return Ok(());
+        }
+        Err(CudaError::Forked {
+            parent: self.pid,
+            child: now,
+        })
+    }
+
     pub(crate) fn check(&self, call: &'static str, code: CuResult) -> Result<()> {
         if code == CUDA_SUCCESS {
             return Ok(());

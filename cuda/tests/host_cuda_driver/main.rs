@@ -55,3 +55,5 @@ fn assert_clean() {
     assert_eq!(d.violations(), Vec::<String>::new());
     assert_eq!(d.live_host_registrations(), 0, "{:?}", d.events());
 }
+
+mod fork;

@@ -174,6 +174,7 @@ def test_cuda_info_describes_the_double(double):
         assert info["compute_capability"] == (8, 7)
         assert info["integrated"] is True and info["driver_version"] == 12080
         assert info["ordinal"] == 0 and info["library"] == os.environ["ZEROCAM_CUDA_LIBRARY"]
+        assert info["host_register"] is True and info["unknown_attributes"] == []
         """,
         double,
     )
@@ -651,6 +652,32 @@ def test_release_never_unmaps_under_a_cuda_array_interface_consumer(double):
         c.release()
         with t.map("w"):
             pass
+        """,
+        double,
+    )
+
+
+def test_a_fork_child_has_no_cuda_and_says_why(double):
+    scenario(
+        """
+        t = Tensor(4096, "uint8", mem="shm")
+        c = t.cuda("r")
+        assert zerocam.cuda_available()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            ok = not zerocam.cuda_available()
+            try:
+                Tensor(64, mem="shm").cuda()
+                ok = False
+            except zerocam.CudaUnavailable as e:
+                ok = ok and "fork" in str(e) and str(parent) in str(e)
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # The parent's handle and map are untouched.
+        assert zerocam.cuda_available() and c.copy_to_host(0, 4) == bytes(4)
+        c.release()
         """,
         double,
     )
