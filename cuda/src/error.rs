@@ -93,8 +93,9 @@ pub enum CudaError {
 #[non_exhaustive]
 pub enum HostRegisterError {
     /// The device cannot register host memory at all:
-    /// `CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED` (99) is 0, or the driver
-    /// is older than the attribute (CUDA 11.0) and does not say.
+    /// `CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED` (99) is 0. (A driver
+    /// older than the attribute, before CUDA 11.0, is not refused: it is
+    /// asked, as those drivers could register.)
     #[error(
         "CUDA device {ordinal} cannot register host memory \
          (CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED is {}): map PBO tensors \

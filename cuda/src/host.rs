@@ -153,7 +153,13 @@ fn register_flags(info: &CudaInfo, key: HostKey) -> Result<std::ffi::c_uint, Hos
     let reported = |attribute, value: bool| {
         (!info.unknown_attributes.contains(&attribute)).then_some(i32::from(value))
     };
-    if !info.host_register {
+    // A driver older than attribute 99 (CUDA 11.0: JetPack 4's 10.2 among
+    // them) registers host memory all the same (cuMemHostRegister is from
+    // CUDA 4.0): it is tried there, and the driver's own error tells.
+    let too_old_to_say = info
+        .unknown_attributes
+        .contains(&ffi::ATTR_HOST_REGISTER_SUPPORTED);
+    if !info.host_register && !too_old_to_say {
         return Err(HostRegisterError::Unsupported {
             ordinal: info.ordinal,
             reported: reported(ffi::ATTR_HOST_REGISTER_SUPPORTED, info.host_register),

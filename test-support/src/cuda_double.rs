@@ -28,7 +28,18 @@ const DOUBLE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/tests/dou
 /// [`double()`] share one loaded copy.
 pub fn library() -> &'static Path {
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
-    LIBRARY.get_or_init(build)
+    LIBRARY.get_or_init(|| build("libcuda_double.so", &[]))
+}
+
+/// The double as a CUDA 10.2 driver (JetPack 4's), built with `--cfg
+/// zcd_cuda10` to `cuda-double/libcuda_double_cuda10.so`: version 10020,
+/// without the `_v2` entry points CUDA 11.0 added beside the older names of
+/// the same signature (`cuDevicePrimaryCtxRelease_v2`, and the context and
+/// stream calls), and without attributes 99 and 113. A library of its own,
+/// so its state is its own ([`double_cuda10`]).
+pub fn library_cuda10() -> &'static Path {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY.get_or_init(|| build("libcuda_double_cuda10.so", &["--cfg", "zcd_cuda10"]))
 }
 
 /// Newest modification time of the double's sources.
@@ -56,7 +67,7 @@ fn fresh(library: &Path, sources: SystemTime) -> bool {
 /// Builds the double unless it is fresh. Parallel test binaries each compile
 /// to their own temporary name in the same directory and `rename` it over the
 /// final name (atomic), so none ever sees a half-written library.
-fn build() -> PathBuf {
+fn build(name: &str, cfg: &[&str]) -> PathBuf {
     // `target/<profile>/cuda-double`, above this crate's `OUT_DIR`
     // (`target/<profile>/build/zerocam-test-support-<hash>/out`): one copy
     // whatever features the build gave this crate, so a lab run built with
@@ -64,7 +75,7 @@ fn build() -> PathBuf {
     let out = Path::new(env!("OUT_DIR"));
     let dir = out.ancestors().nth(3).unwrap_or(out).join("cuda-double");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
-    let library = dir.join("libcuda_double.so");
+    let library = dir.join(name);
     let sources = newest_source();
     if fresh(&library, sources) {
         return library;
@@ -75,7 +86,7 @@ fn build() -> PathBuf {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let temporary = dir.join(format!(
-        "libcuda_double.{}.{nanos}.{}.so.tmp",
+        "{name}.{}.{nanos}.{}.tmp",
         std::process::id(),
         ATTEMPT.fetch_add(1, Ordering::Relaxed)
     ));
@@ -97,6 +108,7 @@ fn build() -> PathBuf {
             "cuda_double",
             "-O",
         ])
+        .args(cfg)
         .arg("-o")
         .arg(&temporary)
         .arg(&root)
@@ -365,6 +377,12 @@ fn lines(read: unsafe extern "C" fn(*mut c_char, usize) -> usize) -> Vec<String>
 pub fn double() -> &'static Double {
     static DOUBLE: OnceLock<Double> = OnceLock::new();
     DOUBLE.get_or_init(|| Double::load(library()))
+}
+
+/// The controls of [`library_cuda10`]'s double.
+pub fn double_cuda10() -> &'static Double {
+    static DOUBLE: OnceLock<Double> = OnceLock::new();
+    DOUBLE.get_or_init(|| Double::load(library_cuda10()))
 }
 
 /// Serialises the tests that use the double (its state is process-global):

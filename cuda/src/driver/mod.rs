@@ -46,7 +46,13 @@ macro_rules! entry_points {
                         // above; the copied fn pointer is used only while the
                         // `Library` (kept beside it in `Driver`) stays loaded.
                         let symbol = unsafe {
-                            lib.get::<unsafe extern "C" fn($($arg),*) -> CuResult>(name.as_bytes())
+                            type F = unsafe extern "C" fn($($arg),*) -> CuResult;
+                            lib.get::<F>(name.as_bytes()).or_else(|e| {
+                                // An older driver's name of the same signature.
+                                let older = older_name(stringify!($name)).ok_or(e)?;
+                                log::info!("CUDA driver without {}: using {older}", stringify!($name));
+                                lib.get::<F>(older.as_bytes())
+                            })
                         };
                         *symbol.map_err(|_| stringify!($name))?
                     }, )*
@@ -54,6 +60,21 @@ macro_rules! entry_points {
             }
         }
     };
+}
+
+/// The name an older driver gives the entry point `name`, where it has the
+/// same C signature: CUDA 11.0 added `cuDevicePrimaryCtxRelease_v2` (JetPack
+/// 4's CUDA 10.2 has only the plain name), CUDA 4.0 the context and stream
+/// `_v2`s. NUL-terminated. The memory calls' plain names are not listed:
+/// they take the 32-bit device pointers of the ABI before CUDA 3.2.
+fn older_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "cuDevicePrimaryCtxRelease_v2" => "cuDevicePrimaryCtxRelease\0",
+        "cuCtxPushCurrent_v2" => "cuCtxPushCurrent\0",
+        "cuCtxPopCurrent_v2" => "cuCtxPopCurrent\0",
+        "cuStreamDestroy_v2" => "cuStreamDestroy\0",
+        _ => return None,
+    })
 }
 
 entry_points! {

@@ -8,7 +8,12 @@ use crate::{
 };
 
 const DEVICE_NAME: &[u8] = b"zerocam test double";
+#[cfg(not(zcd_cuda10))]
 const DRIVER_VERSION: c_int = 12080;
+/// Built with `--cfg zcd_cuda10`: a CUDA 10.2 driver (JetPack 4), without
+/// the `_v2` names CUDA 11.0 added and the attributes it does not know.
+#[cfg(zcd_cuda10)]
+const DRIVER_VERSION: c_int = 10020;
 
 /// `cuInit`: flags must be 0. Everything but `cuDriverGetVersion` and
 /// `cuGetErrorName` fails with NOT_INITIALIZED before it.
@@ -111,6 +116,11 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
         st.need_init()?;
         nonnull(value)?;
         st.need_device(dev)?;
+        // HOST_REGISTER_SUPPORTED and READ_ONLY_HOST_REGISTER_SUPPORTED came
+        // with CUDA 11.0 and 11.1.
+        if cfg!(zcd_cuda10) && (attribute == 99 || attribute == 113) {
+            return Err(INVALID_VALUE);
+        }
         let v = st.attribute(attribute).ok_or(INVALID_VALUE)?;
         // SAFETY: `value` is non-null and writable (the caller's promise).
         unsafe { put(value, v) }
@@ -138,9 +148,22 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut *mut c_void, dev: c_
 /// `cuDevicePrimaryCtxRelease_v2`: INVALID_CONTEXT when not retained. The last
 /// release with registrations, resources or streams still alive records a
 /// violation (CUDA would destroy them with the context).
+#[cfg(not(zcd_cuda10))]
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: c_int) -> CuResult {
-    entry("cuDevicePrimaryCtxRelease_v2", |st| {
+    primary_release("cuDevicePrimaryCtxRelease_v2", dev)
+}
+
+/// `cuDevicePrimaryCtxRelease`, the name before CUDA 11.0 (same signature):
+/// all a CUDA 10 driver has.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRelease(dev: c_int) -> CuResult {
+    primary_release("cuDevicePrimaryCtxRelease", dev)
+}
+
+/// Both names' body.
+fn primary_release(name: &'static str, dev: c_int) -> CuResult {
+    entry(name, |st| {
         st.need_init()?;
         st.need_device(dev)?;
         let retains = st.primary_retains.entry(dev).or_insert(0);
@@ -167,9 +190,21 @@ pub(crate) fn release_check(st: &mut State) {
 }
 
 /// `cuCtxPushCurrent_v2`: `ctx` must be a retained primary context.
+#[cfg(not(zcd_cuda10))]
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: *mut c_void) -> CuResult {
-    entry("cuCtxPushCurrent_v2", |st| {
+    push_current("cuCtxPushCurrent_v2", ctx)
+}
+
+/// `cuCtxPushCurrent`, the name before CUDA 4.0's `_v2` (same signature).
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPushCurrent(ctx: *mut c_void) -> CuResult {
+    push_current("cuCtxPushCurrent", ctx)
+}
+
+/// Both names' body.
+fn push_current(name: &'static str, ctx: *mut c_void) -> CuResult {
+    entry(name, |st| {
         st.need_init()?;
         nonnull(ctx)?;
         match st.primary_device(ctx as usize) {
@@ -183,9 +218,26 @@ pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: *mut c_void) -> CuResult {
 }
 
 /// `cuCtxPopCurrent_v2`: INVALID_CONTEXT when the thread's stack is empty.
+#[cfg(not(zcd_cuda10))]
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut *mut c_void) -> CuResult {
-    entry("cuCtxPopCurrent_v2", |st| {
+    // SAFETY: forwarded from the caller.
+    unsafe { pop_current("cuCtxPopCurrent_v2", ctx) }
+}
+
+/// `cuCtxPopCurrent`, the name before CUDA 4.0's `_v2` (same signature).
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPopCurrent(ctx: *mut *mut c_void) -> CuResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { pop_current("cuCtxPopCurrent", ctx) }
+}
+
+/// Both names' body.
+///
+/// # Safety
+/// `ctx` is null or writable.
+unsafe fn pop_current(name: &'static str, ctx: *mut *mut c_void) -> CuResult {
+    entry(name, |st| {
         st.need_init()?;
         nonnull(ctx)?;
         let popped = st.ctx_stack().pop().ok_or(INVALID_CONTEXT)?;

@@ -126,9 +126,21 @@ pub unsafe extern "C" fn cuStreamCreate(stream: *mut *mut c_void, flags: c_uint)
 
 /// `cuStreamDestroy_v2`: INVALID_HANDLE for a stream the double did not create
 /// (or destroyed already). Work still queued on it runs first.
+#[cfg(not(zcd_cuda10))]
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamDestroy_v2(stream: *mut c_void) -> CuResult {
-    entry("cuStreamDestroy_v2", |st| {
+    stream_destroy("cuStreamDestroy_v2", stream)
+}
+
+/// `cuStreamDestroy`, the name before CUDA 4.0's `_v2` (same signature).
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamDestroy(stream: *mut c_void) -> CuResult {
+    stream_destroy("cuStreamDestroy", stream)
+}
+
+/// Both names' body.
+fn stream_destroy(name: &'static str, stream: *mut c_void) -> CuResult {
+    entry(name, |st| {
         st.need_ctx()?;
         nonnull(stream)?;
         st.need_stream(stream)?;

@@ -86,7 +86,13 @@ fn a_driver_older_than_the_attributes_still_opens_and_reads_them_as_unsupported(
     assert_eq!(info.unknown_attributes, [75, 76, 18, 19, 41, 91, 99, 113]);
     assert_eq!(info.compute_capability, (0, 0));
     assert!(!info.integrated && !info.host_register);
-    drop(cuda);
+    // A driver older than 99 (CUDA 10.2 on JetPack 4) is still asked to
+    // register writable memory, as such drivers could.
+    let t = shm(4096, 1);
+    let map = cuda.map(&t, Access::ReadWrite).unwrap();
+    assert_eq!(d.count("cuMemHostRegister_v2"), 1);
+    drop((map, t, cuda));
+    assert_clean();
     d.reset();
     d.fail_next("cuDeviceGetAttribute", 101);
     match Cuda::with_library(library(), 0) {

@@ -57,3 +57,4 @@ fn assert_clean() {
 }
 
 mod fork;
+mod old_driver;
