@@ -58,6 +58,11 @@ fn with_a_driver_probe_names_the_device_and_the_paths_that_work() {
         "{probe}"
     );
     assert!(probe.contains("CUDA EGLImage interop (b): no ("), "{probe}");
+    // No DMA heap on the host: said, not skipped (the lab's probe takes one).
+    assert!(
+        probe.contains("CUDA DMA-heap buffer (camera frames): no (no DMA heap buffer here"),
+        "{probe}"
+    );
     let list = zerocam(double::library(), &["list"]);
     assert!(list.contains("CUDA: zerocam test double"), "{list}");
 }

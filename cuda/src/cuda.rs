@@ -49,8 +49,10 @@ struct Inner {
     /// Process-unique: names this handle's caches on a GL thread.
     #[cfg_attr(not(feature = "gl"), allow(dead_code))]
     id: u64,
-    // First: registrations go before the stream and the context.
+    // First: registrations and staged buffers go before the stream and the
+    // context.
     host: Mutex<HostCache>,
+    staging: crate::staged::Staging,
     #[cfg(feature = "gl")]
     pub(crate) gl: Mutex<crate::gl::Attachments>,
     stream: StreamRef,
@@ -90,6 +92,14 @@ pub struct CudaStats {
     /// Paths (b) and (c): registrations whose unregister failed; their GL
     /// buffer or EGLImage was leaked rather than freed under CUDA.
     pub interop_leaked: u64,
+    /// The staged path: `imports` is the device buffers allocated (one per
+    /// host buffer the driver would not register), `hits` the maps that
+    /// found theirs.
+    pub staged: GpuCacheStats,
+    /// The staged path: buffers copied to the device (one per buffer per map).
+    pub staged_copies: u64,
+    /// The staged path: bytes copied to the device.
+    pub staged_bytes: u64,
 }
 
 impl Cuda {
@@ -123,6 +133,7 @@ impl Cuda {
             inner: Arc::new(Inner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 host: Mutex::new(GpuImageCache::new(CACHE_CAPACITY)),
+                staging: crate::staged::Staging::default(),
                 #[cfg(feature = "gl")]
                 gl: Mutex::default(),
                 stream,
@@ -181,6 +192,10 @@ impl Cuda {
         self.inner.gl.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    pub(crate) fn staging(&self) -> &crate::staged::Staging {
+        &self.inner.staging
+    }
+
     fn host_cache(&self) -> MutexGuard<'_, HostCache> {
         self.inner
             .host
@@ -201,9 +216,20 @@ impl Cuda {
     /// memory; [`CudaError::HostRegister`] where the device cannot register
     /// the buffer; the driver's error (e.g. a dma-buf it cannot register).
     pub fn map<T: Element>(&self, tensor: &Tensor<T>, access: Access) -> Result<CudaMap> {
-        let map = match tensor.memory() {
-            TensorMemory::Pbo => self.map_gl_buffer(tensor, access)?,
-            _ => self.map_host(tensor, access)?,
+        let map = match (tensor.memory(), self.inner.staging.policy()) {
+            (TensorMemory::Pbo, _) => self.map_gl_buffer(tensor, access)?,
+            (_, crate::HostPath::Staged) => self.map_staged(tensor, access)?,
+            (_, crate::HostPath::Register) => self.map_host(tensor, access)?,
+            (_, crate::HostPath::Auto) if !access.writes() && self.staged_before(tensor) => {
+                self.map_staged(tensor, access)?
+            }
+            (memory, crate::HostPath::Auto) => match self.map_host(tensor, access) {
+                Err(e) if crate::staged::refused(&e) && !access.writes() => {
+                    log::warn!("CUDA would not register this {memory} buffer ({e}): copying it to the device instead (the staged path)");
+                    self.map_staged(tensor, access)?
+                }
+                other => other?,
+            },
         };
         self.inner.maps.fetch_add(1, Ordering::Relaxed);
         Ok(map)
@@ -361,6 +387,7 @@ impl Cuda {
     /// every map and by [`stats`](Cuda::stats)).
     pub fn sweep(&self) {
         self.sweep_host();
+        self.inner.staging.sweep();
         #[cfg(feature = "gl")]
         crate::gl::sweep(self);
     }
@@ -369,6 +396,7 @@ impl Cuda {
     pub fn clear(&self) {
         let all = self.host_cache().clear();
         drop(all);
+        self.inner.staging.clear();
         #[cfg(feature = "gl")]
         crate::gl::clear(self);
     }
@@ -377,11 +405,15 @@ impl Cuda {
     pub fn stats(&self) -> CudaStats {
         self.sweep();
         let host = self.host_cache().stats();
+        let (staged, staged_copies, staged_bytes) = self.inner.staging.stats();
         #[allow(unused_mut)]
         let mut stats = CudaStats {
             maps: self.inner.maps.load(Ordering::Relaxed),
             host,
             host_unregistered: self.inner.host_unregistered.load(Ordering::Relaxed),
+            staged,
+            staged_copies,
+            staged_bytes,
             ..CudaStats::default()
         };
         #[cfg(feature = "gl")]

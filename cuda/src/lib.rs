@@ -44,6 +44,7 @@ mod gl;
 mod host;
 mod map;
 mod probe;
+mod staged;
 mod stream;
 
 pub use cuda::{Cuda, CudaStats};
@@ -54,6 +55,7 @@ pub use error::{CudaError, CudaUnavailable, HostRegisterError, Result};
 pub use frame::{CudaFrame, CudaFrameExt};
 pub use map::{CudaMap, CudaPath, CudaPlane};
 pub use probe::{probe, CudaFound, CudaProbe, PathCheck};
+pub use staged::HostPath;
 
 /// docs/cuda.md's Rust example, compiled as a doc-test.
 #[cfg(doctest)]

@@ -21,6 +21,10 @@ pub enum CudaPath {
     /// (c) A GL PBO registered with `cuGraphicsGLRegisterBuffer`, mapped per
     /// use (`convert` outputs).
     GlBuffer,
+    /// A buffer the driver would not register (a dma-buf of pages it cannot
+    /// pin, on a discrete GPU), copied into a device buffer kept for it
+    /// (`cuMemcpyHtoDAsync`): not zero-copy, counted in `CudaStats`.
+    Staged,
 }
 
 impl std::fmt::Display for CudaPath {
@@ -29,6 +33,7 @@ impl std::fmt::Display for CudaPath {
             CudaPath::HostRegistered => "host-registered",
             CudaPath::EglImage => "egl-image",
             CudaPath::GlBuffer => "gl-buffer",
+            CudaPath::Staged => "staged",
         })
     }
 }
@@ -67,6 +72,10 @@ pub(crate) enum Keep {
     /// A host registration (unregistered when its last holder drops).
     Host {
         _registrations: Vec<Arc<HostRegistration>>,
+    },
+    /// The staged path's device buffers (freed when their last holder drops).
+    Staged {
+        _buffers: Vec<Arc<crate::staged::StagedBuffer>>,
     },
     /// A GL or EGL interop mapping, ended on the GL thread when dropped.
     #[cfg(feature = "gl")]

@@ -31,6 +31,11 @@ pub struct CudaFound {
     pub gl_buffer: PathCheck,
     /// (b) EGLImage interop of a dma-buf image (needs a DMA heap and EGL dma-buf import).
     pub egl_image: PathCheck,
+    /// A buffer of the DMA heap (a camera frame's memory) mapped for reading
+    /// as [`Cuda::map`] does by default and read back: the path it took
+    /// (host-registered, or staged where the driver refuses to register
+    /// it), or why not (no heap here, an error).
+    pub dma_buf: Result<crate::CudaPath, String>,
 }
 
 /// Opens device 0 of the process's driver and, with `check_paths`, tries
@@ -54,6 +59,11 @@ pub fn probe(check_paths: bool) -> CudaProbe {
             host: check(&cuda, check_host),
             gl_buffer: check(&cuda, check_gl_buffer),
             egl_image: check(&cuda, check_egl_image),
+            dma_buf: if check_paths {
+                check_dma_buf(&cuda)
+            } else {
+                Err("not checked".to_owned())
+            },
         });
     CudaProbe { library, found }
 }
@@ -71,6 +81,25 @@ fn check_host(cuda: &Cuda) -> PathCheck {
         return Err("the bytes read back differ from the CPU's".into());
     }
     Ok(())
+}
+
+/// A DMA-heap buffer mapped by [`Cuda::map`] (Auto) and read back.
+fn check_dma_buf(cuda: &Cuda) -> Result<crate::CudaPath, String> {
+    let t = Tensor::<u8>::new(&[1 << 16], Some(TensorMemory::Dma), None)
+        .map_err(|e| format!("no DMA heap buffer here: {e}"))?;
+    for (i, b) in t.map().map_err(|e| e.to_string())?.iter_mut().enumerate() {
+        *b = (i * 7) as u8;
+    }
+    let map = cuda.map(&t, Access::Read).map_err(|e| e.to_string())?;
+    let mut back = vec![0u8; 1 << 16];
+    map.copy_to_host(0, &mut back).map_err(|e| e.to_string())?;
+    if back.iter().enumerate().any(|(i, &b)| b != (i * 7) as u8) {
+        return Err("the bytes read back differ from the CPU's".into());
+    }
+    let path = map.path();
+    drop(map);
+    cuda.clear();
+    Ok(path)
 }
 
 #[cfg(feature = "gl")]
@@ -150,6 +179,14 @@ impl fmt::Display for CudaProbe {
         match &self.found {
             Ok(found) => {
                 writeln!(f, "  CUDA host registration (a): {}", path(&found.host))?;
+                let dma = match &found.dma_buf {
+                    Ok(crate::CudaPath::Staged) => "staged (the driver would not register \
+                        it: copied to the device each map, counted)"
+                        .to_owned(),
+                    Ok(p) => format!("{p} (zero-copy)"),
+                    Err(why) => format!("no ({why})"),
+                };
+                writeln!(f, "  CUDA DMA-heap buffer (camera frames): {dma}")?;
                 writeln!(f, "  CUDA EGLImage interop (b): {}", path(&found.egl_image))?;
                 write!(
                     f,

@@ -5,10 +5,13 @@
 //! and wired to the lab.
 #![allow(clippy::unwrap_used)]
 
-const LAB_CUDA: [&str; 3] = [
+const LAB_CUDA: [&str; 6] = [
     "dma_buf_frames_register_once_per_buffer_and_read_back_the_cpus_bytes",
     "the_gpus_egl_images_are_registered_once_and_outlive_their_registration",
     "an_egl_image_outlives_a_cuda_map_of_it_whatever_drops_first",
+    "an_egl_frame_that_is_not_the_tensors_is_a_typed_error",
+    "heap_dma_bufs_the_driver_cannot_pin_are_staged",
+    "probe_says_which_path_a_heap_buffer_takes",
 ];
 
 #[test]

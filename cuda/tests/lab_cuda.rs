@@ -194,3 +194,76 @@ fn an_egl_frame_that_is_not_the_tensors_is_a_typed_error() {
     );
     assert_eq!(d.violations(), Vec::<String>::new());
 }
+
+/// A driver that refuses what it cannot pin, as NVIDIA's does on a discrete
+/// GPU since 550: vivid's MMAP buffers (vb2-vmalloc, ordinary pages) still
+/// register, while DMABUF-mode buffers from the DMA heap (mapped with
+/// `remap_pfn_range`: `VM_PFNMAP`, which the double reads from
+/// `/proc/self/smaps`) are refused once per buffer and reach the device by
+/// the staged copy: the first row read back is the CPU's, one device buffer
+/// per capture buffer, one copy a frame, all freed with the stream.
+#[test]
+fn heap_dma_bufs_the_driver_cannot_pin_are_staged() {
+    let _g = lock();
+    let _serial = serial();
+    let d = double();
+    for (mode, path) in [
+        (BufferMode::Mmap, CudaPath::HostRegistered),
+        (BufferMode::DmaBuf, CudaPath::Staged),
+    ] {
+        d.reset();
+        d.refuse_pfnmap(true);
+        let what = format!("NV12 {mode:?}");
+        let cuda = cuda();
+        let mut s = red_stream(SINGLE, "NV12", mode);
+        for _ in 0..FRAMES {
+            let f = s.next_frame(WAIT).unwrap();
+            let c = f.cuda(&cuda).unwrap();
+            assert_eq!(c.path(), path, "{what}");
+            let y = f.tensor().plane(0).unwrap();
+            let mut back = vec![0u8; 320];
+            c.copy_to_host(0, &mut back).unwrap();
+            assert_eq!(back, y.map_read().unwrap()[..320], "{what}: the first row");
+        }
+        let buffers = s.stats().buffers as u64;
+        let st = cuda.stats();
+        assert_eq!(
+            d.count("cuMemHostRegister_v2"),
+            buffers,
+            "{what}: asked once a buffer"
+        );
+        if path == CudaPath::Staged {
+            assert_eq!(st.staged.imports, buffers, "{what}");
+            assert_eq!(st.staged_copies, FRAMES as u64, "{what}");
+            assert_eq!(d.live_device_allocations(), buffers, "{what}");
+        } else {
+            assert_eq!(st.staged_copies, 0, "{what}");
+        }
+        drop(s);
+        cuda.sweep();
+        assert_eq!(d.live_device_allocations(), 0, "{what}");
+        assert_eq!(d.live_host_registrations(), 0, "{what}");
+        assert_eq!(d.violations(), Vec::<String>::new(), "{what}");
+    }
+}
+
+/// `zerocam probe`'s check of the memory camera frames are in: a DMA-heap
+/// buffer mapped as `Cuda::map` does by default, host-registered where the
+/// driver pins it, staged where it refuses (as a discrete GPU's does).
+#[test]
+fn probe_says_which_path_a_heap_buffer_takes() {
+    let _g = lock();
+    let _serial = serial();
+    // The process's driver (`Driver::shared`, which `probe` opens) is the
+    // double: no other test of this binary uses the shared driver.
+    std::env::set_var(zerocam_cuda::LIBRARY_ENV, library());
+    // Not reset between the two: the shared driver's `cuInit` is the first's.
+    let path = |refuse: bool| {
+        double().refuse_pfnmap(refuse);
+        let found = zerocam_cuda::probe(true).found.unwrap();
+        found.dma_buf.unwrap()
+    };
+    assert_eq!(path(false), CudaPath::HostRegistered);
+    assert_eq!(path(true), CudaPath::Staged);
+    assert_eq!(double().violations(), Vec::<String>::new());
+}

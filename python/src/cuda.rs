@@ -98,6 +98,36 @@ pub fn cuda_info(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>> {
     Ok(Some(d))
 }
 
+/// `zerocam.cuda_stats()`: the process handle's counters as a dict — `maps`;
+/// per path (`host`, `staged`, `gl_buffers`, `egl_images`) `imports` and
+/// `hits`; `staged_copies` and `staged_bytes` (the copies of buffers the
+/// driver would not register: never silent) — or `None` when CUDA is
+/// unavailable.
+#[pyfunction]
+pub fn cuda_stats(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>> {
+    let Ok(cuda) = handle(py) else {
+        return Ok(None);
+    };
+    let st = py.detach(|| cuda.stats());
+    let d = PyDict::new(py);
+    d.set_item("maps", st.maps)?;
+    for (name, c) in [
+        ("host", st.host),
+        ("staged", st.staged),
+        ("gl_buffers", st.gl_buffers),
+        ("egl_images", st.egl_images),
+    ] {
+        let p = PyDict::new(py);
+        p.set_item("imports", c.imports)?;
+        p.set_item("hits", c.hits)?;
+        p.set_item("live", c.live)?;
+        d.set_item(name, p)?;
+    }
+    d.set_item("staged_copies", st.staged_copies)?;
+    d.set_item("staged_bytes", st.staged_bytes)?;
+    Ok(Some(d))
+}
+
 /// The GPUs of this process's `Preprocessor`s, held weakly: a PBO result
 /// maps through its own GL thread (GL buffer interop), and a dma-buf frame
 /// through a live GPU's EGLImage on an integrated device (Jetson).
@@ -225,6 +255,7 @@ impl Meta {
             CudaPath::HostRegistered => "host-registered",
             CudaPath::EglImage => "egl-image",
             CudaPath::GlBuffer => "gl-buffer",
+            CudaPath::Staged => "staged",
         }
     }
 }

@@ -11,7 +11,7 @@
 //! | `format.rs` | `PixelFormat`, `Region` |
 //! | `model.rs`, `preprocess.rs` | `ModelInput`, `Placement`, `Preprocessor` |
 //! | `recorder.rs` | `Recorder` (frames into `.mp4` / `.h264` files) |
-//! | `cuda.rs`, `cuda/methods.rs` | `Tensor.cuda()`, `Frame.cuda()` → `CudaArray`, `cuda_available()`, `cuda_info()` (feature `cuda`) |
+//! | `cuda.rs`, `cuda/methods.rs` | `Tensor.cuda()`, `Frame.cuda()` → `CudaArray`, `cuda_available()`, `cuda_info()`, `cuda_stats()` (feature `cuda`) |
 //! | `errors.rs` | Rust errors → `zerocam.errors` exceptions |
 
 #![deny(unsafe_code)]
@@ -73,11 +73,13 @@ fn _zerocam(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_class::<cuda::CudaArray>()?;
         m.add_function(wrap_pyfunction!(cuda::cuda_available, m)?)?;
         m.add_function(wrap_pyfunction!(cuda::cuda_info, m)?)?;
+        m.add_function(wrap_pyfunction!(cuda::cuda_stats, m)?)?;
     }
     #[cfg(not(feature = "cuda"))]
     {
         m.add_function(wrap_pyfunction!(no_cuda::cuda_available, m)?)?;
         m.add_function(wrap_pyfunction!(no_cuda::cuda_info, m)?)?;
+        m.add_function(wrap_pyfunction!(no_cuda::cuda_stats, m)?)?;
     }
     m.add("CUDA", cfg!(feature = "cuda"))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -100,6 +102,12 @@ mod no_cuda {
     /// Device 0 of CUDA: `None` in a build without the `cuda` feature.
     #[pyfunction]
     pub fn cuda_info() -> Option<()> {
+        None
+    }
+
+    /// CUDA's counters: `None` in a build without the `cuda` feature.
+    #[pyfunction]
+    pub fn cuda_stats() -> Option<()> {
         None
     }
 }

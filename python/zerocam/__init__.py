@@ -51,6 +51,7 @@ from ._zerocam import (
     __version__,
     cuda_available,
     cuda_info,
+    cuda_stats,
     list_devices,
 )
 from .errors import (
@@ -95,6 +96,7 @@ __all__ = [
     "__version__",
     "cuda_available",
     "cuda_info",
+    "cuda_stats",
     "errors",
     "list_devices",
 ]

@@ -160,6 +160,8 @@ pub struct Double {
     register_elsewhere: unsafe extern "C" fn(*mut c_void, usize) -> c_int,
     unregister_elsewhere: unsafe extern "C" fn(*mut c_void) -> c_int,
     queue_write: unsafe extern "C" fn(*mut c_void, u64, u8, usize) -> c_int,
+    refuse_pfnmap: unsafe extern "C" fn(c_int),
+    live_device_allocations: unsafe extern "C" fn() -> u64,
     // Last: the fn pointers above point into it.
     _library: libloading::Library,
 }
@@ -204,6 +206,8 @@ impl Double {
                 register_elsewhere: export(&library, "zcd_register_elsewhere"),
                 unregister_elsewhere: export(&library, "zcd_unregister_elsewhere"),
                 queue_write: export(&library, "zcd_queue_write"),
+                refuse_pfnmap: export(&library, "zcd_refuse_pfnmap"),
+                live_device_allocations: export(&library, "zcd_live_device_allocations"),
                 _library: library,
             }
         }
@@ -324,6 +328,21 @@ impl Double {
     pub fn forget_attribute(&self, attribute: i32) {
         // SAFETY: a plain value.
         unsafe { (self.forget_attribute)(attribute) }
+    }
+
+    /// Whether `cuMemHostRegister` refuses mappings of pages a discrete
+    /// GPU's driver cannot pin (`VM_PFNMAP`/`VM_IO` in `/proc/self/smaps`: the
+    /// DMA heap's buffers) with CUDA_ERROR_INVALID_VALUE, as NVIDIA's does
+    /// since driver 550 (default off: the double is an integrated device).
+    pub fn refuse_pfnmap(&self, on: bool) {
+        // SAFETY: a plain value.
+        unsafe { (self.refuse_pfnmap)(c_int::from(on)) }
+    }
+
+    /// Device allocations (`cuMemAlloc`) alive.
+    pub fn live_device_allocations(&self) -> u64 {
+        // SAFETY: no arguments.
+        unsafe { (self.live_device_allocations)() }
     }
 
     /// Registers `[addr, addr + len)` as another library of the process

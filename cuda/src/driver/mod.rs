@@ -96,6 +96,9 @@ entry_points! {
     cuMemHostUnregister(*mut c_void);
     cuMemHostGetDevicePointer_v2(*mut CuDevicePtr, *mut c_void, c_uint);
     cuMemcpyDtoHAsync_v2(*mut c_void, CuDevicePtr, usize, CuHandle);
+    cuMemcpyHtoDAsync_v2(CuDevicePtr, *const c_void, usize, CuHandle);
+    cuMemAlloc_v2(*mut CuDevicePtr, usize);
+    cuMemFree_v2(CuDevicePtr);
     cuPointerGetAttribute(*mut c_void, c_int, CuDevicePtr);
     cuGraphicsGLRegisterBuffer(*mut CuHandle, c_uint, c_uint);
     cuGraphicsEGLRegisterImage(*mut CuHandle, *mut c_void, c_uint);

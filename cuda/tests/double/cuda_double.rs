@@ -20,6 +20,7 @@
 // The exports keep CUDA's own names (`cuMemHostRegister_v2`).
 #![allow(non_snake_case)]
 
+mod alloc;
 mod control;
 mod device;
 mod graphics;
@@ -189,6 +190,11 @@ struct State {
     ctx_stacks: Vec<(u64, Vec<usize>)>,
     /// Registered host ranges: start → bytes.
     host: BTreeMap<usize, usize>,
+    /// Device allocations (`cuMemAlloc`): address → bytes.
+    device_memory: BTreeMap<usize, usize>,
+    /// `cuMemHostRegister` refuses `VM_PFNMAP`/`VM_IO` mappings
+    /// (`zcd_refuse_pfnmap`).
+    refuse_pfnmap: bool,
     /// The starts of the host ranges "another library" registered
     /// (`zcd_register_elsewhere`).
     elsewhere: BTreeSet<usize>,
@@ -217,6 +223,8 @@ impl State {
         primary_retains: BTreeMap::new(),
         ctx_stacks: Vec::new(),
         host: BTreeMap::new(),
+        device_memory: BTreeMap::new(),
+        refuse_pfnmap: false,
         elsewhere: BTreeSet::new(),
         attributes: BTreeMap::new(),
         resources: BTreeMap::new(),

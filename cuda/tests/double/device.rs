@@ -181,10 +181,11 @@ fn primary_release(name: &'static str, dev: c_int) -> CuResult {
 /// Records a violation when objects outlive the last release of a primary context.
 pub(crate) fn release_check(st: &mut State) {
     let (host, resources, streams) = (st.host.len(), st.resources.len(), st.streams.len());
-    if host + resources + streams > 0 {
+    let allocations = st.device_memory.len();
+    if host + resources + streams + allocations > 0 {
         st.violation(format!(
             "primary context released with live objects: {host} host registrations, \
-             {resources} graphics resources, {streams} streams"
+             {resources} graphics resources, {streams} streams, {allocations} device allocations"
         ));
     }
 }

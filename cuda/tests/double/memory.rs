@@ -94,6 +94,10 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(
         }
         st.host_register_supported(flags)?;
         let start = p as usize;
+        if st.refuse_pfnmap && crate::alloc::pfnmap(start) {
+            st.event(format!("register_host refused {start:#x}: VM_PFNMAP"));
+            return Err(INVALID_VALUE);
+        }
         st.add_host_range(start, bytes)?;
         let read_only = if flags & READ_ONLY != 0 {
             " read-only"
@@ -158,11 +162,11 @@ pub(crate) enum Source {
 
 impl State {
     /// The source of a copy of `bytes` from `src`: inside a registered host
-    /// range or a mapped GL buffer, else INVALID_VALUE.
+    /// range, a device allocation or a mapped GL buffer, else INVALID_VALUE.
     pub(crate) fn copy_source(&self, src: u64, bytes: usize) -> Result<Source, CuResult> {
         if let Some(addr) = usize::try_from(src)
             .ok()
-            .filter(|&a| self.host_range(a, bytes).is_some())
+            .filter(|&a| self.host_range(a, bytes).is_some() || self.device_range(a, bytes))
         {
             return Ok(Source::Host(addr));
         }

@@ -2,7 +2,7 @@
 //! unsupported instead of failing `Cuda::new`; host registration follows
 //! HOST_REGISTER_SUPPORTED (99) and READ_ONLY_HOST_REGISTER_SUPPORTED (113).
 
-use zerocam_cuda::{Cuda, CudaError, HostRegisterError};
+use zerocam_cuda::{Cuda, CudaError, CudaPath, HostPath, HostRegisterError};
 use zerocam_tensor::{Access, ExternalMemory, Tensor};
 
 use crate::common::double::{double, library, serial};
@@ -44,6 +44,8 @@ fn a_driver_older_than_the_attributes_still_opens_and_reads_them_as_unsupported(
     // CUDA 11.0: it knows 99 but not 113 (CUDA 11.1).
     c.forget_attribute(READ_ONLY_HOST_REGISTER_SUPPORTED);
     let cuda = Cuda::with_library(library(), 0).expect("an unknown attribute is not fatal");
+    // The refusals themselves (Auto would copy a refused read map: `staged`).
+    cuda.set_host_path(HostPath::Register);
     assert!(!cuda.info().read_only_host_register);
     assert!(cuda.info().host_register);
     assert_eq!(
@@ -110,6 +112,7 @@ fn host_registration_is_refused_with_a_typed_error_where_attribute_99_is_0() {
     double().set_attribute(HOST_REGISTER_SUPPORTED, 0);
     let cuda = cuda();
     assert!(!cuda.info().host_register);
+    cuda.set_host_path(HostPath::Register);
     let t = shm(4096, 1);
     match cuda.map(&t, Access::Read) {
         Err(CudaError::HostRegister(e)) => {
@@ -132,7 +135,12 @@ fn host_registration_is_refused_with_a_typed_error_where_attribute_99_is_0() {
         0,
         "refused before the driver"
     );
-    drop((t, cuda));
+    // Auto copies it instead (the staged path), still without asking.
+    cuda.set_host_path(HostPath::Auto);
+    let map = cuda.map(&t, Access::Read).unwrap();
+    assert_eq!(map.path(), CudaPath::Staged);
+    assert_eq!(d.count("cuMemHostRegister_v2"), 0);
+    drop((map, t, cuda));
     assert_clean();
 }
 
@@ -158,6 +166,7 @@ fn read_only_memory_registers_read_only_where_113_is_1_and_is_refused_where_it_i
     d.reset();
     double().set_attribute(READ_ONLY_HOST_REGISTER_SUPPORTED, 0);
     let cuda = crate::cuda();
+    cuda.set_host_path(HostPath::Register);
     let ro = read_only(4096);
     let (base, len) = buffer_of(&ro);
     match cuda.map(&ro, Access::Read) {

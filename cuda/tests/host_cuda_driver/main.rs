@@ -58,3 +58,4 @@ fn assert_clean() {
 
 mod fork;
 mod old_driver;
+mod staged;

@@ -681,3 +681,26 @@ def test_a_fork_child_has_no_cuda_and_says_why(double):
         """,
         double,
     )
+
+
+def test_a_buffer_the_driver_refuses_is_staged_and_counted(double):
+    scenario(
+        """
+        D.zcd_fail_next.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        t = Tensor(4096, "uint8", mem="shm")
+        with t.map("w") as m:
+            np.asarray(m)[:] = 6
+        # The driver refuses the registration (as NVIDIA's refuses pages it
+        # cannot pin): a read map is copied to the device instead.
+        D.zcd_fail_next(b"cuMemHostRegister_v2", 1)
+        for _ in range(3):
+            with t.cuda("r") as c:
+                assert c.path == "staged" and c.host_ptr is None
+                assert c.copy_to_host(0, 16) == bytes([6] * 16)
+        s = zerocam.cuda_stats()
+        assert s["staged"]["imports"] == 1 and s["staged"]["hits"] == 2, s
+        assert s["staged_copies"] == 3 and s["staged_bytes"] == 3 * 4096, s
+        assert count("cuMemHostRegister_v2") == 1
+        """,
+        double,
+    )
