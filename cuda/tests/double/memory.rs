@@ -31,18 +31,22 @@ impl State {
     }
 
     /// Registers `[start, start + bytes)` (for us or, from
-    /// `zcd_register_elsewhere`, for "another library"): overlap with a live
-    /// range → HOST_MEMORY_ALREADY_REGISTERED; unmapped memory → INVALID_VALUE.
+    /// `zcd_register_elsewhere`, for "another library"): a page shared with
+    /// a live range → HOST_MEMORY_ALREADY_REGISTERED (the driver pins and
+    /// maps whole pages, so two ranges in one page collide); unmapped memory
+    /// → INVALID_VALUE.
     pub(crate) fn add_host_range(&mut self, start: usize, bytes: usize) -> Res {
         let end = start.checked_add(bytes).ok_or(INVALID_VALUE)?;
         if start == 0 || bytes == 0 {
             return Err(INVALID_VALUE);
         }
-        if self
-            .host
-            .iter()
-            .any(|(&s, &len)| s < end && start < s + len)
-        {
+        let page = crate::page_size();
+        let pages = |s: usize, e: usize| (s / page, e.div_ceil(page));
+        let (first, last) = pages(start, end);
+        if self.host.iter().any(|(&s, &len)| {
+            let (f, l) = pages(s, s + len);
+            f < last && first < l
+        }) {
             return Err(HOST_MEMORY_ALREADY_REGISTERED);
         }
         if !is_mapped(start, bytes) {

@@ -101,3 +101,40 @@ fn memory_registered_elsewhere_in_part_is_a_typed_error() {
     drop(t);
     assert_clean();
 }
+
+/// The driver registers whole pages, so two ranges in one page collide
+/// (HOST_MEMORY_ALREADY_REGISTERED, which the double answers by the page):
+/// heap tensors take whole pages of their own, so small ones each register,
+/// read-write, without meeting another's registration.
+#[test]
+fn small_heap_tensors_register_each_in_pages_of_their_own() {
+    let _serial = serial();
+    let d = double();
+    let cuda = cuda();
+    let tensors: Vec<_> = (0..8)
+        .map(|i| {
+            let t = zerocam_tensor::Tensor::<u8>::new(
+                &[64],
+                Some(zerocam_tensor::TensorMemory::Mem),
+                None,
+            )
+            .unwrap();
+            t.map().unwrap().fill(i);
+            t
+        })
+        .collect();
+    let maps: Vec<_> = tensors
+        .iter()
+        .map(|t| cuda.map(t, Access::ReadWrite).unwrap())
+        .collect();
+    for (i, m) in maps.iter().enumerate() {
+        let mut back = [0u8; 64];
+        m.copy_to_host(0, &mut back).unwrap();
+        assert_eq!(back, [i as u8; 64]);
+    }
+    assert_eq!(d.count("cuMemHostRegister_v2"), 8);
+    drop(maps);
+    cuda.clear();
+    drop(tensors);
+    assert_clean();
+}
