@@ -133,7 +133,7 @@ impl Cuda {
             inner: Arc::new(Inner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 host: Mutex::new(GpuImageCache::new(CACHE_CAPACITY)),
-                staging: crate::staged::Staging::default(),
+                staging: crate::staged::Staging::new(),
                 #[cfg(feature = "gl")]
                 gl: Mutex::default(),
                 stream,

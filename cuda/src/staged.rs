@@ -62,36 +62,43 @@ impl Drop for StagedBuffer {
 type StagedCache = GpuImageCache<HostKey, Arc<StagedBuffer>>;
 
 /// A handle's staged buffers, policy and counters.
-#[derive(Default)]
 pub(crate) struct Staging {
-    cache: Mutex<Option<StagedCache>>,
+    cache: Mutex<StagedCache>,
     policy: AtomicU8,
     copies: AtomicU64,
     bytes: AtomicU64,
 }
 
 impl Staging {
-    fn cache(&self) -> MutexGuard<'_, Option<StagedCache>> {
+    pub(crate) fn new() -> Staging {
+        Staging {
+            cache: Mutex::new(GpuImageCache::new(crate::cuda::CACHE_CAPACITY)),
+            policy: AtomicU8::new(0),
+            copies: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    fn cache(&self) -> MutexGuard<'_, StagedCache> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Drops the buffers whose tensors are all gone (outside the lock).
     pub(crate) fn sweep(&self) {
-        let dead = self.cache().as_mut().map(GpuImageCache::sweep);
+        let dead = self.cache().sweep();
         drop(dead);
     }
 
     /// Drops every cached buffer (maps alive keep theirs).
     pub(crate) fn clear(&self) {
-        let all = self.cache().as_mut().map(GpuImageCache::clear);
+        let all = self.cache().clear();
         drop(all);
     }
 
     /// (allocations and reuses, copies, bytes copied).
     pub(crate) fn stats(&self) -> (GpuCacheStats, u64, u64) {
-        let cache = self.cache().as_ref().map(GpuImageCache::stats);
         (
-            cache.unwrap_or_default(),
+            self.cache().stats(),
             self.copies.load(Ordering::Relaxed),
             self.bytes.load(Ordering::Relaxed),
         )
@@ -220,6 +227,11 @@ impl Cuda {
     /// Whether the buffer `tensor` starts in has a staged buffer already
     /// (its registration was refused before: not asked again every frame).
     pub(crate) fn staged_before<T: Element>(&self, tensor: &Tensor<T>) -> bool {
+        // Nothing staged (every buffer registered, the usual case): no pin,
+        // which for a dma-buf is a sync pair, on the frame's path.
+        if self.staging().cache().stats().live == 0 {
+            return false;
+        }
         let plane = if tensor.format().is_some() {
             tensor.plane(0)
         } else {
@@ -232,10 +244,7 @@ impl Cuda {
             buffer: tensor.buffer_identity().id(),
             geometry: key_of(&pin, !pin.writable()),
         };
-        self.staging()
-            .cache()
-            .as_ref()
-            .is_some_and(|c| c.contains(&key))
+        self.staging().cache().contains(&key)
     }
 
     /// The device buffer of the host buffer `key` of `tensor`: cached, or
@@ -250,9 +259,9 @@ impl Cuda {
             geometry: key,
         };
         let mut retired = Vec::new();
-        let mut cache = self.staging().cache();
-        let cache = cache.get_or_insert_with(|| GpuImageCache::new(crate::cuda::CACHE_CAPACITY));
-        let found = cache
+        let found = self
+            .staging()
+            .cache()
             .get_or_insert_with(
                 key,
                 tensor.buffer_identity().weak(),
