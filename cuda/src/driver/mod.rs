@@ -109,6 +109,28 @@ entry_points! {
     cuGraphicsUnregisterResource(CuHandle);
 }
 
+/// Set in the child by a `pthread_atfork` handler (registered with the
+/// first load): until a fork, [`Driver::check_process`] makes no syscall.
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn mark_forked_child() {
+    FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Registers [`mark_forked_child`] once per process.
+fn watch_forks() {
+    static WATCHING: std::sync::Once = std::sync::Once::new();
+    WATCHING.call_once(|| {
+        // SAFETY: the child handler only stores to an atomic
+        // (async-signal-safe); no prepare or parent handler.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(mark_forked_child)) };
+        if rc != 0 {
+            // Without the handler, every check pays for the pid.
+            FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
+
 /// The process that loaded a driver first (the one whose `cuInit` the
 /// driver's state belongs to).
 static LOADED_BY: OnceLock<u32> = OnceLock::new();
@@ -153,6 +175,7 @@ impl Driver {
         };
         // A driver loaded (and initialised) by a parent is not usable in a
         // fork() child, whichever handle or library path the child asks for.
+        watch_forks();
         let first = *LOADED_BY.get_or_init(std::process::id);
         if first != std::process::id() {
             return Err(CudaError::Forked {
@@ -221,6 +244,11 @@ impl Driver {
     /// # Errors
     /// [`CudaError::Forked`] naming both processes.
     pub fn check_process(&self) -> Result<()> {
+        // An atomic load on every call; the pid (a syscall) only once a
+        // fork() happened.
+        if !FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let now = std::process::id();
         if now == self.pid {
             return Ok(());
