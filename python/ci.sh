@@ -16,6 +16,7 @@
 # Runs as root on a fresh machine without stdin: creates python/.venv and
 # installs pip, maturin, numpy, pytest, Pillow (test_jpeg.py) and jax (CPU; the real DLPack consumer
 # of tests/host/test_jax.py, host only: the guest has no jax) into it,
+# CuPy (test_cupy.py: what it takes of CUDA maps with no CUDA runtime),
 # eclipse-zenoh and rosbags (test_zenoh_ros.py's independent ROS 2 client,
 # host only), and examples/model-env's LiteRT, BlazeFace models and test
 # image (host only).
@@ -40,6 +41,9 @@ python3 -m venv "$venv"
 # Pinned: test_jax.py asserts what this jax does (64-byte alignment for a
 # zero-copy import, legacy capsules only).
 "$venv/bin/pip" install -q "jax==0.10.2" "jaxlib==0.10.2"
+# Pinned: test_cupy.py asserts what this CuPy does without a CUDA runtime
+# (it imports; its legacy `fromDlpack` needs no runtime call).
+"$venv/bin/pip" install -q "cupy-cuda12x==14.2.0"
 # Pinned: test_zenoh_ros.py's ROS 2 client, independent of zerocam's decoder
 # (the Zenoh release the workspace's zenoh crate is, and rosbags' CDR and
 # ROS 2 type store).
