@@ -23,7 +23,8 @@
 #  4. gl_buffer: a GPU Preprocessor's result (a PBO) mapped and read back at
 #     once against the CPU's map of it;
 #  5. cupy / torch: "rw" and "r" maps through __cuda_array_interface__ and
-#     DLPack, each followed by torch.cuda.synchronize() (where installed);
+#     DLPack (torch's as_tensor refuses a read-only interface: checked as
+#     refused), each followed by torch.cuda.synchronize() (where installed);
 #  6. cuda_check: the cached map against re-registering and cuMemcpyHtoD, at
 #     720p and 4K (its own JSON lines), and `zerocam probe`'s CUDA section.
 #
@@ -169,13 +170,22 @@ def consumers():
             return
         for access in ("rw", "r"):
             with t.cuda(access) as c:
-                x = torch.as_tensor(c, device="cuda")
-                ok = bool((x.cpu().numpy() == cpu).all())
                 d = torch.from_dlpack(c)
-                ok = ok and bool((d.cpu().numpy() == cpu).all())
+                ok = bool((d.cpu().numpy() == cpu).all())
+                if access == "rw":
+                    x = torch.as_tensor(c, device="cuda")
+                    ok = ok and bool((x.cpu().numpy() == cpu).all())
+                    del x
+                else:
+                    # torch takes no read-only __cuda_array_interface__.
+                    try:
+                        torch.as_tensor(c, device="cuda")
+                        ok = False
+                    except TypeError as e:
+                        ok = ok and "read only" in str(e)
                 torch.cuda.synchronize()
-                emit(f"torch_{access}", ok, consumers="__cuda_array_interface__, DLPack")
-                del x, d
+                emit(f"torch_{access}", ok, consumers="DLPack, __cuda_array_interface__ (refused for r)")
+                del d
     except ImportError:
         emit("torch", True, skipped="torch not installed")
 attempt("consumers", consumers)

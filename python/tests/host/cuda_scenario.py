@@ -113,10 +113,10 @@ print("scenario ok")
 """
 
 
-def scenario(code, library, env=None):
-    """Runs `code` after the prelude in a fresh interpreter whose CUDA driver
-    is `library` (and whose environment has `env` added); fails with its
-    output unless it ran to the end."""
+def scenario(code, library, env=None, interpreter=sys.executable):
+    """Runs `code` after the prelude in a fresh `interpreter` whose CUDA
+    driver is `library` (and whose environment has `env` added); fails with
+    its output unless it ran to the end."""
     env = dict(os.environ, **(env or {}), ZEROCAM_CUDA_LIBRARY=str(library))
     script = PRELUDE + textwrap.dedent(code)
     if library != NO_DRIVER:
@@ -125,6 +125,6 @@ def scenario(code, library, env=None):
         script = script.replace('D = ctypes.CDLL(os.environ["ZEROCAM_CUDA_LIBRARY"])', "D = None")
         script = "\n".join(line for line in script.splitlines() if not line.startswith("D.zcd"))
         script += '\nprint("scenario ok")\n'
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    out = subprocess.run([interpreter, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.rstrip().endswith("scenario ok"), out.stdout + out.stderr
     return out

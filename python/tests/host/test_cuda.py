@@ -408,12 +408,17 @@ def test_torch_and_cupy_take_the_memory_when_present():
         if importlib.util.find_spec("torch"):
             import torch
             if torch.cuda.is_available():
-                with t.cuda("r") as c:
+                with t.cuda() as c:
                     x = torch.as_tensor(c, device="cuda")  # __cuda_array_interface__
                     assert (x.cpu().numpy() == want).all()
                     del x
-                with t.cuda() as c:
-                    if c.__dlpack_device__()[0] == 2:  # kDLCUDA (always, by default)
+                with t.cuda("r") as c:
+                    # torch takes no read-only interface (test_torch.py): DLPack.
+                    with pytest.raises(TypeError, match="read only"):
+                        torch.as_tensor(c, device="cuda")
+                for access in ("rw", "r"):
+                    with t.cuda(access) as c:
+                        assert c.__dlpack_device__()[0] == 2  # kDLCUDA (always, by default)
                         y = torch.from_dlpack(c)
                         assert (y.cpu().numpy() == want).all()
                         del y
@@ -426,7 +431,7 @@ def test_torch_and_cupy_take_the_memory_when_present():
                     assert (cupy.asnumpy(cupy.from_dlpack(c)) == want).all()
     """
     env = {k: v for k, v in os.environ.items() if k != "ZEROCAM_CUDA_LIBRARY"}
-    script = "import numpy as np, zerocam\nfrom zerocam import Tensor\n" + textwrap.dedent(code)
+    script = "import numpy as np, pytest, zerocam\nfrom zerocam import Tensor\n" + textwrap.dedent(code)
     script += '\nprint("scenario ok")\n'
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.rstrip().endswith("scenario ok"), out.stdout + out.stderr
