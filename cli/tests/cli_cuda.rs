@@ -58,6 +58,13 @@ fn with_a_driver_probe_names_the_device_and_the_paths_that_work() {
         "{probe}"
     );
     assert!(probe.contains("CUDA EGLImage interop (b): no ("), "{probe}");
+    // Interop's GL thread: no EGL device of CUDA device 0 here (Mesa's
+    // devices are not NVIDIA's), so the default display, Mesa's: said.
+    assert!(
+        probe.contains("CUDA interop's GL thread: Mesa Project EGL, llvmpipe")
+            && probe.contains("(the default display): not NVIDIA's"),
+        "{probe}"
+    );
     // No DMA heap on the host: said, not skipped (the lab's probe takes one).
     assert!(
         probe.contains("CUDA DMA-heap buffer (camera frames): no (no DMA heap buffer here"),
@@ -65,4 +72,30 @@ fn with_a_driver_probe_names_the_device_and_the_paths_that_work() {
     );
     let list = zerocam(double::library(), &["list"]);
     assert!(list.contains("CUDA: zerocam test double"), "{list}");
+}
+
+#[test]
+fn doctor_warns_when_cuda_interop_would_run_on_an_egl_that_is_not_nvidias() {
+    let json = zerocam(double::library(), &["doctor", "--json", "--frames", "0"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let checks = v["checks"].as_array().unwrap();
+    let find = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name:?}: {v}"))
+    };
+    assert_eq!(find("CUDA")["status"], "ok", "{v}");
+    let egl = find("CUDA interop EGL");
+    assert_eq!(egl["status"], "warn", "{egl}");
+    let detail = egl["detail"].as_str().unwrap();
+    assert!(detail.starts_with("Mesa Project EGL, llvmpipe"), "{detail}");
+    assert!(
+        detail.ends_with("not NVIDIA's, so GL buffer and EGLImage interop fail"),
+        "{detail}"
+    );
+    assert!(
+        egl["fix"].as_str().unwrap().contains("libEGL_nvidia"),
+        "{egl}"
+    );
 }

@@ -11,8 +11,9 @@ use zerocam_cache::{GpuCacheStats, GpuImageCache, ImageKey};
 use zerocam_tensor::{Access, Element, Tensor, TensorDyn, TensorMemory};
 
 use crate::device::Device;
-use crate::host::{key_of, HostKey, HostRegistration};
-use crate::map::{CudaMap, CudaPath, CudaPlane, Keep, MapGeometry};
+use crate::host::{HostKey, HostRegistration};
+use crate::map::{CudaMap, CudaPath, Keep};
+use crate::planes::PlaneLayout;
 pub(crate) use crate::stream::StreamRef;
 use crate::{CudaError, CudaInfo, Driver, Result};
 
@@ -277,65 +278,18 @@ impl Cuda {
         tensor: &Tensor<T>,
         access: Access,
     ) -> Result<CudaMap> {
-        let image = tensor.format().is_some();
-        let plane_count = if image { tensor.plane_count() } else { 1 };
-        let mut registrations: Vec<Arc<HostRegistration>> = Vec::with_capacity(2);
-        let mut planes = Vec::with_capacity(plane_count);
-        let mut host_ptr = 0;
         self.sweep_host();
-        for i in 0..plane_count {
-            let plane = if image {
-                tensor.plane(i)?
-            } else {
-                tensor.clone()
-            };
-            let pin = plane.pin_host()?;
+        let layout = PlaneLayout::of(tensor, |plane, pin, key| {
             if access.writes() && !pin.writable() {
                 return Err(zerocam_tensor::Error::ReadOnly { requested: access }.into());
             }
-            let key = key_of(&pin, !pin.writable());
-            let known = registrations.iter().find(|r| r.key == key).cloned();
-            let registration = match known {
-                Some(r) => r,
-                None => {
-                    let r = self.register_host(&plane, &pin, key)?;
-                    registrations.push(Arc::clone(&r));
-                    r
-                }
-            };
-            let offset = pin.buffer_offset();
-            if i == 0 {
-                host_ptr = (key.base + offset) as u64;
-            }
-            planes.push(CudaPlane {
-                device_ptr: registration.device_base + offset as u64,
-                pitch: crate::map::row_pitch(&plane, pin.len()),
-                shape: plane.shape().to_vec(),
-                len: pin.len(),
-            });
-        }
-        let first = &planes[0];
-        let len = match planes.last() {
-            // One buffer: from the first plane's start to the last one's end.
-            Some(last) if registrations.len() == 1 => {
-                (last.device_ptr + last.len as u64 - first.device_ptr) as usize
-            }
-            // Two buffers (NV12M): the first plane's range.
-            _ => first.len,
-        };
-        let device_ptr = first.device_ptr;
+            let registration = self.register_host(plane, pin, key)?;
+            let base = registration.device_base;
+            Ok((registration, base))
+        })?;
         // After the pins (a read bracket each): the device's borrow from now on.
         let borrow = tensor.device_borrow(access)?;
-        let geometry = MapGeometry {
-            device_ptr,
-            host_ptr: Some(host_ptr),
-            len,
-            shape: tensor.shape().to_vec(),
-            strides: tensor.strides(),
-            dtype: T::DTYPE,
-            planes,
-            path: CudaPath::HostRegistered,
-        };
+        let (geometry, registrations) = layout.into_geometry(tensor, CudaPath::HostRegistered);
         let keep = Keep::Host {
             _registrations: registrations,
         };

@@ -43,6 +43,7 @@ mod frame;
 mod gl;
 mod host;
 mod map;
+mod planes;
 mod probe;
 mod staged;
 mod stream;
@@ -54,7 +55,7 @@ pub use error::{CudaError, CudaUnavailable, HostRegisterError, Result};
 #[cfg(feature = "capture")]
 pub use frame::{CudaFrame, CudaFrameExt};
 pub use map::{CudaMap, CudaPath, CudaPlane};
-pub use probe::{probe, CudaFound, CudaProbe, PathCheck};
+pub use probe::{probe, CudaFound, CudaProbe, InteropEgl, PathCheck};
 pub use staged::HostPath;
 
 /// docs/cuda.md's Rust example, compiled as a doc-test.

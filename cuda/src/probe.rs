@@ -31,11 +31,33 @@ pub struct CudaFound {
     pub gl_buffer: PathCheck,
     /// (b) EGLImage interop of a dma-buf image (needs a DMA heap and EGL dma-buf import).
     pub egl_image: PathCheck,
+    /// The GL thread (b) and (c) ran on, [`Cuda::interop_gpu`]'s: its EGL
+    /// vendor, renderer and display, or why there is none.
+    pub interop_egl: Result<InteropEgl, String>,
     /// A buffer of the DMA heap (a camera frame's memory) mapped for reading
     /// as [`Cuda::map`] does by default and read back: the path it took
     /// (host-registered, or staged where the driver refuses to register
     /// it), or why not (no heap here, an error).
     pub dma_buf: Result<crate::CudaPath, String>,
+}
+
+/// The EGL display CUDA's GL and EGL interop runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InteropEgl {
+    /// `EGL_VENDOR` (`NVIDIA`, `Mesa Project`).
+    pub egl_vendor: String,
+    /// `GL_RENDERER`.
+    pub renderer: String,
+    /// The display: the EGL device matching the CUDA device, or `None` for
+    /// the default display (no EGL device of the CUDA device here).
+    pub device: Option<String>,
+}
+
+impl InteropEgl {
+    /// Whether it is NVIDIA's EGL, the one the driver's interop works with.
+    pub fn is_nvidia(&self) -> bool {
+        self.egl_vendor.to_ascii_lowercase().contains("nvidia")
+    }
 }
 
 /// Opens device 0 of the process's driver and, with `check_paths`, tries
@@ -54,16 +76,27 @@ pub fn probe(check_paths: bool) -> CudaProbe {
             crate::CudaError::Unavailable(u) => u.reason,
             other => other.to_string(),
         })
-        .map(|cuda| CudaFound {
-            info: cuda.info().clone(),
-            host: check(&cuda, check_host),
-            gl_buffer: check(&cuda, check_gl_buffer),
-            egl_image: check(&cuda, check_egl_image),
-            dma_buf: if check_paths {
+        .map(|cuda| {
+            let host = check(&cuda, check_host);
+            let dma_buf = if check_paths {
                 check_dma_buf(&cuda)
             } else {
                 Err("not checked".to_owned())
-            },
+            };
+            let (gl_buffer, egl_image, interop_egl) = if check_paths {
+                check_interop(&cuda)
+            } else {
+                let no = "not checked".to_owned();
+                (Err(no.clone()), Err(no.clone()), Err(no))
+            };
+            CudaFound {
+                info: cuda.info().clone(),
+                host,
+                gl_buffer,
+                egl_image,
+                interop_egl,
+                dma_buf,
+            }
         });
     CudaProbe { library, found }
 }
@@ -102,46 +135,57 @@ fn check_dma_buf(cuda: &Cuda) -> Result<crate::CudaPath, String> {
     Ok(path)
 }
 
+/// (c), (b) and the display they ran on.
+type InteropChecks = (PathCheck, PathCheck, Result<InteropEgl, String>);
+
+/// (c) and (b) on the GL thread CUDA interop uses ([`Cuda::interop_gpu`]:
+/// the EGL device of the CUDA device where there is one), then detached.
 #[cfg(feature = "gl")]
-fn check_gl_buffer(cuda: &Cuda) -> PathCheck {
-    let gpu = zerocam_gpu::Gpu::new().map_err(|e| format!("no GL thread: {e}"))?;
-    let t = gpu.pbo_tensor::<u8>(&[4096]).map_err(|e| e.to_string())?;
-    let probe = cuda.clone();
-    probe.attach_gpu(&gpu);
-    let mapped = probe
-        .map(&t, Access::Read)
-        .map(drop)
-        .map_err(|e| e.to_string());
+fn check_interop(cuda: &Cuda) -> InteropChecks {
+    let gpu = match cuda.interop_gpu() {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            let why = format!("no GL thread: {e}");
+            return (Err(why.clone()), Err(why.clone()), Err(why));
+        }
+    };
+    let info = gpu.info();
+    let egl = InteropEgl {
+        egl_vendor: info.egl_vendor.clone(),
+        renderer: info.renderer.clone(),
+        device: info.device.as_ref().map(|d| d.to_string()),
+    };
+    let gl_buffer = check_gl_buffer(cuda, &gpu);
+    let egl_image = check_egl_image(cuda, &gpu);
     cuda.clear();
-    mapped
+    (gl_buffer, egl_image, Ok(egl))
 }
 
 #[cfg(feature = "gl")]
-fn check_egl_image(cuda: &Cuda) -> PathCheck {
+fn check_gl_buffer(cuda: &Cuda, gpu: &zerocam_gpu::Gpu) -> PathCheck {
+    let t = gpu.pbo_tensor::<u8>(&[4096]).map_err(|e| e.to_string())?;
+    cuda.map(&t, Access::Read)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(feature = "gl")]
+fn check_egl_image(cuda: &Cuda, gpu: &zerocam_gpu::Gpu) -> PathCheck {
     use zerocam_tensor::PixelFormat;
-    let gpu = zerocam_gpu::Gpu::new().map_err(|e| format!("no GL thread: {e}"))?;
     if !gpu.info().dma_buf_import {
         return Err("EGL cannot import dma-bufs here".into());
     }
     let t = Tensor::<u8>::image(64, 64, PixelFormat::Nv12, Some(TensorMemory::Dma))
         .map_err(|e| format!("no dma-buf: {e}"))?;
-    cuda.attach_gpu(&gpu);
-    let mapped = cuda
-        .map_egl(&t, Access::Read)
+    cuda.map_egl(&t, Access::Read)
         .map(drop)
-        .map_err(|e| e.to_string());
-    cuda.clear();
-    mapped
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "gl"))]
-fn check_gl_buffer(_cuda: &Cuda) -> PathCheck {
-    Err("built without the `gl` feature".into())
-}
-
-#[cfg(not(feature = "gl"))]
-fn check_egl_image(_cuda: &Cuda) -> PathCheck {
-    Err("built without the `gl` feature".into())
+fn check_interop(_cuda: &Cuda) -> InteropChecks {
+    let no = "built without the `gl` feature".to_owned();
+    (Err(no.clone()), Err(no.clone()), Err(no))
 }
 
 fn path(check: &PathCheck) -> String {
@@ -187,6 +231,23 @@ impl fmt::Display for CudaProbe {
                     Err(why) => format!("no ({why})"),
                 };
                 writeln!(f, "  CUDA DMA-heap buffer (camera frames): {dma}")?;
+                let egl = match &found.interop_egl {
+                    Ok(e) => format!(
+                        "{} EGL, {} ({}){}",
+                        e.egl_vendor,
+                        e.renderer,
+                        e.device.as_deref().unwrap_or("the default display"),
+                        if e.is_nvidia() {
+                            ""
+                        } else {
+                            ": not NVIDIA's, so (b) and (c) cannot work on a real driver \
+                             (install libEGL_nvidia; in a container, \
+                             NVIDIA_DRIVER_CAPABILITIES must include graphics)"
+                        }
+                    ),
+                    Err(why) => format!("none ({why})"),
+                };
+                writeln!(f, "  CUDA interop's GL thread: {egl}")?;
                 writeln!(f, "  CUDA EGLImage interop (b): {}", path(&found.egl_image))?;
                 write!(
                     f,

@@ -26,7 +26,8 @@ use zerocam_tensor::{Access, Element, Tensor};
 
 use crate::device::Device;
 use crate::host::{key_of, HostKey};
-use crate::map::{CudaMap, CudaPath, CudaPlane, Keep, MapGeometry};
+use crate::map::{CudaMap, CudaPath, Keep};
+use crate::planes::PlaneLayout;
 use crate::{Cuda, CudaError, HostRegisterError, Result};
 
 /// How [`Cuda::map`] takes heap, shared-memory and dma-buf tensors.
@@ -158,63 +159,19 @@ impl Cuda {
                          cannot write the buffer itself)",
             });
         }
-        let image = tensor.format().is_some();
-        let count = if image { tensor.plane_count() } else { 1 };
-        let mut buffers: Vec<(HostKey, Arc<StagedBuffer>)> = Vec::with_capacity(2);
-        let mut planes = Vec::with_capacity(count);
         self.staging().sweep();
-        for i in 0..count {
-            let plane = if image {
-                tensor.plane(i)?
-            } else {
-                tensor.clone()
-            };
-            let pin = plane.pin_host()?;
-            let key = key_of(&pin, !pin.writable());
-            let known = buffers
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, b)| Arc::clone(b));
-            let buffer = match known {
-                Some(b) => b,
-                None => {
-                    let b = self.staged_buffer(&plane, key)?;
-                    // The CPU read bracket (a dma-buf's sync) around the copy.
-                    let read = plane.map_read()?;
-                    self.copy_in(&b, key)?;
-                    drop(read);
-                    buffers.push((key, Arc::clone(&b)));
-                    b
-                }
-            };
-            planes.push(CudaPlane {
-                device_ptr: buffer.dptr + pin.buffer_offset() as u64,
-                pitch: crate::map::row_pitch(&plane, pin.len()),
-                shape: plane.shape().to_vec(),
-                len: pin.len(),
-            });
-        }
-        let first = planes[0].clone();
-        let len = match planes.last() {
-            Some(last) if buffers.len() == 1 => {
-                (last.device_ptr + last.len as u64 - first.device_ptr) as usize
-            }
-            _ => first.len,
-        };
+        let layout = PlaneLayout::of(tensor, |plane, _pin, key| {
+            let buffer = self.staged_buffer(plane, key)?;
+            // The CPU read bracket (a dma-buf's sync) around the copy.
+            let read = plane.map_read()?;
+            self.copy_in(&buffer, key)?;
+            drop(read);
+            let base = buffer.dptr;
+            Ok((buffer, base))
+        })?;
         let borrow = tensor.device_borrow(Access::Read)?;
-        let geometry = MapGeometry {
-            device_ptr: first.device_ptr,
-            host_ptr: None,
-            len,
-            shape: tensor.shape().to_vec(),
-            strides: tensor.strides(),
-            dtype: T::DTYPE,
-            planes,
-            path: CudaPath::Staged,
-        };
-        let keep = Keep::Staged {
-            _buffers: buffers.into_iter().map(|(_, b)| b).collect(),
-        };
+        let (geometry, buffers) = layout.into_geometry(tensor, CudaPath::Staged);
+        let keep = Keep::Staged { _buffers: buffers };
         Ok(CudaMap::assemble(
             geometry,
             self,

@@ -13,7 +13,7 @@ const ENCODE: &str = "encoders";
 /// EGL, CUDA, M2M encoders, GStreamer.
 pub(super) fn check(out: &mut Vec<Check>) {
     egl(out);
-    out.push(cuda());
+    cuda(out);
     out.push(m2m());
     gstreamer(out);
 }
@@ -138,36 +138,70 @@ fn live_import(gpu: &Gpu) -> Check {
     }
 }
 
+/// The device, and the EGL its GL/EGL interop runs on (NVIDIA's, or the
+/// interop cannot work).
 #[cfg(feature = "cuda")]
-fn cuda() -> Check {
-    let p = zerocam_cuda::probe(false);
-    match &p.found {
-        Ok(_) => Check::ok(
-            GPU,
-            "CUDA",
-            p.summary().trim_start_matches("CUDA: ").to_owned(),
-        ),
-        Err(why) => Check::fail(
-            GPU,
-            "CUDA",
-            if why.contains(&p.library) {
-                why.clone()
+fn cuda(out: &mut Vec<Check>) {
+    let p = zerocam_cuda::probe(true);
+    let found = match &p.found {
+        Ok(found) => found,
+        Err(why) => {
+            out.push(Check::fail(
+                GPU,
+                "CUDA",
+                if why.contains(&p.library) {
+                    why.clone()
+                } else {
+                    format!("{}: {why}", p.library)
+                },
+                "only Jetson boards have CUDA: there, install L4T's CUDA driver (nvidia-l4t-cuda)",
+            ));
+            return;
+        }
+    };
+    out.push(Check::ok(
+        GPU,
+        "CUDA",
+        p.summary().trim_start_matches("CUDA: ").to_owned(),
+    ));
+    const NAME: &str = "CUDA interop EGL";
+    out.push(match &found.interop_egl {
+        Ok(e) => {
+            let what = format!(
+                "{} EGL, {} ({})",
+                e.egl_vendor,
+                e.renderer,
+                e.device.as_deref().unwrap_or("the default display")
+            );
+            if e.is_nvidia() {
+                Check::ok(GPU, NAME, what)
             } else {
-                format!("{}: {why}", p.library)
-            },
-            "only Jetson boards have CUDA: there, install L4T's CUDA driver (nvidia-l4t-cuda)",
+                Check::warn(
+                    GPU,
+                    NAME,
+                    format!("{what}: not NVIDIA's, so GL buffer and EGLImage interop fail"),
+                    "install NVIDIA's EGL (libEGL_nvidia, with the driver); in a container, \
+                     NVIDIA_DRIVER_CAPABILITIES must include graphics",
+                )
+            }
+        }
+        Err(why) => Check::warn(
+            GPU,
+            NAME,
+            format!("no GL thread for interop: {why}"),
+            "install NVIDIA's EGL (libEGL_nvidia, with the driver)",
         ),
-    }
+    });
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda() -> Check {
-    Check::warn(
+fn cuda(out: &mut Vec<Check>) {
+    out.push(Check::warn(
         GPU,
         "CUDA",
         "not built into this zerocam",
         "build zerocam-cli with its default feature `cuda`",
-    )
+    ));
 }
 
 /// The V4L2 memory-to-memory encoders `zerocam record` would use.
