@@ -2,7 +2,9 @@
 //! 1280x720 NV12 frame, centre-cropped to 640x640:
 //! - a 1x3x640x640 f32 NCHW input normalized with ImageNet's mean/std;
 //! - a 1x640x640x3 u8 NHWC input (plain RGB);
-//! - the other element types, a letterbox, and area resampling.
+//! - the other element types, a letterbox, and area resampling;
+//! - the f32 input from a 1280x720 YUYV frame (packed 4:2:2, as USB cameras
+//!   give) and from an RGB one.
 //!
 //! Per case: the fastest and median time over `RUNS` runs (default 60) after
 //! 5 warm-up runs, and the allocations per frame in steady state (counted
@@ -39,11 +41,21 @@ const STD: [f32; 3] = [0.229, 0.224, 0.225];
 const OPENCV_RGB: &str = "rgb = cv2.resize(cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12)\
                           [:, 280:1000], (640, 640), interpolation=cv2.INTER_LINEAR)";
 
+/// The same from a YUYV frame (`yuyv`: a 720x1280x2 u8 array).
+const OPENCV_RGB_YUYV: &str = "rgb = cv2.resize(cv2.cvtColor(yuyv, cv2.COLOR_YUV2RGB_YUYV)\
+                               [:, 280:1000], (640, 640), interpolation=cv2.INTER_LINEAR)";
+
+/// The same from an RGB frame (`frame`: a 720x1280x3 u8 array).
+const OPENCV_RGB_RGB: &str = "rgb = cv2.resize(frame[:, 280:1000], (640, 640), \
+                              interpolation=cv2.INTER_LINEAR)";
+
 /// One benchmark case: its name, its input, and the OpenCV + numpy code that
 /// makes the same tensor from `rgb` (after [`OPENCV_RGB`], unless it says
 /// otherwise).
 struct Case {
     name: &'static str,
+    /// The frame's format (1280x720).
+    source: PixelFormat,
     input: ModelInput,
     opencv: &'static str,
 }
@@ -58,21 +70,25 @@ fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
     let base = || ModelInput::new(640, 640).map(|i| i.fit(Fit::Crop));
     Ok(vec![
         Case {
+            source: PixelFormat::Nv12,
             name: "1x3x640x640 f32 NCHW, ImageNet mean/std",
             input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
             opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
         },
         Case {
+            source: PixelFormat::Nv12,
             name: "1x640x640x3 u8 NHWC (RGB)",
             input: base()?.dtype(DType::U8)?.with_layout(ModelLayout::Nhwc),
             opencv: "rgb[None]",
         },
         Case {
+            source: PixelFormat::Nv12,
             name: "1x3x640x640 u8 NCHW (RGB)",
             input: base()?.dtype(DType::U8)?,
             opencv: "rgb.transpose(2, 0, 1)[None].copy()",
         },
         Case {
+            source: PixelFormat::Nv12,
             name: "1x640x640x3 i8 NHWC, scale 1/255 zero point -128",
             input: base()?
                 .dtype(DType::I8)?
@@ -81,12 +97,14 @@ fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
             opencv: "(rgb.astype(np.int16) - 128).astype(np.int8)[None]",
         },
         Case {
+            source: PixelFormat::Nv12,
             name: "1x3x640x640 f16 NCHW, ImageNet mean/std",
             input: base()?.dtype(DType::F16)?.mean_std(MEAN, STD)?,
             opencv: "((rgb.astype(np.float32) / 255 - mean) / std).astype(np.float16)\
                      .transpose(2, 0, 1)[None]",
         },
         Case {
+            source: PixelFormat::Nv12,
             name: "1x3x640x640 f32 NCHW area, ImageNet mean/std",
             input: base()?
                 .dtype(DType::F32)?
@@ -96,15 +114,29 @@ fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                      ((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
         },
         Case {
+            source: PixelFormat::Nv12,
             name: "1x3x640x640 f32 NCHW letterbox (YOLO), 0..1",
             input: ModelInput::new(640, 640)?.fit(Fit::Letterbox { pad: [114; 3] }),
             opencv: "(rgb.astype(np.float32) / 255).transpose(2, 0, 1)[None]",
         },
+        Case {
+            source: PixelFormat::Yuyv,
+            name: "1x3x640x640 f32 NCHW from YUYV, ImageNet mean/std",
+            input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
+            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+        },
+        Case {
+            source: PixelFormat::Rgb,
+            name: "1x3x640x640 f32 NCHW from RGB, ImageNet mean/std",
+            input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
+            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+        },
     ])
 }
 
-fn frame() -> Result<Tensor<u8>, Box<dyn std::error::Error>> {
-    let t = Tensor::<u8>::image(1280, 720, PixelFormat::Nv12, Some(TensorMemory::Mem))?;
+/// A 1280x720 frame of `format`, its bytes a fixed pattern.
+fn frame(format: PixelFormat) -> Result<Tensor<u8>, Box<dyn std::error::Error>> {
+    let t = Tensor::<u8>::image(1280, 720, format, Some(TensorMemory::Mem))?;
     let mut m = t.map()?;
     for (i, b) in m.iter_mut().enumerate() {
         *b = (16 + (i * 7 + i / 1280 * 3) % 220) as u8;
@@ -160,8 +192,10 @@ fn bench(case: &Case, src: &Tensor<u8>, runs: usize) -> Result<usize, Box<dyn st
         ms(memset),
         median.as_secs_f64() / memset.as_secs_f64().max(1e-9)
     );
-    let rgb = match input.fit_mode() {
-        Fit::Letterbox { .. } => OPENCV_LETTERBOX,
+    let rgb = match (input.fit_mode(), case.source) {
+        (Fit::Letterbox { .. }, _) => OPENCV_LETTERBOX,
+        (_, PixelFormat::Yuyv) => OPENCV_RGB_YUYV,
+        (_, PixelFormat::Rgb) => OPENCV_RGB_RGB,
         _ => OPENCV_RGB,
     };
     println!("  OpenCV + numpy: {rgb}; {}", case.opencv);
@@ -243,16 +277,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(60)
         .max(1);
     let filter = args.next().unwrap_or_default();
-    let src = frame()?;
+    let src = frame(PixelFormat::Nv12)?;
     println!(
-        "1280x720 NV12 (BT.601 limited) -> centre crop 720x720 -> 640x640, {} thread(s) \
-         (nv12 = the frame as a 1080x1280 u8 array; mean, std = ImageNet's)",
+        "1280x720 NV12 (BT.601 limited; YUYV and RGB where named) -> centre crop 720x720 \
+         -> 640x640, {} thread(s) (nv12 = the frame as a 1080x1280 u8 array; mean, std = \
+         ImageNet's)",
         threads()
     );
     let mut allocating = Vec::new();
     let all = cases()?;
     for case in all.iter().filter(|c| c.name.contains(&filter)) {
-        if bench(case, &src, runs)? > 0 {
+        let own;
+        let src = if case.source == PixelFormat::Nv12 {
+            &src
+        } else {
+            own = frame(case.source)?;
+            &own
+        };
+        if bench(case, src, runs)? > 0 {
             allocating.push(case.name);
         }
     }
