@@ -4,6 +4,8 @@
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used)] // tests may panic
 
+mod common;
+
 use zerocam_test_support::cuda_double as double;
 
 use assert_cmd::Command;
@@ -78,15 +80,8 @@ fn with_a_driver_probe_names_the_device_and_the_paths_that_work() {
 fn doctor_warns_when_cuda_interop_would_run_on_an_egl_that_is_not_nvidias() {
     let json = zerocam(double::library(), &["doctor", "--json", "--frames", "0"]);
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
-    let checks = v["checks"].as_array().unwrap();
-    let find = |name: &str| {
-        checks
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no check {name:?}: {v}"))
-    };
-    assert_eq!(find("CUDA")["status"], "ok", "{v}");
-    let egl = find("CUDA interop EGL");
+    assert_eq!(common::doctor_check(&v, "CUDA")["status"], "ok", "{v}");
+    let egl = common::doctor_check(&v, "CUDA interop EGL");
     assert_eq!(egl["status"], "warn", "{egl}");
     let detail = egl["detail"].as_str().unwrap();
     assert!(detail.starts_with("Mesa Project EGL, llvmpipe"), "{detail}");

@@ -15,10 +15,7 @@ fn checks(v: &serde_json::Value) -> &Vec<serde_json::Value> {
 }
 
 fn find<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    checks(v)
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name:?}: {v}"))
+    common::doctor_check(v, name)
 }
 
 #[test]

@@ -159,13 +159,7 @@ fn lab_cli_doctor_reports_vivid_the_heap_udmabuf_and_zinks_import() {
     zerocam_test_support::lab::zink_env(); // inherited by the child
     let out = run(&["doctor", "--json"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    let checks = v["checks"].as_array().unwrap();
-    let find = |name: &str| {
-        checks
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no check {name:?}: {v}"))
-    };
+    let find = |name: &str| common::doctor_check(&v, name);
     let ok = |name: &str| {
         let c = find(name);
         assert_eq!(c["status"], "ok", "{c}");

@@ -53,3 +53,13 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The check called `name` in a `zerocam doctor --json` report.
+pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name:?}: {report}"))
+}
