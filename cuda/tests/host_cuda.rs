@@ -324,6 +324,7 @@ fn a_heap_tensor_registers_too() {
 }
 
 #[test]
+#[cfg(feature = "capture")]
 fn pattern_frames_register_once_per_buffer_over_1000_frames() {
     use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
     use zerocam_cuda::CudaFrameExt;

@@ -58,7 +58,9 @@ impl Attachments {
         self.gpus.iter().rev().filter_map(WeakGpu::upgrade)
     }
 
-    /// Whether a live GPU that imports dma-bufs is attached.
+    /// Whether a live GPU that imports dma-bufs is attached (a frame's
+    /// path choice).
+    #[cfg(feature = "capture")]
     pub fn has_egl(&self) -> bool {
         self.live().any(|g| g.info().dma_buf_import)
     }
