@@ -1,7 +1,7 @@
 //! A tensor's planes laid over the buffers they lie in: the walk the
 //! host-registered and the staged path share. Each buffer is made ready once
-//! (an NV12 image's two planes lie in one buffer, NV12M's in two), each plane
-//! pinned while its buffer is.
+//! (an NV12 image's two planes lie in one buffer, NV12M's in two), while the
+//! first plane in it is pinned.
 
 use zerocam_tensor::{Element, HostPin, Tensor};
 
@@ -12,11 +12,11 @@ use crate::Result;
 /// A tensor's planes on the device, and what backs the buffers they lie in.
 pub(crate) struct PlaneLayout<B> {
     /// What backs each buffer, in the order the planes first meet them.
-    pub buffers: Vec<B>,
+    buffers: Vec<B>,
     /// Each plane at its buffer's device address plus its offset there.
-    pub planes: Vec<CudaPlane>,
+    planes: Vec<CudaPlane>,
     /// The first plane's CPU address.
-    pub host_ptr: u64,
+    host_ptr: u64,
 }
 
 impl<B> PlaneLayout<B> {
