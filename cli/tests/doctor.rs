@@ -14,9 +14,7 @@ fn checks(v: &serde_json::Value) -> &Vec<serde_json::Value> {
     v["checks"].as_array().unwrap()
 }
 
-fn find<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    common::doctor_check(v, name)
-}
+use common::doctor_check as find;
 
 #[test]
 fn doctor_json_has_a_fix_for_every_warning_and_failure() {

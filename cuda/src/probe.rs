@@ -54,9 +54,27 @@ pub struct InteropEgl {
 }
 
 impl InteropEgl {
+    /// What makes a machine's interop EGL NVIDIA's, for a report to print
+    /// where [`is_nvidia`](Self::is_nvidia) is false.
+    pub const FIX: &'static str = "install NVIDIA's EGL (libEGL_nvidia, with the driver); \
+                                   in a container, NVIDIA_DRIVER_CAPABILITIES must include graphics";
+
     /// Whether it is NVIDIA's EGL, the one the driver's interop works with.
     pub fn is_nvidia(&self) -> bool {
         self.egl_vendor.to_ascii_lowercase().contains("nvidia")
+    }
+}
+
+impl fmt::Display for InteropEgl {
+    /// `<EGL vendor> EGL, <renderer> (<display>)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} EGL, {} ({})",
+            self.egl_vendor,
+            self.renderer,
+            self.device.as_deref().unwrap_or("the default display")
+        )
     }
 }
 
@@ -232,18 +250,10 @@ impl fmt::Display for CudaProbe {
                 };
                 writeln!(f, "  CUDA DMA-heap buffer (camera frames): {dma}")?;
                 let egl = match &found.interop_egl {
+                    Ok(e) if e.is_nvidia() => e.to_string(),
                     Ok(e) => format!(
-                        "{} EGL, {} ({}){}",
-                        e.egl_vendor,
-                        e.renderer,
-                        e.device.as_deref().unwrap_or("the default display"),
-                        if e.is_nvidia() {
-                            ""
-                        } else {
-                            ": not NVIDIA's, so (b) and (c) cannot work on a real driver \
-                             (install libEGL_nvidia; in a container, \
-                             NVIDIA_DRIVER_CAPABILITIES must include graphics)"
-                        }
+                        "{e}: not NVIDIA's, so (b) and (c) cannot work on a real driver ({})",
+                        InteropEgl::FIX
                     ),
                     Err(why) => format!("none ({why})"),
                 };

@@ -66,14 +66,19 @@ const OPENCV_LETTERBOX: &str = "rgb = cv2.copyMakeBorder(cv2.resize(cv2.cvtColor
     cv2.COLOR_YUV2RGB_NV12), (640, 360), interpolation=cv2.INTER_LINEAR), 140, 140, 0, 0, \
     cv2.BORDER_CONSTANT, value=(114, 114, 114))";
 
+/// The f32 ImageNet input's last OpenCV + numpy step.
+const OPENCV_IMAGENET: &str =
+    "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]";
+
 fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
     let base = || ModelInput::new(640, 640).map(|i| i.fit(Fit::Crop));
+    let imagenet = || base()?.dtype(DType::F32)?.mean_std(MEAN, STD);
     Ok(vec![
         Case {
             source: PixelFormat::Nv12,
             name: "1x3x640x640 f32 NCHW, ImageNet mean/std",
-            input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
-            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+            input: imagenet()?,
+            opencv: OPENCV_IMAGENET,
         },
         Case {
             source: PixelFormat::Nv12,
@@ -122,14 +127,14 @@ fn cases() -> Result<Vec<Case>, Box<dyn std::error::Error>> {
         Case {
             source: PixelFormat::Yuyv,
             name: "1x3x640x640 f32 NCHW from YUYV, ImageNet mean/std",
-            input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
-            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+            input: imagenet()?,
+            opencv: OPENCV_IMAGENET,
         },
         Case {
             source: PixelFormat::Rgb,
             name: "1x3x640x640 f32 NCHW from RGB, ImageNet mean/std",
-            input: base()?.dtype(DType::F32)?.mean_std(MEAN, STD)?,
-            opencv: "((rgb.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]",
+            input: imagenet()?,
+            opencv: OPENCV_IMAGENET,
         },
     ])
 }

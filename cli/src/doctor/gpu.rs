@@ -165,31 +165,20 @@ fn cuda(out: &mut Vec<Check>) {
         p.summary().trim_start_matches("CUDA: ").to_owned(),
     ));
     const NAME: &str = "CUDA interop EGL";
+    use zerocam_cuda::InteropEgl;
     out.push(match &found.interop_egl {
-        Ok(e) => {
-            let what = format!(
-                "{} EGL, {} ({})",
-                e.egl_vendor,
-                e.renderer,
-                e.device.as_deref().unwrap_or("the default display")
-            );
-            if e.is_nvidia() {
-                Check::ok(GPU, NAME, what)
-            } else {
-                Check::warn(
-                    GPU,
-                    NAME,
-                    format!("{what}: not NVIDIA's, so GL buffer and EGLImage interop fail"),
-                    "install NVIDIA's EGL (libEGL_nvidia, with the driver); in a container, \
-                     NVIDIA_DRIVER_CAPABILITIES must include graphics",
-                )
-            }
-        }
+        Ok(e) if e.is_nvidia() => Check::ok(GPU, NAME, e.to_string()),
+        Ok(e) => Check::warn(
+            GPU,
+            NAME,
+            format!("{e}: not NVIDIA's, so GL buffer and EGLImage interop fail"),
+            InteropEgl::FIX,
+        ),
         Err(why) => Check::warn(
             GPU,
             NAME,
             format!("no GL thread for interop: {why}"),
-            "install NVIDIA's EGL (libEGL_nvidia, with the driver)",
+            InteropEgl::FIX,
         ),
     });
 }

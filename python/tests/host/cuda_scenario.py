@@ -105,6 +105,20 @@ def consume(capsule, name):
     address, m = managed(capsule, name)
     ctypes.pythonapi.PyCapsule_SetName(capsule, b"used_" + name)
     m.deleter(address)
+
+class Spy:
+    \"\"\"Forwards to a CudaArray and records the names read and the calls.\"\"\"
+    def __init__(self, inner):
+        self.inner, self.read, self.called = inner, [], []
+    def __getattr__(self, name):
+        self.read.append(name)
+        value = getattr(self.inner, name)
+        if not callable(value):
+            return value
+        def call(*args, **kwargs):
+            self.called.append(name)
+            return value(*args, **kwargs)
+        return call
 """
 
 EPILOGUE = """

@@ -30,20 +30,6 @@ import sys
 import torch
 from torch.utils.dlpack import from_dlpack
 assert not torch.cuda.is_available()
-
-class Spy:
-    \"\"\"Forwards to a CudaArray and records the names read and the calls.\"\"\"
-    def __init__(self, inner):
-        self.inner, self.read, self.called = inner, [], []
-    def __getattr__(self, name):
-        self.read.append(name)
-        value = getattr(self.inner, name)
-        if not callable(value):
-            return value
-        def call(*args, **kwargs):
-            self.called.append(name)
-            return value(*args, **kwargs)
-        return call
 """
 
 
