@@ -12,6 +12,7 @@
 #   bash python/ci.sh            # host + lab
 #   bash python/ci.sh --host     # host only
 #   bash python/ci.sh --bench    # host + lab + the lab benchmark (docs/benchmarks.md)
+#   bash python/ci.sh --check-setup [--host]   the set-up step below, then stop
 #
 # Runs as root on a fresh machine without stdin: creates python/.venv and
 # installs pip, maturin, numpy, pytest, Pillow (test_jpeg.py) and jax (CPU; the real DLPack consumer
@@ -22,6 +23,16 @@
 # image (host only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The host tests' packages (tests/setup --host: Python's venv, GStreamer, torch,
+# ...), and the lab's host tools unless --host (jq reads the libcamera build's JSON).
+check_setup=0
+[[ ${1:-} == --check-setup ]] && check_setup=1 && shift
+if [[ ${1:-} == --host ]]; then
+    bash tests/setup --host --need cargo has_python_venv
+else
+    bash tests/setup --host --lab --need cargo has_python_venv jq qemu-system-x86_64
+fi
+((!check_setup)) || exit 0
 root=$PWD
 venv=$root/python/.venv
 wheels=$root/target/python-wheels

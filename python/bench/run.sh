@@ -2,9 +2,12 @@
 # The Python capture benchmark in the kernel lab (docs/benchmarks.md, "Python").
 # Needs the wheel unpacked by python/ci.sh (target/python-lab/site); fetches
 # linuxpy (pure Python) from PyPI into target/python-lab/vendor once, with the
-# venv python/ci.sh made.
+# venv python/ci.sh made. `--check-setup`: the lab's host tools (tests/setup
+# --lab), then stop.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bash tests/setup --lab --need qemu-system-x86_64
+[[ ${1:-} == --check-setup ]] && exit 0
 root=$PWD
 site=$root/target/python-lab/site
 vendor=$root/target/python-lab/vendor

@@ -29,8 +29,13 @@
 #     720p and 4K (its own JSON lines), and `zerocam probe`'s CUDA section.
 #
 # Exit status: 0 all passed, 1 a check failed, 2 no CUDA on this machine.
+# `bash tests/device/cuda.sh --check-setup` runs only the set-up step below
+# (the NVIDIA driver is the machine's, not a package: checked after it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The build (cargo) and python/.venv (Python's venv: tests/setup --python).
+bash tests/setup --python --need cargo python3 has_python_venv
+[[ ${1:-} == --check-setup ]] && exit 0
 frames=${1:-1000}
 failed=0
 step() { printf '\n=== %s (%s)\n' "$1" "$(date +%T)" >&2; }
