@@ -29,13 +29,16 @@
 #     720p and 4K (its own JSON lines), and `zerocam probe`'s CUDA section.
 #
 # Exit status: 0 all passed, 1 a check failed, 2 no CUDA on this machine.
-# `bash tests/device/cuda.sh --check-setup` runs only the set-up step below
-# (the NVIDIA driver is the machine's, not a package: checked after it).
+# `bash tests/device/cuda.sh --check-setup` runs only the set-up step below.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# The build (cargo) and python/.venv (Python's venv: tests/setup --python).
-bash tests/setup --python --need cargo python3 has_python_venv
-[[ ${1:-} == --check-setup ]] && exit 0
+# The build (cargo) and python/.venv (Python's venv: tests/setup --python); on
+# a CUDA machine only (the NVIDIA driver is the machine's, not a package).
+setup() { bash tests/setup --python --need cargo python3 has_python_venv; }
+if [[ ${1:-} == --check-setup ]]; then
+    setup
+    exit 0
+fi
 frames=${1:-1000}
 failed=0
 step() { printf '\n=== %s (%s)\n' "$1" "$(date +%T)" >&2; }
@@ -44,6 +47,7 @@ if ! ldconfig -p | grep -q 'libcuda.so.1 '; then
     echo "no libcuda.so.1 on this machine: not a CUDA machine" >&2
     exit 2
 fi
+setup
 command -v nvidia-smi >/dev/null && nvidia-smi -L >&2 || true
 
 step "build what is missing (release)"
