@@ -42,6 +42,10 @@ ci_disk_start() {
 ci_summary() {
     local rc=$? i total=$((SECONDS - ci_start))
     [[ -n ${ci_disk_pid:-} ]] && kill "$ci_disk_pid" 2>/dev/null
+    for i in "${!ci_jobs[@]}"; do
+        echo "ci: stopping the background job $i"
+        kill -- "-${ci_jobs[$i]}" 2>/dev/null || true
+    done
     printf '\n=== summary: %d s in all (%s)\n' "$total" "$(date +%T)"
     printf '| step | seconds | what it proves |\n| --- | ---: | --- |\n'
     for i in "${!ci_names[@]}"; do
@@ -85,4 +89,30 @@ ci_sccache() {
     sccache --start-server >/dev/null
     sccache --zero-stats >/dev/null
     echo "ci: sccache $(sccache --version | cut -d' ' -f2) at $SCCACHE_DIR (at most $SCCACHE_CACHE_SIZE), $(du -sh "$SCCACHE_DIR" | cut -f1) now"
+}
+
+# Work that needs no compiler and no other step's output (the labs' kernels
+# and roots, the fresh root's base: downloads and package scripts, most of it
+# one core under qemu-user) runs beside the builds: ci_background starts it
+# with its output in target/ci-logs/NAME.log; ci_wait, in the step that needs
+# it, waits, prints that log and fails when the job failed. On a machine whose
+# caches are ready, each job is a check of a few seconds.
+declare -A ci_jobs=()
+ci_background() {
+    local name=$1
+    shift
+    mkdir -p target/ci-logs
+    # A session of its own, so a failed run can stop all of it (a VM included).
+    setsid "$@" </dev/null >"target/ci-logs/$name.log" 2>&1 &
+    ci_jobs[$name]=$!
+    echo "ci: started $name in the background (target/ci-logs/$name.log)"
+}
+ci_wait() {
+    local name=$1 t=$SECONDS rc=0
+    [[ -n ${ci_jobs[$name]:-} ]] || { echo "ci: no background job $name" >&2; return 1; }
+    wait "${ci_jobs[$name]}" || rc=$?
+    unset "ci_jobs[$name]"
+    sed "s/^/[$name] /" "target/ci-logs/$name.log"
+    echo "ci: $name: waited $((SECONDS - t)) s for it (exit $rc)"
+    return "$rc"
 }
