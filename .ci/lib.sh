@@ -95,8 +95,9 @@ ci_sccache() {
 # and roots, the fresh root's base: downloads and package scripts, most of it
 # one core under qemu-user) runs beside the builds: ci_background starts it
 # with its output in target/ci-logs/NAME.log; ci_wait, in the step that needs
-# it, waits, prints that log and fails when the job failed. On a machine whose
-# caches are ready, each job is a check of a few seconds.
+# it, waits, prints that log and fails when the job failed. With the caches
+# ready the labs and the base are checks of seconds; tests/setup-check still
+# installs its groups in clean roots (about 270 s, beside the builds).
 declare -A ci_jobs=()
 ci_background() {
     local name=$1
