@@ -70,15 +70,38 @@ fn run_within(mut cmd: Command, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// `gst-launch-1.0` receiving `frames` access units from `url` over TCP.
+/// `gst-launch-1.0` receiving `frames` access units from `url` over TCP
+/// (not quiet: it prints `Got EOS` once they came, see [`assert_received`]).
 fn receive(url: &str, frames: u32) -> Command {
     let mut cmd = Command::new("gst-launch-1.0");
-    cmd.arg("-q")
-        .arg("rtspsrc")
+    cmd.arg("rtspsrc")
         .arg(format!("location={url}"))
         .args(["protocols=tcp", "!", "rtph264depay", "!", "h264parse", "!"])
         .args(["fakesink", &format!("num-buffers={frames}"), "sync=false"]);
     cmd
+}
+
+/// The pipeline of [`receive`] ended on its end of stream: its sink had
+/// every access unit asked for, parsed, before any error (gst-launch stops
+/// at the first error or EOS, and prints `Got EOS` only for an EOS).
+///
+/// What comes after that is rtspsrc's own shutdown, PAUSE then TEARDOWN,
+/// during which it stops reading the connection; now and then, on a loaded
+/// machine, the server has closed the connection by then and rtspsrc posts
+/// "Could not send message. (Received end-of-file)", which makes
+/// gst-launch exit 1. That error is printed, not failed on: the stream the
+/// test is about was whole (docs/testing.md, "Flaky tests").
+fn assert_received(out: &Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("Got EOS from element \"pipeline0\""),
+        "no end of stream (exit {}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    if !out.status.success() {
+        eprintln!("after the end of stream, rtspsrc's shutdown: {stderr}");
+    }
 }
 
 #[test]
@@ -113,11 +136,7 @@ fn ffprobe_reads_h264_640x480() {
 fn gstreamer_receives_100_frames() {
     let (_server, url) = serve();
     let out = run_within(receive(&url, 100), Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_received(&out);
 }
 
 #[test]
@@ -130,11 +149,6 @@ fn two_clients_at_once() {
         })
         .collect();
     for client in clients {
-        let out = client.join().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_received(&client.join().unwrap());
     }
 }
