@@ -917,8 +917,9 @@ zerocam_status zerocam_import_cache_unref(struct zerocam_import_cache *cache);
  * (a `zerocam serve` publisher), `"gst:PIPELINE"` (built with GStreamer),
  * `"zenoh:KEY?connect=ENDPOINT"` (a JPEG topic on Zenoh, built with Zenoh;
  * without `connect=`, `tcp/127.0.0.1:7447`),
- * `"pattern"` (the built-in test pattern), or NULL: the first camera, else
- * the pattern. `options` may be NULL (every default).
+ * `"pattern"` (the built-in test pattern; `"pattern:stamp"`: each frame
+ * stamped with its sequence number and capture time), or NULL: the first
+ * camera, else the pattern. `options` may be NULL (every default).
  *
  * # Safety
  * `spec` is NULL or a NUL-terminated string; `options` is NULL or valid for

@@ -18,6 +18,15 @@ use crate::{
     PatternSource, SharedPlane, Stream, StreamConfig, StreamFormat, StreamStats,
 };
 
+/// The spec of the pattern source whose frames carry their stamp.
+pub const PATTERN_STAMP: &str = "pattern:stamp";
+
+/// Whether `device` names the built-in pattern source (`pattern`,
+/// [`PATTERN_STAMP`]).
+pub fn is_pattern(device: &str) -> bool {
+    device == "pattern" || device == PATTERN_STAMP
+}
+
 /// What to open.
 #[derive(Debug, Clone)]
 pub struct SourceSpec {
@@ -25,7 +34,9 @@ pub struct SourceSpec {
     /// camera), `unix:<socket>` (a publisher's frames: `zerocam serve`),
     /// `gst:<pipeline>` (a GStreamer pipeline, feature `gstreamer`),
     /// `zenoh:<key>` (JPEG frames from a Zenoh topic, feature `zenoh`),
-    /// `pattern`, or `None` to pick the first libcamera camera
+    /// `pattern` (`pattern:stamp`: each frame's sequence number and capture
+    /// time drawn into it, see [`stamp`](crate::pattern::stamp)), or `None`
+    /// to pick the first libcamera camera
     /// (feature `libcamera`), else the first V4L2 camera, else the pattern.
     pub device: Option<String>,
     /// The format (default: NV12, or the device's current format).
@@ -329,7 +340,7 @@ pub fn open_source(spec: &SourceSpec, options: &OpenOptions) -> Result<OpenedSou
         return open_libcamera(None, spec, options);
     }
     let device = match spec.device.as_deref() {
-        Some("pattern") => None,
+        Some(d) if is_pattern(d) => None,
         Some("libcamera") => return open_libcamera(None, spec, options),
         Some(d) => Some(PathBuf::from(d)),
         None => capture_devices().into_iter().next(),
@@ -338,9 +349,11 @@ pub fn open_source(spec: &SourceSpec, options: &OpenOptions) -> Result<OpenedSou
         refuse_controls(options, "pattern")?;
         let format = spec.format.unwrap_or(crate::CAPTURE_FORMATS[0]);
         let (w, h) = spec.size.unwrap_or((1280, 720));
+        let stamp = spec.device.as_deref() == Some(PATTERN_STAMP);
         let source = PatternSource::new(PatternConfig {
             fps: spec.fps,
             buffers: spec.buffers,
+            stamp,
             ..PatternConfig::new(format, w, h)
         })?;
         let why = if spec.device.is_some() {
@@ -351,8 +364,9 @@ pub fn open_source(spec: &SourceSpec, options: &OpenOptions) -> Result<OpenedSou
         return Ok(OpenedSource {
             source: AnySource::Pattern(Box::new(source)),
             description: format!(
-                "{why}: using the built-in pattern source ({} {w}x{h})",
-                format.name
+                "{why}: using the built-in pattern source ({} {w}x{h}{})",
+                format.name,
+                if stamp { ", each frame stamped" } else { "" }
             ),
             is_pattern: true,
         });

@@ -287,3 +287,67 @@ fn a_map_of_an_old_frame_keeps_its_buffer_out_of_the_cycle() {
         "buffer 0 is back once the map drops: {indices:?}"
     );
 }
+
+/// `stamp: true`: every frame of every format carries its own sequence
+/// number and capture time (its metadata's), read back from its luma by
+/// the stamp's reader; `PatternSource::luma` regenerates the very luma
+/// plane from the stamp (what a decoded picture is measured against); a
+/// picture too small for a stamp is refused.
+#[test]
+fn stamped_frames_carry_their_sequence_and_time() {
+    use zerocam_capture::pattern::stamp::{read_stamp, Stamp};
+    for format in CAPTURE_FORMATS {
+        let (w, h) = (320usize, 240usize);
+        let mut s = configured(format.name, (w as u32, h as u32), |c| c.stamp = true).unwrap();
+        assert!(s.stamps());
+        for _ in 0..3 {
+            let f = s.next_frame(SECOND).unwrap();
+            let want = Stamp::new(f.sequence(), f.timestamp());
+            let Some(luma) = s.luma(f.sequence(), Some(&want)) else {
+                // RGB: the stamp's blocks black and white in every channel.
+                let m = f.tensor().map_read().unwrap();
+                let stride = f.tensor().row_stride().unwrap();
+                let grey: Vec<u8> = (0..h)
+                    .flat_map(|r| (0..w).map(move |x| r * stride + 3 * x))
+                    .map(|i| m[i])
+                    .collect();
+                assert_eq!(read_stamp(&grey, w, h, w), Some(want), "{}", format.name);
+                continue;
+            };
+            assert_eq!(read_stamp(&luma, w, h, w), Some(want), "{}", format.name);
+            // The regenerated plane is the frame's own luma, byte for byte.
+            // NV12M: the luma's own memfd; else the one buffer, luma first.
+            let plane = (format.memory_planes == 2).then(|| f.tensor().plane(0).unwrap());
+            let tensor = plane.as_ref().unwrap_or(f.tensor());
+            let m = tensor.map_read().unwrap();
+            let stride = f.tensor().row_stride().unwrap();
+            let step = if matches!(format.pixel, PixelFormat::Yuyv | PixelFormat::Uyvy) {
+                2
+            } else {
+                1
+            };
+            let first = usize::from(format.pixel == PixelFormat::Uyvy);
+            let drawn: Vec<u8> = (0..h)
+                .flat_map(|r| (0..w).map(move |x| r * stride + first + step * x))
+                .map(|i| m[i])
+                .collect();
+            assert!(drawn == luma, "{}: regenerated luma differs", format.name);
+        }
+    }
+    // Unstamped frames read as nothing; too small a picture is refused.
+    let mut plain = source("NV12", 320, 240);
+    let f = plain.next_frame(SECOND).unwrap();
+    assert!(!plain.stamps());
+    assert_eq!(read_stamp_of(&plain, f.sequence()), None);
+    let e = configured("NV12", (62, 48), |c| c.stamp = true).unwrap_err();
+    assert!(e.to_string().contains("64x48"), "{e}");
+}
+
+/// The stamp read from `s`'s regenerated luma of frame `sequence`, unstamped.
+fn read_stamp_of(
+    s: &PatternSource,
+    sequence: u32,
+) -> Option<zerocam_capture::pattern::stamp::Stamp> {
+    let luma = s.luma(sequence, None)?;
+    zerocam_capture::pattern::stamp::read_stamp(&luma, 320, 240, 320)
+}

@@ -213,7 +213,7 @@ enum Command {
 
 #[derive(Args)]
 struct SourceArgs {
-    /// Device node, `libcamera:<id>` (feature libcamera), `unix:SOCKET` (a `zerocam serve`), `zenoh:KEY` (feature zenoh), or `pattern`; default: the first camera, else the pattern source.
+    /// Device node, `libcamera:<id>` (feature libcamera), `unix:SOCKET` (a `zerocam serve`), `zenoh:KEY` (feature zenoh), or `pattern` (`pattern:stamp`: each frame stamped with its sequence number and capture time); default: the first camera, else the pattern source.
     device: Option<String>,
     #[arg(long, help = format!("Pixel format: {}", CaptureFormat::names()))]
     format: Option<String>,
@@ -315,7 +315,7 @@ fn run(command: Command) -> Result<String, CliError> {
                 .map(PathBuf::from)
                 .or_else(|| capture_devices().into_iter().next());
             match path {
-                Some(p) if p.as_os_str() != "pattern" => list::describe(&p, true)?,
+                Some(p) if !p.to_str().is_some_and(zerocam_capture::open::is_pattern) => list::describe(&p, true)?,
                 _ => format!(
                     "no camera given and none found: the built-in pattern source offers {} at any even size\n",
                     CaptureFormat::names()
@@ -371,7 +371,7 @@ fn run(command: Command) -> Result<String, CliError> {
             // flat out otherwise, as `bench` wants).
             let mut spec = source.spec(false)?;
             let pattern = match spec.device.as_deref() {
-                Some(d) => d == "pattern",
+                Some(d) => zerocam_capture::open::is_pattern(d),
                 None => capture_devices().is_empty(),
             };
             if pattern && spec.fps.is_none() {

@@ -36,3 +36,13 @@ fn a_bad_pipeline_is_one_line_and_a_failure() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("no element \"no_such_element_zc\""), "{err}");
 }
+
+/// `record pattern:stamp --encoder gst:x264enc`, decoded by FFmpeg: every
+/// picture the frame it claims to be (common::stamped_recording).
+#[test]
+fn a_stamped_x264enc_recording_decodes_to_every_captured_frame() {
+    let d = std::env::temp_dir().join(format!("zerocam-gst-stamp-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    common::stamped_recording(&d.join("clip.mp4"), "gst:x264enc", "x264enc");
+    std::fs::remove_dir_all(d).unwrap();
+}

@@ -157,3 +157,11 @@ fn ctrl_c_stops_the_recording_and_finishes_the_file() {
     assert_eq!(p.codec, "h264");
     assert!(p.frames >= 25, "{} frames", p.frames);
 }
+
+/// `record pattern:stamp` with OpenH264, decoded by FFmpeg: every picture
+/// the frame it claims to be (common::stamped_recording).
+#[test]
+fn a_stamped_recording_decodes_to_every_captured_frame() {
+    let d = dir("stamp");
+    common::stamped_recording(&d.join("clip.mp4"), "software", "OpenH264");
+}

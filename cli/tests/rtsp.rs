@@ -5,14 +5,16 @@
 
 mod common;
 
-use std::io::BufReader;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::read_until;
 
-/// The server, killed when the test ends (passed or not).
-struct Server(Child);
+/// The server, killed when the test ends (passed or not), and its last
+/// `rtsp:` status line.
+struct Server(Child, Arc<Mutex<String>>);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -21,21 +23,45 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// Frames the server's status counts as left out of the stream, a
+    /// second after the clients are done (the status comes each second):
+    /// not encoded because a client was slow, and access units dropped.
+    fn left_out(&self) -> u64 {
+        std::thread::sleep(Duration::from_millis(1500));
+        let line = self.1.lock().unwrap().clone();
+        let count = |label: &str| {
+            line.split(label)
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no {label:?} in the status {line:?}"))
+        };
+        count("not encoded (a slow client) ") + count("dropped ")
+    }
+}
+
 /// `zerocam serve pattern --rtsp 127.0.0.1:0/cam` (the system picks the
 /// port: no race with another test for it), once it announced its URL;
 /// the URL.
 fn serve() -> (Server, String) {
+    serve_with("pattern", "640x480", &[])
+}
+
+/// `zerocam serve SOURCE --size SIZE --fps 30 --rtsp 127.0.0.1:0/cam` and
+/// `extra`, as [`serve`].
+fn serve_with(source: &str, size: &str, extra: &[&str]) -> (Server, String) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("zerocam"))
-        .args([
-            "serve", "pattern", "--size", "640x480", "--fps", "30", "--rtsp",
-        ])
+        .args(["serve", source, "--size", size, "--fps", "30", "--rtsp"])
         .arg("127.0.0.1:0/cam")
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let server = Server(child);
+    let status = Arc::new(Mutex::new(String::new()));
+    let server = Server(child, status.clone());
     let line = read_until(&mut out, "RTSP at");
     let url = line
         .split_whitespace()
@@ -43,8 +69,15 @@ fn serve() -> (Server, String) {
         .unwrap_or_else(|| panic!("no rtsp://127.0.0.1:PORT/cam in {line:?}"))
         .to_owned();
     assert!(!url.contains(":0/"), "{line}");
-    // Keep reading stdout so the status lines never fill the pipe.
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    // Keep reading stdout (the status lines never fill the pipe), keeping
+    // the last RTSP status.
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if line.contains("rtsp: clients") {
+                *status.lock().unwrap() = line;
+            }
+        }
+    });
     (server, url)
 }
 
@@ -151,4 +184,155 @@ fn two_clients_at_once() {
     for client in clients {
         assert_received(&client.join().unwrap());
     }
+}
+
+/// 1280x720, the picture tests' size.
+const W: usize = 1280;
+const H: usize = 720;
+
+/// The stamped pattern's own pictures, to measure decoded ones against.
+fn stamped_source() -> zerocam_capture::PatternSource {
+    use zerocam_capture::{PatternConfig, PatternSource, CAPTURE_FORMATS};
+    PatternSource::new(PatternConfig {
+        stamp: true,
+        ..PatternConfig::new(CAPTURE_FORMATS[0], W as u32, H as u32)
+    })
+    .unwrap()
+}
+
+/// `frames` pictures of `url` decoded by GStreamer (`rtspsrc`, OpenH264's
+/// decoder), as luma planes (through a file: a pipe would fill).
+fn gstreamer_luma(url: &str, frames: usize) -> Vec<Vec<u8>> {
+    let file = std::env::temp_dir().join(format!(
+        "zerocam-rtsp-{}-{}.gray",
+        std::process::id(),
+        url.rsplit(':').next().unwrap_or("0").replace('/', "-")
+    ));
+    let mut cmd = Command::new("gst-launch-1.0");
+    cmd.arg("-q")
+        .arg("rtspsrc")
+        .arg(format!("location={url}"))
+        .args(["protocols=tcp", "!", "rtph264depay", "!", "h264parse", "!"])
+        // I420, whose Y is the luma as encoded (GRAY8 is full range).
+        .args([
+            "openh264dec",
+            "!",
+            "videoconvert",
+            "!",
+            "video/x-raw,format=I420",
+            "!",
+        ])
+        // The buffer after the last one wanted becomes the end of stream.
+        .args([
+            "identity",
+            &format!("eos-after={}", frames + 1),
+            "!",
+            "filesink",
+        ])
+        .arg(format!("location={}", file.display()));
+    let out = run_within(cmd, Duration::from_secs(90));
+    let bytes = std::fs::read(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let (size, picture) = (W * H, W * H * 3 / 2);
+    assert!(
+        bytes.len() >= frames * picture,
+        "gst-launch gave {} bytes, not {frames} pictures: {}",
+        bytes.len(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bytes
+        .chunks_exact(picture)
+        .map(|p| p[..size].to_vec())
+        .take(frames)
+        .collect()
+}
+
+/// The picture check: every one of `luma`'s pictures carries a readable
+/// stamp, sequences only go up, the frames missing between them no more
+/// than `left_out` (what the server's status counts as not sent; `None`:
+/// not checked), and each picture is within 35 dB of the source's picture
+/// of that frame.
+fn assert_pictures(luma: &[Vec<u8>], left_out: Option<u64>, what: &str) {
+    use zerocam_test_support::picture::Pictures;
+    let pictures = Pictures::check(luma, &stamped_source(), W, H);
+    let seq = pictures.sequences();
+    assert_eq!(
+        pictures.unreadable, 0,
+        "{what}: unreadable stamps, read {seq:?}"
+    );
+    assert!(
+        pictures.increasing(),
+        "{what}: out of order or repeated: {seq:?}"
+    );
+    let missing: u64 = seq.windows(2).map(|w| u64::from(w[1] - w[0] - 1)).sum();
+    if let Some(left_out) = left_out {
+        assert!(
+            missing <= left_out,
+            "{what}: {missing} frames missing, the server counts {left_out}: {seq:?}"
+        );
+    }
+    assert!(
+        pictures.min_psnr() >= 35.0,
+        "{what}: PSNR {:?}",
+        pictures.psnr
+    );
+}
+
+/// 300 pictures through FFmpeg's RTSP client, then through GStreamer's,
+/// from `serve pattern:stamp` with `encoder`; `gaps_counted`: FFmpeg's
+/// missing frames must be ones the server counts as left out.
+///
+/// Not so for `x264enc` yet: on a loaded machine a client's stream lacks a
+/// few frames right after its first keyframe, none counted. The likely
+/// cause: the server replaces its encoder when a client starts playing,
+/// and an element that encodes on its own thread still holds frames then,
+/// which go with it (OpenH264 holds none, and its streams have no gap).
+fn pictures_right_in_both_clients(encoder: &str, gaps_counted: bool) {
+    use zerocam_test_support::picture::ffmpeg_luma;
+    let (server, url) = serve_with("pattern:stamp", "1280x720", &["--rtsp-encoder", encoder]);
+    let luma = ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 300);
+    assert_eq!(luma.len(), 300);
+    let left_out = gaps_counted.then(|| server.left_out());
+    assert_pictures(&luma, left_out, &format!("{encoder}, FFmpeg"));
+    // GStreamer's client, a second opinion on the pictures: on a loaded
+    // machine its stream sometimes lacks an access unit or two right after
+    // its first keyframe, which the server did not leave out (they are not
+    // in what rtph264depay gives either; FFmpeg's client never lacks them):
+    // its gaps are not held against the server (docs/view.md, "RTSP").
+    let luma = gstreamer_luma(&url, 300);
+    assert_pictures(&luma, None, &format!("{encoder}, GStreamer"));
+}
+
+#[test]
+fn every_picture_is_its_frame_with_openh264() {
+    pictures_right_in_both_clients("software", true);
+}
+
+#[test]
+fn every_picture_is_its_frame_with_x264enc() {
+    pictures_right_in_both_clients("gst:x264enc", false);
+}
+
+/// Two FFmpeg clients at once, the second 5 s late: each gets its own
+/// pictures right, the late one from a keyframe on.
+#[test]
+fn two_clients_and_a_late_one_see_their_frames() {
+    use zerocam_test_support::picture::ffmpeg_luma;
+    let (server, url) = serve_with("pattern:stamp", "1280x720", &["--rtsp-encoder", "software"]);
+    let first = {
+        let url = url.clone();
+        std::thread::spawn(move || ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 300))
+    };
+    std::thread::sleep(Duration::from_secs(5));
+    let late = ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 150);
+    let first = first.join().unwrap();
+    let left_out = Some(server.left_out());
+    assert_pictures(&first, left_out, "the first client");
+    assert_pictures(&late, left_out, "the client 5 s late");
+    let pictures = zerocam_test_support::picture::Pictures::check(&late, &stamped_source(), W, H);
+    assert!(
+        pictures.sequences()[0] >= 120,
+        "the late client starts late: {:?}",
+        &pictures.sequences()[..5]
+    );
 }

@@ -454,6 +454,36 @@ fn x264enc_makes_one_access_unit_per_frame() {
     assert_eq!(enc.sink().stats().outstanding, 0);
 }
 
+/// No frame held back: x264enc encodes on its own streaming thread, and
+/// each frame's access unit is out of `encode` for that frame, not of the
+/// next frame's call, counted over 60 frames at 1280x720.
+#[test]
+fn each_frames_packet_leaves_with_its_own_encode_call() {
+    let _serial = serial();
+    let mut config = PatternConfig::new(format("NV12"), 1280, 720);
+    config.buffers = 3;
+    let mut src = PatternSource::new(config).expect("the pattern source");
+    let first = next(&mut src);
+    let mut enc =
+        GstVideoEncoder::open("x264enc", &EncoderConfig::new(Codec::H264), &first).expect("opens");
+    let mut late = Vec::new();
+    let mut first = Some(first);
+    for _ in 0..60 {
+        let frame = first.take().unwrap_or_else(|| next(&mut src));
+        let sequence = frame.sequence();
+        let packets = enc.encode(frame).expect("encodes");
+        let out: Vec<u32> = packets.iter().map(|p| p.sequence).collect();
+        if out != [sequence] {
+            late.push((sequence, out));
+        }
+    }
+    assert!(
+        late.is_empty(),
+        "frames whose packet was not out of their own call: {late:?}"
+    );
+    assert!(enc.finish().expect("drains").is_empty());
+}
+
 #[test]
 fn three_hundred_frames_leave_no_fds_behind() {
     let _serial = serial();

@@ -117,7 +117,7 @@ impl Kind {
             Kind::Gst
         } else if d.starts_with("zenoh:") {
             Kind::Zenoh
-        } else if d == "pattern" {
+        } else if zerocam_capture::open::is_pattern(d) {
             Kind::Pattern
         } else if d == "libcamera" || d.starts_with("libcamera:") {
             Kind::Libcamera
@@ -314,9 +314,11 @@ impl Camera {
     }
 
     /// The built-in pattern source (colour bars and a moving line; works on
-    /// any machine): same API as a camera.
+    /// any machine): same API as a camera. `stamp=True`: each frame carries
+    /// its sequence number and capture time in its top-left corner, in
+    /// blocks that survive lossy encoding (the device `"pattern:stamp"`).
     #[staticmethod]
-    #[pyo3(signature = (format="NV12", size=(640, 480), fps=None, buffers=4, timeout=2.0))]
+    #[pyo3(signature = (format="NV12", size=(640, 480), fps=None, buffers=4, timeout=2.0, stamp=false))]
     fn pattern(
         py: Python<'_>,
         format: &str,
@@ -324,13 +326,18 @@ impl Camera {
         fps: Option<f64>,
         buffers: i64,
         timeout: f64,
+        stamp: bool,
     ) -> PyResult<Camera> {
+        let device = match stamp {
+            true => zerocam_capture::open::PATTERN_STAMP,
+            false => "pattern",
+        };
         let spec = SourceSpec {
             format: Some(parse_format(format)?),
             size: Some(parse_size(size)?),
             fps,
             buffers: parse_buffers(buffers)?,
-            ..SourceSpec::new(Some("pattern".into()))
+            ..SourceSpec::new(Some(device.into()))
         };
         let timeout = parse_timeout(timeout)?;
         open_camera(py, &spec, &OpenOptions::default(), timeout)

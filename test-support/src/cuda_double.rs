@@ -93,7 +93,8 @@ fn build(name: &str, cfg: &[&str]) -> PathBuf {
     let rustc = env!("ZEROCAM_BUILD_RUSTC");
     if !Path::new(rustc).exists() && library.exists() && rustc.contains('/') {
         // The kernel lab's guest runs the host's test binaries without a
-        // toolchain: the host tests (which run first) built the double.
+        // toolchain: tests/lab/test-all built the double on the host first
+        // (tests/cuda_double_build.rs).
         eprintln!("no {rustc} here: using the CUDA test double built before");
         return library;
     }

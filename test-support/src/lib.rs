@@ -6,7 +6,9 @@
 //! `cmd` (feature `cmd`), a package's binaries run from its tests,
 //! `lab` (feature `lab`), what lab tests share (one test at a time, fd
 //! counts, EGL on zink), `gl` (feature `gl`), a `Gpu` on zink, `vivid` (feature `vivid`), vivid streams of solid
-//! red, [`media`], video files read back through `ffprobe`, and
+//! red, [`media`], video files read back through `ffprobe`, `picture`
+//! (feature `picture`), what FFmpeg decodes checked against the stamped
+//! pattern, and
 //! `cuda_double` (feature `cuda-double`), which
 //! builds and loads the CUDA driver test double; `browser` (feature `browser`), a headless Chromium over the DevTools Protocol, and [`netns`], a test run again inside a private network namespace. Its own tests check that the docs still say what the
 //! workspace is (`tests/docs_*.rs`). Never a dependency of a product.
@@ -28,5 +30,7 @@ pub mod gl;
 pub mod lab;
 pub mod media;
 pub mod netns;
+#[cfg(feature = "picture")]
+pub mod picture;
 #[cfg(feature = "vivid")]
 pub mod vivid;

@@ -2,12 +2,15 @@
 //! Like libcamera's virtual camera, it is a real source, not a test double:
 //! its buffers are memfds, real fds with real inodes.
 
+pub mod stamp;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
 
+use self::stamp::Stamp;
 use crate::frame::plane_memory::{PlaneMemory, PlaneSource};
 use crate::frame::slot::{read_only_planes_of, OwnedSlots, Slot};
 use crate::frame::stats::monotonic_now;
@@ -68,6 +71,10 @@ pub struct PatternConfig {
     pub fps: Option<f64>,
     /// Buffers (at least 2).
     pub buffers: u32,
+    /// Whether each frame carries its [`Stamp`] (its sequence number and
+    /// capture time) in its top-left corner ([`stamp`]); the spec
+    /// `pattern:stamp` turns it on.
+    pub stamp: bool,
 }
 
 impl PatternConfig {
@@ -79,6 +86,7 @@ impl PatternConfig {
             height,
             fps: None,
             buffers: 4,
+            stamp: false,
         }
     }
 }
@@ -98,6 +106,8 @@ pub struct PatternSource {
     interval: Option<Duration>,
     next_due: Instant,
     sequence: u32,
+    /// The stamp's block size, when each frame carries one.
+    stamp_block: Option<usize>,
     path: PathBuf,
 }
 
@@ -140,6 +150,7 @@ impl PatternSource {
             height,
             fps,
             buffers,
+            stamp,
         } = config;
         OwnedSlots::check_count(buffers)?;
         let interval = match fps {
@@ -161,6 +172,12 @@ impl PatternSource {
         if w % hsub != 0 || h % vsub != 0 {
             return Err(bad("the chroma subsampling needs even sizes"));
         }
+        let stamp_block = match stamp {
+            true => {
+                Some(stamp::block_size(w, h).ok_or_else(|| bad("a stamp needs 64x48 at least"))?)
+            }
+            false => None,
+        };
         let rows = plane_rows(format, w, |x| BARS_RGB[(x % w) * 8 / w])?;
         let white = plane_rows(format, w, |_| [255; 3])?;
         let pixel = format.pixel;
@@ -219,21 +236,23 @@ impl PatternSource {
             interval,
             next_due: Instant::now(),
             sequence: 0,
+            stamp_block,
             path: PathBuf::from("pattern"),
         })
     }
 
-    /// Draws frame `sequence` into the planes of a buffer.
-    fn draw(&self, planes: &[PlaneMemory], sequence: u32) -> zerocam_tensor::Result<()> {
+    /// Draws frame `sequence` (and its stamp, if any) into the planes of a
+    /// buffer.
+    fn draw(
+        &self,
+        planes: &[PlaneMemory],
+        sequence: u32,
+        stamp: Option<&Stamp>,
+    ) -> zerocam_tensor::Result<()> {
         let f = &self.format;
         let pixel = f.format.pixel;
-        let (w, h) = (f.width as usize, f.height as usize);
+        let h = f.height as usize;
         let stride = f.planes[0].bytes_per_line as usize;
-        let (hsub, _) = pixel.subsampling();
-        let bytes_per_pixel = pixel.samples_per_pixel();
-        // Scroll by 2 pixels a frame (even, for subsampled chroma).
-        let shift = (2 * sequence as usize) % w / hsub * hsub;
-        let line = (2 * sequence as usize) % h;
         let count = pixel.plane_count();
         // Each memory buffer is mapped once: NV12M/NV16M hold one colour plane
         // each, a single buffer all of them, one after the other.
@@ -250,21 +269,115 @@ impl PatternSource {
             let mut start = 0;
             for p in colour {
                 let rows = pixel.plane_rows(p, h);
-                let row_bytes = pixel.plane_row_samples(p, w);
-                let bars = &self.rows[p][shift * bytes_per_pixel..][..row_bytes];
-                let line_row = line * rows / h;
-                for r in 0..rows {
-                    let src = if r == line_row {
-                        &self.white[p][..row_bytes]
-                    } else {
-                        bars
-                    };
-                    m[start + r * stride..][..row_bytes].copy_from_slice(src);
-                }
+                self.fill_plane(&mut m[start..], stride, p, sequence, stamp);
                 start += rows * stride;
             }
         }
         Ok(())
+    }
+
+    /// Plane `p` of frame `sequence` into `dst` (`stride` bytes a row):
+    /// the bars scrolled, the white line, the stamp when given.
+    fn fill_plane(
+        &self,
+        dst: &mut [u8],
+        stride: usize,
+        p: usize,
+        sequence: u32,
+        stamp: Option<&Stamp>,
+    ) {
+        let f = &self.format;
+        let pixel = f.format.pixel;
+        let (w, h) = (f.width as usize, f.height as usize);
+        let (hsub, _) = pixel.subsampling();
+        // Scroll by 2 pixels a frame (even, for subsampled chroma).
+        let shift = (2 * sequence as usize) % w / hsub * hsub;
+        let line = (2 * sequence as usize) % h;
+        let rows = pixel.plane_rows(p, h);
+        let row_bytes = pixel.plane_row_samples(p, w);
+        let bars = &self.rows[p][shift * pixel.samples_per_pixel()..][..row_bytes];
+        let line_row = line * rows / h;
+        for r in 0..rows {
+            let src = if r == line_row {
+                &self.white[p][..row_bytes]
+            } else {
+                bars
+            };
+            dst[r * stride..][..row_bytes].copy_from_slice(src);
+        }
+        if let (Some(stamp), Some(block)) = (stamp, self.stamp_block) {
+            paint_stamp(dst, stride, pixel, p, stamp, block);
+        }
+    }
+
+    /// The luma plane (`width` x `height` bytes, no padding) of frame
+    /// `sequence` as this source draws it, with `stamp` when the source
+    /// stamps its frames: the picture a decoded frame is compared with
+    /// (its PSNR). `None` for the RGB formats, which have no luma plane.
+    pub fn luma(&self, sequence: u32, stamp: Option<&Stamp>) -> Option<Vec<u8>> {
+        let f = &self.format;
+        let (w, h) = (f.width as usize, f.height as usize);
+        let pixel = f.format.pixel;
+        let plane = |stride| {
+            let mut dst = vec![0; stride * h];
+            self.fill_plane(&mut dst, stride, 0, sequence, stamp);
+            dst
+        };
+        match pixel {
+            PixelFormat::Grey | PixelFormat::Nv12 | PixelFormat::Nv16 => Some(plane(w)),
+            // Y at even bytes (YUYV) or odd ones (UYVY).
+            PixelFormat::Yuyv | PixelFormat::Uyvy => {
+                let first = usize::from(pixel == PixelFormat::Uyvy);
+                Some(plane(2 * w).into_iter().skip(first).step_by(2).collect())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether each frame carries its [`Stamp`].
+    pub fn stamps(&self) -> bool {
+        self.stamp_block.is_some()
+    }
+}
+
+/// The stamp's blocks into plane `p` of a `pixel` picture: luma black (16)
+/// or white (235), chroma neutral (128), or RGB black or white.
+fn paint_stamp(
+    dst: &mut [u8],
+    stride: usize,
+    pixel: PixelFormat,
+    p: usize,
+    stamp: &Stamp,
+    block: usize,
+) {
+    let (_, vsub) = pixel.subsampling();
+    for (x, y, side, white) in stamp::blocks(stamp, block) {
+        let (luma, full) = if white { (235, 255) } else { (16, 0) };
+        let rows = |vsub: usize| (y / vsub..(y + side) / vsub).map(|r| r * stride);
+        match (pixel, p) {
+            (PixelFormat::Grey | PixelFormat::Nv12 | PixelFormat::Nv16, 0) => {
+                rows(1).for_each(|r| dst[r + x..][..side].fill(luma));
+            }
+            // The CbCr row: a byte per pixel, Cb and Cr of each pair.
+            (PixelFormat::Nv12 | PixelFormat::Nv16, 1) => {
+                rows(vsub).for_each(|r| dst[r + x..][..side].fill(128));
+            }
+            (PixelFormat::Yuyv | PixelFormat::Uyvy, 0) => {
+                let pair = match pixel {
+                    PixelFormat::Yuyv => [luma, 128],
+                    _ => [128, luma],
+                };
+                for r in rows(1) {
+                    for px in dst[r + 2 * x..][..2 * side].chunks_exact_mut(2) {
+                        px.copy_from_slice(&pair);
+                    }
+                }
+            }
+            (PixelFormat::Rgb | PixelFormat::Bgr, 0) => {
+                rows(1).for_each(|r| dst[r + 3 * x..][..3 * side].fill(full));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -321,9 +434,13 @@ impl FrameSource for PatternSource {
         let st = &mut *guard;
         // Buffers cycle in order, as a driver's queue does.
         let sequence = self.sequence;
+        // A stamped frame carries the time its drawing began, which its
+        // metadata then gives too; otherwise the time it was drawn.
+        let begun = self.stamp_block.map(|_| monotonic_now());
+        let stamp = begun.map(|t| Stamp::new(sequence, t));
         let mut drawn_into = None;
         for index in st.free_from(sequence as usize) {
-            match self.draw(&st.slots[index].planes, sequence) {
+            match self.draw(&st.slots[index].planes, sequence, stamp.as_ref()) {
                 Ok(()) => {
                     drawn_into = Some(index);
                     break;
@@ -350,7 +467,7 @@ impl FrameSource for PatternSource {
         drop(guard);
         let meta = FrameMeta {
             sequence,
-            timestamp: monotonic_now(),
+            timestamp: begun.unwrap_or_else(monotonic_now),
             bytes_used: self.format.planes.iter().map(|p| p.size as usize).sum(),
             synthesized: Synthesized::NONE,
             placement: Placement::default(),

@@ -63,3 +63,47 @@ pub fn doctor_check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no check {name:?}: {report}"))
 }
+
+/// `zerocam record pattern:stamp --encoder ENCODER` to `clip` (an .mp4) at
+/// 1280x720, then decoded by FFmpeg: 60 pictures, every stamp readable,
+/// sequences 0 to 59 in order (none lost, none repeated), each picture at
+/// least 35 dB from the source's own picture of that frame. `named`: what
+/// the status must call the encoder.
+pub fn stamped_recording(clip: &std::path::Path, encoder: &str, named: &str) {
+    use zerocam_capture::{PatternConfig, PatternSource, CAPTURE_FORMATS};
+    use zerocam_test_support::picture::{ffmpeg_luma, Pictures};
+
+    let (w, h) = (1280, 720);
+    let out = zerocam(&[
+        "record",
+        "pattern:stamp",
+        "--size",
+        "1280x720",
+        "--encoder",
+        encoder,
+        "-o",
+        clip.to_str().unwrap(),
+        "--frames",
+        "60",
+    ]);
+    assert!(out.contains("60 frames") && out.contains(named), "{out}");
+    // NV12, the pattern's default: the source the frames came from, again.
+    let source = PatternSource::new(PatternConfig {
+        stamp: true,
+        ..PatternConfig::new(CAPTURE_FORMATS[0], w as u32, h as u32)
+    })
+    .unwrap();
+    let luma = ffmpeg_luma(&[], clip.to_str().unwrap(), w, h, 1000);
+    let pictures = Pictures::check(&luma, &source, w, h);
+    assert_eq!((luma.len(), pictures.unreadable), (60, 0), "{encoder}");
+    assert_eq!(
+        pictures.sequences(),
+        (0..60).collect::<Vec<u32>>(),
+        "{encoder}"
+    );
+    assert!(
+        pictures.min_psnr() >= 35.0,
+        "{encoder}: PSNR {:?}",
+        pictures.psnr
+    );
+}

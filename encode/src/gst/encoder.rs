@@ -22,6 +22,10 @@ const ENCODER_NAME: &str = "zerocam_enc";
 const OUT_NAME: &str = "zerocam_out";
 /// How long `finish` waits for the last packets.
 const DRAIN: Duration = Duration::from_secs(30);
+/// Frames in a row whose packet did not come within the wait, after which
+/// the element is taken to hold frames (a lookahead): `encode` then stops
+/// waiting, and packets leave with later frames.
+const LATE_LIMIT: u32 = 5;
 
 /// The encoder elements [`find`] tries for `codec`, best first (hardware
 /// V4L2 and i.MX VPU encoders before software ones).
@@ -42,6 +46,14 @@ pub fn find(codec: Codec) -> Option<String> {
         .iter()
         .find(|name| gst::ElementFactory::find(name).is_some())
         .map(|name| (*name).to_owned())
+}
+
+/// How long `encode` waits for a frame's own packet at `fps`: a frame
+/// interval, at least 20 ms and at most 200 ms (an element slower than
+/// that still gets its packets out, with a later frame).
+fn own_wait(fps: u32) -> Duration {
+    let interval = Duration::from_secs(1) / fps.max(1);
+    interval.clamp(Duration::from_millis(20), Duration::from_millis(200))
 }
 
 /// What goes after the encoder for `codec`: a parser that puts SPS/PPS
@@ -68,6 +80,11 @@ pub struct GstVideoEncoder {
     codec: Codec,
     /// Pushed frames' buffer times and sequence numbers, oldest first.
     pending: VecDeque<(u64, u32)>,
+    /// How long `encode` waits for the frame's own packet (`None`: it does
+    /// not, the element holds frames).
+    own_wait: Option<Duration>,
+    /// Frames in a row whose packet did not come within `own_wait`.
+    late_in_a_row: u32,
     stats: EncodeStats,
 }
 
@@ -134,6 +151,8 @@ impl GstVideoEncoder {
             element: name.to_owned(),
             codec,
             pending: VecDeque::new(),
+            own_wait: Some(own_wait(config.fps)),
+            late_in_a_row: 0,
             stats: EncodeStats::default(),
         })
     }
@@ -201,6 +220,42 @@ impl GstVideoEncoder {
         Ok(Some(packet))
     }
 
+    /// Waits for the packet of the frame pushed at `pts` (nanoseconds) and
+    /// returns what came meanwhile: the element encodes on its own thread,
+    /// so a packet is never there right after the push, and without the
+    /// wait each frame's packet would leave with the next frame, a frame
+    /// interval late. Once [`LATE_LIMIT`] frames in a row did not come in
+    /// time, the element holds frames (a lookahead) and this stops waiting.
+    fn pull_own(&mut self, pts: u64) -> Result<Vec<Packet>, GstEncodeError> {
+        let mut packets = self.pull(Duration::ZERO)?;
+        let Some(wait) = self.own_wait else {
+            return Ok(packets);
+        };
+        let deadline = Instant::now() + wait;
+        let out = |pending: &VecDeque<(u64, u32)>| !pending.iter().any(|&(t, _)| t == pts);
+        while !out(&self.pending) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            packets.extend(self.pull(left)?);
+        }
+        if out(&self.pending) {
+            self.late_in_a_row = 0;
+        } else {
+            self.late_in_a_row += 1;
+            if self.late_in_a_row >= LATE_LIMIT {
+                log::info!(
+                    "{}: {LATE_LIMIT} frames in a row not encoded within {wait:?}: it holds \
+                     frames, so packets leave with later frames",
+                    self.element
+                );
+                self.own_wait = None;
+            }
+        }
+        Ok(packets)
+    }
+
     /// The encoder's counts with the sink's.
     fn counts(&self) -> EncodeStats {
         let s = self.sink.stats();
@@ -227,9 +282,9 @@ impl VideoEncoder for GstVideoEncoder {
         let pts = frame.timestamp().saturating_sub(base);
         self.stats.frames_in += 1;
         self.sink.push(frame)?;
-        self.pending
-            .push_back((u64::try_from(pts.as_nanos()).unwrap_or(u64::MAX), sequence));
-        Ok(self.pull(Duration::ZERO)?)
+        let pts = u64::try_from(pts.as_nanos()).unwrap_or(u64::MAX);
+        self.pending.push_back((pts, sequence));
+        Ok(self.pull_own(pts)?)
     }
 
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError> {

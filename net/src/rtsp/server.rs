@@ -19,12 +19,22 @@ use zerocam_encode::{Codec, EncodeError, EncoderChoice, Packet, VideoEncoder};
 use super::media::{check_path, configure, lock, track, Shared};
 use super::RtspError;
 
-/// The media every client shares: zerocam's access units, parsed (so the
-/// payloader learns the parameter sets) and packetised, SPS/PPS sent with
-/// every keyframe.
+/// The media every client shares: zerocam's access units, parsed (the
+/// parser puts SPS/PPS at the head of every keyframe's access unit, and the
+/// payloader learns them for the SDP) and packetised as they are.
+///
+/// Not the payloader's own `config-interval=-1`: it inserts SPS/PPS before
+/// every IDR *slice*, so a keyframe encoded in several slices (x264enc's
+/// `tune=zerolatency` makes one per thread) reaches the client with
+/// parameter sets between its slices. FFmpeg's H.264 parser takes a
+/// parameter set after a slice as the start of a new access unit (H.264
+/// 7.4.1.2.3 puts them before the first slice), so it split each keyframe
+/// into two pictures of the same time, the second with its top concealed,
+/// and every P-frame of the GOP predicted its top slice from that broken
+/// reference (docs/view.md, "RTSP").
 const LAUNCH: &str = "( appsrc name=src is-live=true format=time do-timestamp=false \
      caps=video/x-h264,stream-format=byte-stream,alignment=au \
-     ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )";
+     ! h264parse config-interval=-1 ! rtph264pay name=pay0 pt=96 config-interval=0 )";
 
 /// How long a newly configured media is fed while no client plays yet:
 /// the server answers `DESCRIBE` only once the payloader has seen a first
