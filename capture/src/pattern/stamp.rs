@@ -30,7 +30,7 @@ const MIN_CONTRAST: i32 = 64;
 /// What a stamp carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stamp {
-    /// The frame's sequence number ([`FrameMeta`](crate::FrameMeta)'s).
+    /// The frame's sequence number ([`Frame::sequence`](crate::Frame::sequence)).
     pub sequence: u32,
     /// Its capture time, microseconds of `CLOCK_MONOTONIC`, low 48 bits.
     pub timestamp_us: u64,
@@ -38,7 +38,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// `sequence` at `timestamp` (a `CLOCK_MONOTONIC` time, as
-    /// [`FrameMeta::timestamp`](crate::FrameMeta::timestamp)), its
+    /// [`Frame::timestamp`](crate::Frame::timestamp)), its
     /// microseconds' low 48 bits kept.
     pub fn new(sequence: u32, timestamp: std::time::Duration) -> Stamp {
         let us = u64::try_from(timestamp.as_micros()).unwrap_or(u64::MAX);
