@@ -56,6 +56,11 @@ if [[ $mode == --lab ]]; then
     maturin build -q --release --no-default-features --features buffer-protocol \
         -m python/Cargo.toml -o "$wheels"
     wheel311=$(ls "$wheels"/zerocam-*-cp311-abi3-*.whl)
+    # Left installed in the venv, as the host half leaves its cp39 wheel
+    # (examples/share-demo and the examples use python/.venv; pip takes
+    # a cp311-abi3 wheel for CPython >= 3.11 only).
+    "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel311" ||
+        echo "python/ci.sh: the cp311-abi3 wheel does not install in this venv's Python"
 else
     # Pinned: test_model_input_area.py's reference (INTER_AREA), and the OpenCV
     # python/bench/model_input_bench.py compares with.

@@ -56,7 +56,9 @@ if [[ ! -x $bin/zerocam || ! -x $bin/examples/cuda_check ]]; then
     cargo build --release -q -p zerocam-cuda --example cuda_check -p zerocam-cli --bin zerocam
 fi
 py=python/.venv/bin/python
-if [[ ! -x $py ]] || ! $py -c 'import zerocam' 2>/dev/null; then
+# -I: not the checkout's zerocam/ folder (the facade crate), which an import
+# from the checkout's root would take for a namespace package.
+if [[ ! -x $py ]] || ! $py -I -c 'import zerocam; zerocam.Camera' 2>/dev/null; then
     python3 -m venv python/.venv
     python/.venv/bin/pip install -q "maturin>=1.5,<2" "numpy>=1.22"
     python/.venv/bin/pip install -q ./python
