@@ -23,7 +23,9 @@ pub fn ffmpeg_luma(
     height: usize,
     max: usize,
 ) -> Vec<Vec<u8>> {
-    let out = Command::new("ffmpeg")
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new("ffmpeg")
         .args(["-nostdin", "-v", "error"])
         .args(before_input)
         .args(["-i", input, "-frames:v", &max.to_string()])
@@ -33,25 +35,42 @@ pub fn ffmpeg_luma(
         // 4:2:0 YCbCr, whose Y is the luma as encoded (FFmpeg's `gray` is
         // full range: limited-range luma would come out stretched).
         .args(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| panic!("ffmpeg could not run ({e}): install ffmpeg"));
-    assert!(
-        out.status.success(),
-        "ffmpeg {input}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // One picture at a time, its luma kept: not every picture's 4:2:0
+    // bytes at once (300 at 720p would be 415 MB).
     let size = width * height;
-    let picture = size + 2 * (width / 2) * (height / 2);
+    let mut picture = vec![0; size + 2 * (width / 2) * (height / 2)];
+    let mut stdout = child.stdout.take().unwrap();
+    let mut luma = Vec::new();
+    let mut filled = 0;
+    loop {
+        let n = stdout.read(&mut picture[filled..]).unwrap();
+        if n == 0 {
+            break;
+        }
+        filled += n;
+        if filled == picture.len() {
+            luma.push(picture[..size].to_vec());
+            filled = 0;
+        }
+    }
     assert_eq!(
-        out.stdout.len() % picture,
-        0,
-        "ffmpeg {input}: {} bytes are not whole {width}x{height} 4:2:0 pictures",
-        out.stdout.len()
+        filled, 0,
+        "ffmpeg {input}: {filled} bytes after the last whole {width}x{height} 4:2:0 picture"
     );
-    out.stdout
-        .chunks_exact(picture)
-        .map(|p| p[..size].to_vec())
-        .collect()
+    let status = child.wait().unwrap();
+    let errors = errors.join().unwrap();
+    assert!(status.success(), "ffmpeg {input}: {errors}");
+    luma
 }
 
 /// PSNR of `a` against `b` (the same size), in dB; infinite when equal.

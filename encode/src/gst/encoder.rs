@@ -48,13 +48,13 @@ pub fn find(codec: Codec) -> Option<String> {
         .map(|name| (*name).to_owned())
 }
 
-/// How long `encode` waits for a frame's own packet at `fps`: a frame
-/// interval, at least 20 ms and at most 200 ms (an element slower than
-/// that still gets its packets out, with a later frame).
-fn own_wait(fps: u32) -> Duration {
-    let interval = Duration::from_secs(1) / fps.max(1);
-    interval.clamp(Duration::from_millis(20), Duration::from_millis(200))
-}
+/// The longest `encode` waits for a frame's own packet. A packet comes
+/// within milliseconds, so the wait ends then; the bound is only reached
+/// by an element that holds frames (found after [`LATE_LIMIT`] frames,
+/// then no longer waited for) or one starting up on a loaded machine (a
+/// frame interval was too short for x264enc's first 720p frames beside
+/// two busy loops).
+const OWN_WAIT: Duration = Duration::from_millis(500);
 
 /// What goes after the encoder for `codec`: a parser that puts SPS/PPS
 /// before every keyframe and caps for Annex-B access units.
@@ -151,7 +151,7 @@ impl GstVideoEncoder {
             element: name.to_owned(),
             codec,
             pending: VecDeque::new(),
-            own_wait: Some(own_wait(config.fps)),
+            own_wait: Some(OWN_WAIT),
             late_in_a_row: 0,
             stats: EncodeStats::default(),
         })
@@ -232,7 +232,9 @@ impl GstVideoEncoder {
             return Ok(packets);
         };
         let deadline = Instant::now() + wait;
-        let out = |pending: &VecDeque<(u64, u32)>| !pending.iter().any(|&(t, _)| t == pts);
+        // The frame just pushed is the newest entry until its packet (or a
+        // later one) takes it off: no scan of the queue.
+        let out = |pending: &VecDeque<(u64, u32)>| pending.back().is_none_or(|&(t, _)| t != pts);
         while !out(&self.pending) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
