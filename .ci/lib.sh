@@ -98,14 +98,14 @@ ci_sccache() {
 # it, waits, prints that log and fails when the job failed. With the caches
 # ready the labs and the base are checks of seconds; tests/setup-check still
 # installs its groups in clean roots (about 270 s, beside the builds).
-declare -A ci_jobs=()
+declare -A ci_jobs=() ci_job_start=()
 ci_background() {
     local name=$1
     shift
     mkdir -p target/ci-logs
     # A session of its own, so a failed run can stop all of it (a VM included).
     setsid "$@" </dev/null >"target/ci-logs/$name.log" 2>&1 &
-    ci_jobs[$name]=$!
+    ci_jobs[$name]=$! ci_job_start[$name]=$SECONDS
     echo "ci: started $name in the background (target/ci-logs/$name.log)"
 }
 ci_wait() {
@@ -114,6 +114,6 @@ ci_wait() {
     wait "${ci_jobs[$name]}" || rc=$?
     unset "ci_jobs[$name]"
     sed "s/^/[$name] /" "target/ci-logs/$name.log"
-    echo "ci: $name: waited $((SECONDS - t)) s for it (exit $rc)"
+    echo "ci: $name: ran $((SECONDS - ci_job_start[$name])) s in all, waited $((SECONDS - t)) s for it (exit $rc)"
     return "$rc"
 }
