@@ -19,10 +19,15 @@ impl View {
     /// `zerocam view pattern --size SIZE --http 127.0.0.1:PORT` plus `extra`,
     /// once it has said where the page is.
     pub fn start(size: &str, extra: &[&str]) -> View {
+        View::start_device("pattern", size, extra)
+    }
+
+    /// [`View::start`] of `device` (`pattern:stamp`, say).
+    pub fn start_device(device: &str, size: &str, extra: &[&str]) -> View {
         // Port 0: the system picks it (no race with another test for it),
         // and the first line says which.
         let mut child = Command::new(env!("CARGO_BIN_EXE_zerocam"))
-            .args(["view", "pattern", "--size", size, "--http", "127.0.0.1:0"])
+            .args(["view", device, "--size", size, "--http", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

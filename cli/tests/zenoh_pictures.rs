@@ -1,0 +1,136 @@
+//! What a Zenoh subscriber sees is what was captured: `zerocam serve
+//! pattern:stamp --zenoh` at 1280x720, its `PREFIX/h264` and `PREFIX/jpeg`
+//! samples decoded by FFmpeg (a decoder zerocam did not write), every
+//! picture's stamp read back and measured against the source's own picture
+//! of that frame. Loopback only: `tcp/127.0.0.1:PORT`, scouting off.
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use zerocam_capture::ros::{CompressedImage, CompressedVideo, Message};
+use zerocam_capture::zenoh_source::zenoh::Wait;
+use zerocam_capture::zenoh_source::{open_session, Role, ZenohOptions};
+use zerocam_capture::{PatternConfig, PatternSource, CAPTURE_FORMATS};
+use zerocam_test_support::picture::{ffmpeg_luma, Pictures};
+
+mod common;
+
+use common::free_port;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
+const W: usize = 1280;
+const H: usize = 720;
+/// Samples taken from each topic: three seconds at 30 fps.
+const SAMPLES: usize = 90;
+
+/// `serve pattern:stamp --zenoh` at 30 fps under `rt/PREFIX`, with `extra`
+/// options, killed when dropped.
+struct Server(Child);
+
+impl Server {
+    fn start(port: u16, prefix: &str, extra: &[&str]) -> Server {
+        let child = Command::new(BIN)
+            .args(["serve", "pattern:stamp", "--zenoh", "--fps", "30"])
+            .args(["--size", "1280x720", "--topic", prefix])
+            .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
+            .args(["--frames", "100000"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Server(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The payloads of the first `SAMPLES` samples of `key`, each within 20 s
+/// (the publisher's first frames, on a loaded machine).
+fn samples(port: u16, key: &str) -> Vec<Vec<u8>> {
+    let options = ZenohOptions {
+        connect: vec![format!("tcp/127.0.0.1:{port}")],
+        ..ZenohOptions::default()
+    };
+    let session = open_session(&options, Role::Subscriber).unwrap();
+    let subscriber = session.declare_subscriber(key).wait().unwrap();
+    (0..SAMPLES)
+        .map(|_| {
+            let sample = subscriber
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap()
+                .unwrap_or_else(|| panic!("a sample of {key} within 20 s"));
+            sample.payload().to_bytes().into_owned()
+        })
+        .collect()
+}
+
+/// The stamped pattern's source, again: NV12 at 1280x720, as served.
+fn source() -> PatternSource {
+    PatternSource::new(PatternConfig {
+        stamp: true,
+        ..PatternConfig::new(CAPTURE_FORMATS[0], W as u32, H as u32)
+    })
+    .unwrap()
+}
+
+/// `stream` (FFmpeg's `format` demuxer) decoded by FFmpeg: `SAMPLES`
+/// pictures, every stamp readable, sequences one after another from the
+/// first (the publisher drops nothing for one subscriber on loopback), each
+/// at least 35 dB from the source's picture of that frame.
+fn assert_pictures(stream: &[u8], format: &str, what: &str) {
+    let path = std::env::temp_dir().join(format!(
+        "zerocam-zenoh-pictures-{}-{what}",
+        std::process::id()
+    ));
+    std::fs::write(&path, stream).unwrap();
+    let luma = ffmpeg_luma(&["-f", format], path.to_str().unwrap(), W, H, SAMPLES + 10);
+    let _ = std::fs::remove_file(&path);
+    let pictures = Pictures::check(&luma, &source(), W, H);
+    assert_eq!((luma.len(), pictures.unreadable), (SAMPLES, 0), "{what}");
+    let seq = pictures.sequences();
+    let first = seq[0];
+    assert_eq!(
+        seq,
+        (first..first + SAMPLES as u32).collect::<Vec<u32>>(),
+        "{what}: every frame, in order"
+    );
+    assert!(
+        pictures.min_psnr() >= 35.0,
+        "{what}: PSNR {:?}",
+        pictures.psnr
+    );
+}
+
+#[test]
+fn every_h264_sample_decodes_to_its_captured_frame() {
+    let port = free_port();
+    let _server = Server::start(port, "rt/pic", &["--h264", "software"]);
+    let mut stream = Vec::new();
+    for payload in samples(port, "rt/pic/h264") {
+        let msg = CompressedVideo::decode(&payload).unwrap();
+        assert_eq!(msg.format, "h264");
+        stream.extend_from_slice(msg.data);
+    }
+    assert_pictures(&stream, "h264", "h264 (OpenH264)");
+}
+
+#[test]
+fn every_jpeg_sample_decodes_to_its_captured_frame() {
+    let port = free_port();
+    let _server = Server::start(port, "rt/pic", &[]);
+    let mut stream = Vec::new();
+    for payload in samples(port, "rt/pic/jpeg") {
+        let msg = CompressedImage::decode(&payload).unwrap();
+        assert_eq!(msg.format, "jpeg");
+        stream.extend_from_slice(msg.data);
+    }
+    // One JPEG after another: FFmpeg's MJPEG demuxer splits them.
+    assert_pictures(&stream, "mjpeg", "jpeg");
+}
