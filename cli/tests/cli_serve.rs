@@ -4,27 +4,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::io::BufRead;
 
 #[test]
 fn bench_and_capture_subscribe_to_serve() {
     let dir = std::env::temp_dir().join(format!("zerocam-serve-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let socket = dir.join("cam.sock");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_zerocam"))
-        .args(["serve", "pattern", "--size", "320x240", "--fps", "100"])
-        .arg("--socket")
-        .arg(&socket)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(serve.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("serving at") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended early");
-    }
+    let (serve, mut out) =
+        common::serve_socket(&["pattern", "--size", "320x240", "--fps", "100"], &socket);
     let sock = format!("unix:{}", socket.display());
     let bench = common::run_ok("zerocam", &["bench", "--json", "--frames", "50", &sock]);
     let v: serde_json::Value = serde_json::from_str(bench.trim()).unwrap();
@@ -52,7 +40,6 @@ fn bench_and_capture_subscribe_to_serve() {
         assert!(out.read_line(&mut status).unwrap() > 0, "serve ended early");
     }
     assert!(status.contains("violations 0"), "{status}");
-    serve.kill().unwrap();
-    serve.wait().unwrap();
+    drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }

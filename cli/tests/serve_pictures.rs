@@ -4,13 +4,14 @@
 //! picture of the frame its stamp names.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::io::BufRead;
 use std::time::Duration;
 
 use zerocam_capture::open::{open, SourceSpec};
 use zerocam_capture::pattern::stamp::read_stamp;
 use zerocam_capture::{PatternConfig, PatternSource, CAPTURE_FORMATS};
+
+mod common;
 
 #[test]
 fn every_frame_a_subscriber_maps_is_the_captured_frame_bit_for_bit() {
@@ -19,26 +20,10 @@ fn every_frame_a_subscriber_maps_is_the_captured_frame_bit_for_bit() {
     let dir = std::env::temp_dir().join(format!("zerocam-serve-pictures-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let socket = dir.join("cam.sock");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_zerocam"))
-        .args([
-            "serve",
-            "pattern:stamp",
-            "--size",
-            "1280x720",
-            "--fps",
-            "30",
-        ])
-        .arg("--socket")
-        .arg(&socket)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(serve.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("serving at") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended early");
-    }
+    let (serve, out) = common::serve_socket(
+        &["pattern:stamp", "--size", "1280x720", "--fps", "30"],
+        &socket,
+    );
     std::thread::spawn(move || for _ in out.lines() {});
 
     let spec = SourceSpec::new(Some(format!("unix:{}", socket.display())));
@@ -72,7 +57,6 @@ fn every_frame_a_subscriber_maps_is_the_captured_frame_bit_for_bit() {
             stamp.sequence
         );
     }
-    serve.kill().unwrap();
-    serve.wait().unwrap();
+    drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,7 +4,7 @@
 //! `tcp/127.0.0.1:PORT` on a port the test picked.
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use zerocam_capture::pattern::BARS_RGB;
@@ -15,36 +15,9 @@ use zerocam_capture::{FrameSource, ZenohSource, ZenohSourceConfig};
 
 mod common;
 
-use common::free_port;
+use common::{free_port, serve_zenoh};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
-
-/// The publisher: the pattern source at 30 fps, `frames` frames, under
-/// `rt/PREFIX`.
-struct Server(Child);
-
-impl Server {
-    fn start(port: u16, prefix: &str, frames: u64) -> Server {
-        let child = Command::new(BIN)
-            .args([
-                "serve", "pattern", "--zenoh", "--fps", "30", "--topic", prefix,
-            ])
-            .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
-            .args(["--frames", &frames.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Server(child)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn options(port: u16) -> ZenohOptions {
     ZenohOptions {
@@ -88,7 +61,7 @@ fn psnr_against_bars(rgb: &[u8], stride: usize, w: usize, h: usize, sequence: u3
 #[test]
 fn a_subscriber_gets_every_frame_decoded_within_30_db() {
     let port = free_port();
-    let _server = Server::start(port, "rt/one", 400);
+    let _server = serve_zenoh(port, "pattern", "rt/one", 400, &[]);
     let mut source = subscribe(port, "rt/one/jpeg");
     let f = source.stream_format().clone();
     assert_eq!((f.width, f.height), (1280, 720));
@@ -122,7 +95,7 @@ fn a_subscriber_gets_every_frame_decoded_within_30_db() {
 #[test]
 fn four_subscriber_processes_each_get_300_frames_none_lost() {
     let port = free_port();
-    let _server = Server::start(port, "rt/four", 100_000);
+    let _server = serve_zenoh(port, "pattern", "rt/four", 100_000, &[]);
     let endpoint = format!("tcp/127.0.0.1:{port}");
     let subscribers: Vec<_> = (0..4)
         .map(|_| {
@@ -188,7 +161,7 @@ fn is_keyframe_with_parameter_sets(au: &[u8]) -> bool {
 #[test]
 fn the_h264_topic_starts_at_a_keyframe_and_plays() {
     let port = free_port();
-    let _server = Server::start(port, "rt/video", 100_000);
+    let _server = serve_zenoh(port, "pattern", "rt/video", 100_000, &[]);
     let session = open_session(&options(port), Role::Subscriber).unwrap();
     let subscriber = session.declare_subscriber("rt/video/h264").wait().unwrap();
     let mut stream = Vec::new();
@@ -240,7 +213,7 @@ fn serve_refuses_to_re_publish_a_zenoh_source() {
 #[test]
 fn an_h264_topic_is_a_source_of_nv12_frames() {
     let port = free_port();
-    let _server = Server::start(port, "rt/h264src", 100_000);
+    let _server = serve_zenoh(port, "pattern", "rt/h264src", 100_000, &[]);
     let mut source = subscribe(port, "rt/h264src/h264");
     let f = source.stream_format().clone();
     assert_eq!((f.width, f.height, f.format.name), (1280, 720, "NV12"));

@@ -5,7 +5,6 @@
 //! of that frame. Loopback only: `tcp/127.0.0.1:PORT`, scouting off.
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use zerocam_capture::ros::{CompressedImage, CompressedVideo, Message};
@@ -16,44 +15,17 @@ use zerocam_test_support::picture::{ffmpeg_luma, Pictures};
 
 mod common;
 
-use common::free_port;
+use common::{free_port, serve_zenoh};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zerocam");
 const W: usize = 1280;
 const H: usize = 720;
 /// Samples taken from each topic: three seconds at 30 fps.
 const SAMPLES: usize = 90;
 
-/// `serve pattern:stamp --zenoh` at 30 fps under `rt/PREFIX`, with `extra`
-/// options, killed when dropped.
-struct Server(Child);
-
-impl Server {
-    fn start(port: u16, prefix: &str, extra: &[&str]) -> Server {
-        let child = Command::new(BIN)
-            .args(["serve", "pattern:stamp", "--zenoh", "--fps", "30"])
-            .args(["--size", "1280x720", "--topic", prefix])
-            .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
-            .args(["--frames", "100000"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Server(child)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The payloads of the first `SAMPLES` samples of `key`, each within 20 s
-/// (the publisher's first frames, on a loaded machine).
-fn samples(port: u16, key: &str) -> Vec<Vec<u8>> {
+/// The first `SAMPLES` samples of `key` (each within 20 s: the publisher's
+/// first frames, on a loaded machine), each message's encoded picture
+/// (`data`, which also checks the message) one after another.
+fn stream(port: u16, key: &str, data: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
     let options = ZenohOptions {
         connect: vec![format!("tcp/127.0.0.1:{port}")],
         ..ZenohOptions::default()
@@ -61,12 +33,12 @@ fn samples(port: u16, key: &str) -> Vec<Vec<u8>> {
     let session = open_session(&options, Role::Subscriber).unwrap();
     let subscriber = session.declare_subscriber(key).wait().unwrap();
     (0..SAMPLES)
-        .map(|_| {
+        .flat_map(|_| {
             let sample = subscriber
                 .recv_timeout(Duration::from_secs(20))
                 .unwrap()
                 .unwrap_or_else(|| panic!("a sample of {key} within 20 s"));
-            sample.payload().to_bytes().into_owned()
+            data(&sample.payload().to_bytes())
         })
         .collect()
 }
@@ -108,29 +80,38 @@ fn assert_pictures(stream: &[u8], format: &str, what: &str) {
     );
 }
 
+/// The stamped pattern at 1280x720, served on Zenoh with `extra`.
+fn serve(port: u16, extra: &[&str]) -> common::Running {
+    serve_zenoh(
+        port,
+        "pattern:stamp",
+        "rt/pic",
+        100_000,
+        &[&["--size", "1280x720"], extra].concat(),
+    )
+}
+
 #[test]
 fn every_h264_sample_decodes_to_its_captured_frame() {
     let port = free_port();
-    let _server = Server::start(port, "rt/pic", &["--h264", "software"]);
-    let mut stream = Vec::new();
-    for payload in samples(port, "rt/pic/h264") {
-        let msg = CompressedVideo::decode(&payload).unwrap();
+    let _server = serve(port, &["--h264", "software"]);
+    let h264 = stream(port, "rt/pic/h264", |payload| {
+        let msg = CompressedVideo::decode(payload).unwrap();
         assert_eq!(msg.format, "h264");
-        stream.extend_from_slice(msg.data);
-    }
-    assert_pictures(&stream, "h264", "h264 (OpenH264)");
+        msg.data.to_vec()
+    });
+    assert_pictures(&h264, "h264", "h264 (OpenH264)");
 }
 
 #[test]
 fn every_jpeg_sample_decodes_to_its_captured_frame() {
     let port = free_port();
-    let _server = Server::start(port, "rt/pic", &[]);
-    let mut stream = Vec::new();
-    for payload in samples(port, "rt/pic/jpeg") {
-        let msg = CompressedImage::decode(&payload).unwrap();
+    let _server = serve(port, &[]);
+    let jpegs = stream(port, "rt/pic/jpeg", |payload| {
+        let msg = CompressedImage::decode(payload).unwrap();
         assert_eq!(msg.format, "jpeg");
-        stream.extend_from_slice(msg.data);
-    }
+        msg.data.to_vec()
+    });
     // One JPEG after another: FFmpeg's MJPEG demuxer splits them.
-    assert_pictures(&stream, "mjpeg", "jpeg");
+    assert_pictures(&jpegs, "mjpeg", "jpeg");
 }

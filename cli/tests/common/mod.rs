@@ -45,6 +45,53 @@ pub fn read_until(out: &mut std::io::BufReader<std::process::ChildStdout>, word:
     }
 }
 
+/// A `zerocam` process, killed and reaped when dropped: a failing test
+/// leaves none behind.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `zerocam serve ARGS --socket SOCKET`, once it has said it is serving;
+/// its stdout, to read its status lines on.
+pub fn serve_socket(
+    args: &[&str],
+    socket: &std::path::Path,
+) -> (Running, std::io::BufReader<std::process::ChildStdout>) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
+        .arg("serve")
+        .args(args)
+        .arg("--socket")
+        .arg(socket)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let serve = Running(child);
+    read_until(&mut out, "serving at");
+    (serve, out)
+}
+
+/// `zerocam serve DEVICE --zenoh` at 30 fps under `PREFIX`, listening on
+/// `tcp/127.0.0.1:PORT` only, for `frames` frames, plus `extra`; its output
+/// discarded.
+pub fn serve_zenoh(port: u16, device: &str, prefix: &str, frames: u64, extra: &[&str]) -> Running {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
+        .args(["serve", device, "--zenoh", "--fps", "30", "--topic", prefix])
+        .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
+        .args(["--frames", &frames.to_string()])
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
+}
+
 /// A loopback port nobody listens on now (the Zenoh tests' endpoints).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
