@@ -289,6 +289,93 @@ fn pattern_frames_without_a_dmabuf_are_copied() {
     assert!(r.psnr_y >= 30.0 && r.psnr_uv >= 30.0, "{r:?}");
 }
 
+/// The stamped pattern (`pattern:stamp`) through vicodec's encoder and back
+/// through its stateful decoder, a decoder zerocam did not write: every
+/// picture's stamp is read, the sequences one after another, each picture
+/// at least 35 dB from the source's own picture of that frame. And no
+/// frame held back: each frame's packet comes out of the `encode` call that
+/// took the frame, counted over every frame. (vicodec encodes inside the
+/// `QBUF` that completes its job, so here the packet is ready even without
+/// `encode`'s wait: the count guards the path, the picture is the check.)
+#[test]
+fn stamped_frames_decode_to_their_own_picture_and_none_is_held_back() {
+    use zerocam_capture::pattern::stamp::read_stamp;
+    let _l = lock();
+    const N: u32 = 60;
+    let config = PatternConfig {
+        stamp: true,
+        ..PatternConfig::new(format("NV12"), W, H)
+    };
+    let mut source = PatternSource::new(config.clone()).unwrap();
+    let reference = PatternSource::new(config).unwrap();
+    let first = source.next_frame(WAIT).unwrap();
+    let c = M2mConfig::new(zerocam_capture::FourCc(*b"FWHT"));
+    let enc_path = vicodec("ZEROCAM_LAB_VICODEC_ENC");
+    let mut enc = M2mVideoEncoder::open_with(&enc_path, Codec::Fwht, c, &first).unwrap();
+    let mut dec = M2mDecoder::open(
+        &vicodec("ZEROCAM_LAB_VICODEC_DEC"),
+        zerocam_capture::FourCc(*b"FWHT"),
+        zerocam_capture::FourCc(*b"NV12"),
+        W,
+        H,
+    )
+    .unwrap();
+    let (w, h) = (W as usize, H as usize);
+    // (stamps read, unreadable pictures, worst PSNR)
+    let mut seen = (Vec::new(), 0usize, f64::MAX);
+    let look = |pictures: Vec<zerocam_capture::v4l2::m2m::DecodedPicture>,
+                seen: &mut (Vec<u32>, usize, f64)| {
+        for p in pictures {
+            let bpl = p.bytes_per_line as usize;
+            let luma: Vec<u8> = (0..h)
+                .flat_map(|r| p.data[r * bpl..r * bpl + w].iter().copied())
+                .collect();
+            let Some(stamp) = read_stamp(&luma, w, h, w) else {
+                seen.1 += 1;
+                continue;
+            };
+            let want = reference.luma(stamp.sequence, Some(&stamp)).unwrap();
+            seen.2 = seen.2.min(psnr(&luma, &want));
+            seen.0.push(stamp.sequence);
+        }
+    };
+    let mut frame = Some(first);
+    let mut held_back = Vec::new();
+    for _ in 0..N {
+        let f = frame
+            .take()
+            .unwrap_or_else(|| source.next_frame(WAIT).unwrap());
+        let sequence = f.sequence();
+        let packets = enc.encode(f).unwrap();
+        if !packets.iter().any(|p| p.sequence == sequence) {
+            held_back.push(sequence);
+        }
+        for p in packets {
+            look(dec.decode(&p.data, p.pts).unwrap(), &mut seen);
+        }
+    }
+    for p in enc.finish().unwrap() {
+        look(dec.decode(&p.data, p.pts).unwrap(), &mut seen);
+    }
+    let deadline = Instant::now() + WAIT;
+    while seen.0.len() + seen.1 < N as usize && Instant::now() < deadline {
+        look(dec.wait_picture(WAIT).unwrap(), &mut seen);
+    }
+    let (read, unreadable, worst) = seen;
+    println!(
+        "vicodec, stamped: {} pictures, worst PSNR {worst:.1} dB, held back {held_back:?}",
+        read.len()
+    );
+    assert_eq!(
+        held_back,
+        Vec::<u32>::new(),
+        "frames whose packet left with a later call"
+    );
+    assert_eq!(unreadable, 0, "unreadable stamps; read {read:?}");
+    assert_eq!(read, (0..N).collect::<Vec<_>>(), "every frame, in order");
+    assert!(worst >= 35.0, "PSNR {worst:.1} dB");
+}
+
 #[test]
 fn find_names_the_lab_encoder() {
     let _l = lock();

@@ -15,7 +15,6 @@ use zerocam_capture::PatternSource;
 ///
 /// # Panics
 /// Where ffmpeg cannot run ("install ffmpeg") or fails (that is the check).
-#[allow(clippy::unwrap_used)] // a test helper: failing loudly is the point
 pub fn ffmpeg_luma(
     before_input: &[&str],
     input: &str,
@@ -23,54 +22,138 @@ pub fn ffmpeg_luma(
     height: usize,
     max: usize,
 ) -> Vec<Vec<u8>> {
-    use std::io::Read;
-    use std::process::Stdio;
-    let mut child = Command::new("ffmpeg")
-        .args(["-nostdin", "-v", "error"])
-        .args(before_input)
-        .args(["-i", input, "-frames:v", &max.to_string()])
-        // Each decoded picture once, as it came: no frame rate conversion
-        // (which repeats or drops pictures to fill a constant rate).
-        .args(["-fps_mode", "passthrough"])
-        // 4:2:0 YCbCr, whose Y is the luma as encoded (FFmpeg's `gray` is
-        // full range: limited-range luma would come out stretched).
-        .args(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("ffmpeg could not run ({e}): install ffmpeg"));
-    let mut stderr = child.stderr.take().unwrap();
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    // One picture at a time, its luma kept: not every picture's 4:2:0
-    // bytes at once (300 at 720p would be 415 MB).
-    let size = width * height;
-    let mut picture = vec![0; size + 2 * (width / 2) * (height / 2)];
-    let mut stdout = child.stdout.take().unwrap();
-    let mut luma = Vec::new();
-    let mut filled = 0;
-    loop {
-        let n = stdout.read(&mut picture[filled..]).unwrap();
-        if n == 0 {
-            break;
-        }
-        filled += n;
-        if filled == picture.len() {
-            luma.push(picture[..size].to_vec());
-            filled = 0;
+    let mut decoder = FfmpegPictures::spawn(before_input, input, width, height, max);
+    let luma = std::iter::from_fn(|| decoder.next_picture().map(|(luma, _)| luma)).collect();
+    decoder.finish();
+    luma
+}
+
+/// FFmpeg decoding a stream, one picture at a time as it comes out: each
+/// picture's luma and the moment it was read whole (for a latency, with
+/// [`Stamp::age`](zerocam_capture::pattern::stamp::Stamp::age) taken then).
+pub struct FfmpegPictures {
+    child: std::process::Child,
+    stdout: std::process::ChildStdout,
+    errors: Option<std::thread::JoinHandle<String>>,
+    input: String,
+    size: usize,
+    picture: Vec<u8>,
+    ended: bool,
+}
+
+impl FfmpegPictures {
+    /// Starts `ffmpeg` on `input` as [`ffmpeg_luma`] does; with `input`
+    /// `pipe:0` its standard input is left open for [`Self::stdin`].
+    ///
+    /// # Panics
+    /// Where ffmpeg cannot run ("install ffmpeg").
+    #[allow(clippy::unwrap_used)] // a test helper: failing loudly is the point
+    pub fn spawn(
+        before_input: &[&str],
+        input: &str,
+        width: usize,
+        height: usize,
+        max: usize,
+    ) -> Self {
+        use std::io::Read;
+        use std::process::Stdio;
+        let mut child = Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error"])
+            .args(before_input)
+            .args(["-i", input, "-frames:v", &max.to_string()])
+            // Each decoded picture once, as it came: no frame rate conversion
+            // (which repeats or drops pictures to fill a constant rate).
+            .args(["-fps_mode", "passthrough"])
+            // Each picture written out as soon as it is decoded.
+            .args(["-flush_packets", "1"])
+            // 4:2:0 YCbCr, whose Y is the luma as encoded (FFmpeg's `gray` is
+            // full range: limited-range luma would come out stretched).
+            .args(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-"])
+            .stdin(if input == "pipe:0" {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("ffmpeg could not run ({e}): install ffmpeg"));
+        let mut stderr = child.stderr.take().unwrap();
+        let errors = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        let stdout = child.stdout.take().unwrap();
+        FfmpegPictures {
+            child,
+            stdout,
+            errors: Some(errors),
+            input: input.to_owned(),
+            size: width * height,
+            picture: vec![0; width * height + 2 * (width / 2) * (height / 2)],
+            ended: false,
         }
     }
-    assert_eq!(
-        filled, 0,
-        "ffmpeg {input}: {filled} bytes after the last whole {width}x{height} 4:2:0 picture"
-    );
-    let status = child.wait().unwrap();
-    let errors = errors.join().unwrap();
-    assert!(status.success(), "ffmpeg {input}: {errors}");
-    luma
+
+    /// FFmpeg's standard input, once (with `input` `pipe:0`).
+    pub fn stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// The next picture's luma and when it was read whole, or `None` at
+    /// FFmpeg's end.
+    ///
+    /// # Panics
+    /// When FFmpeg's output ends inside a picture.
+    #[allow(clippy::unwrap_used)]
+    pub fn next_picture(&mut self) -> Option<(Vec<u8>, std::time::Instant)> {
+        use std::io::Read;
+        if self.ended {
+            return None;
+        }
+        let mut filled = 0;
+        while filled < self.picture.len() {
+            let n = self.stdout.read(&mut self.picture[filled..]).unwrap();
+            if n == 0 {
+                self.ended = true;
+                assert_eq!(
+                    filled, 0,
+                    "ffmpeg {}: {filled} bytes after the last whole 4:2:0 picture",
+                    self.input
+                );
+                return None;
+            }
+            filled += n;
+        }
+        Some((
+            self.picture[..self.size].to_vec(),
+            std::time::Instant::now(),
+        ))
+    }
+
+    /// Waits for FFmpeg to end.
+    ///
+    /// # Panics
+    /// When it failed (with what it said).
+    #[allow(clippy::unwrap_used)]
+    pub fn finish(mut self) {
+        drop(self.child.stdin.take());
+        let status = self.child.wait().unwrap();
+        let errors = self
+            .errors
+            .take()
+            .map(|e| e.join().unwrap())
+            .unwrap_or_default();
+        assert!(status.success(), "ffmpeg {}: {errors}", self.input);
+    }
+}
+
+impl Drop for FfmpegPictures {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// PSNR of `a` against `b` (the same size), in dB; infinite when equal.

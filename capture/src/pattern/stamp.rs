@@ -48,6 +48,14 @@ impl Stamp {
         }
     }
 
+    /// How long ago this stamp's frame was captured: `CLOCK_MONOTONIC` now
+    /// less its time (on the machine that stamped it, whose clock it is),
+    /// both as 48-bit microseconds. A reader's capture-to-picture latency.
+    pub fn age(&self) -> std::time::Duration {
+        let now = Stamp::new(0, crate::frame::stats::monotonic_now()).timestamp_us;
+        std::time::Duration::from_micros(now.wrapping_sub(self.timestamp_us) & TIME_MASK)
+    }
+
     /// The 96 bits, first bit first.
     fn bits(&self) -> [bool; BITS] {
         let mut bytes = [0u8; 12];
@@ -197,6 +205,15 @@ mod tests {
     fn time_keeps_its_low_48_bits() {
         let s = Stamp::new(7, std::time::Duration::from_micros((1 << 50) + 5));
         assert_eq!(s.timestamp_us, 5);
+    }
+
+    #[test]
+    fn age_is_now_less_the_capture_time() {
+        let now = crate::frame::stats::monotonic_now();
+        let s = Stamp::new(1, now.saturating_sub(std::time::Duration::from_millis(40)));
+        let age = s.age();
+        assert!(age >= std::time::Duration::from_millis(40), "{age:?}");
+        assert!(age < std::time::Duration::from_secs(30), "{age:?}");
     }
 
     #[test]

@@ -34,10 +34,19 @@ pub struct M2mEncoder {
     last_seen: bool,
     /// `V4L2_EVENT_EOS` seen since the last drain began.
     eos_seen: bool,
+    /// The encoder once kept a frame past [`PACKET_WAIT`] (lookahead,
+    /// reordering): `encode` no longer waits for each frame's packet.
+    holds_frames: bool,
 }
 
 /// The most frames waiting for their packet that are remembered.
 const MAX_PENDING: usize = 64;
+
+/// How long `encode` waits for the packet of the frame it was given, so
+/// that the packet leaves with that call and not with the next frame's (a
+/// frame interval of latency for every viewer). A hardware encoder without
+/// lookahead gives it within milliseconds.
+const PACKET_WAIT: Duration = Duration::from_millis(200);
 
 impl M2mEncoder {
     /// Opens the encoder at `path` for frames like `first` (not encoded:
@@ -176,6 +185,7 @@ impl M2mEncoder {
             stats: M2mStats::default(),
             last_seen: false,
             eos_seen: false,
+            holds_frames: false,
         };
         if let Some(b) = enc.config.bitrate {
             enc.set_bitrate(b)?;
@@ -288,7 +298,34 @@ impl M2mEncoder {
         }
         self.pending.push_back(meta);
         self.poll_once(&mut packets)?;
+        self.wait_for_packet(key, &mut packets)?;
         Ok(packets)
+    }
+
+    /// Waits up to [`PACKET_WAIT`] until the packet of the frame queued
+    /// with `key` is among `packets`. An encoder that keeps it longer holds
+    /// frames by design: said once in the log, and not waited for again.
+    fn wait_for_packet(&mut self, key: u64, packets: &mut Vec<Packet>) -> Result<(), M2mError> {
+        if self.holds_frames {
+            return Ok(());
+        }
+        let deadline = Instant::now() + PACKET_WAIT;
+        while self.pending.iter().any(|p| p.0 == key) {
+            if Instant::now() >= deadline {
+                self.holds_frames = true;
+                log::info!(
+                    "{}: no packet {} ms after its frame: the encoder holds frames, and its packets leave with later ones",
+                    self.node.path.display(),
+                    PACKET_WAIT.as_millis()
+                );
+                break;
+            }
+            self.node.wait(deadline)?;
+            if self.poll_once(packets)? {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Drains: `V4L2_ENC_CMD_STOP`, then every packet until the CAPTURE
