@@ -311,12 +311,13 @@ fn main() {
         .unwrap_or(if full { 150 } else { 10 });
     let openh264 = EncoderChoice::Software;
     let x264 = EncoderChoice::Gst("x264enc".into());
-    let (h264_ms, x264_ms, view_jpeg_ms, zenoh_jpeg_ms) = (
+    let (h264_ms, x264_ms, view_jpeg_ms) = (
         encode_ms(Some(&openh264), 0),
         encode_ms(Some(&x264), 0),
         encode_ms(None, 80),
-        encode_ms(None, 85),
     );
+    #[cfg(feature = "zenoh")]
+    let zenoh_jpeg_ms = encode_ms(None, 85);
     let mut rows = Vec::new();
     for fps in if full { vec![30, 15] } else { vec![30] } {
         let mut row = |output: &str, measured: (Vec<f64>, Vec<f64>, usize), encode_ms: f64| {
