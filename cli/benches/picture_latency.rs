@@ -15,16 +15,20 @@
 //! settle). docs/benchmarks.md keeps a run's table and what it shows.
 #![allow(clippy::unwrap_used, clippy::print_stdout)] // a bench binary: loud is right
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use zerocam_capture::pattern::stamp::read_stamp;
-use zerocam_capture::{FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
+use zerocam_capture::{Frame, FrameSource, PatternConfig, PatternSource, CAPTURE_FORMATS};
 use zerocam_encode::encoder::{open_encoder, EncoderChoice, EncoderConfig};
 use zerocam_encode::jpeg::JpegEncoder;
 use zerocam_encode::Codec;
-use zerocam_test_support::picture::{psnr, FfmpegPictures};
+use zerocam_test_support::picture::{FfmpegPictures, Pictures};
+
+// The CLI tests' own ways to start `zerocam` (killed when dropped).
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "../tests/view/mod.rs"]
+mod view;
 
 const W: usize = 1280;
 const H: usize = 720;
@@ -35,39 +39,10 @@ const SETTLE: usize = 30;
 /// input buffering, no frame threading (which holds a frame per thread).
 const LOW_DELAY: [&str; 4] = ["-fflags", "nobuffer", "-flags", "low_delay"];
 
-/// A `zerocam` child, killed and reaped when dropped.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `zerocam ARGS` once it printed a line with `ready` (its stdout drained
-/// after that); that line.
-fn start(args: &[&str], ready: &str) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zerocam"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let server = Server(child);
-    let line = loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("zerocam {args:?} ended before {ready:?}"))
-            .unwrap();
-        if line.contains(ready) {
-            break line;
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (server, line)
-}
+/// The rows the goals compare.
+const VIEW: &str = "view, MJPEG (libjpeg-turbo, q80)";
+const RTSP_OPENH264: &str = "RTSP, OpenH264";
+const RTSP_X264: &str = "RTSP, x264enc";
 
 /// One row's measurements.
 struct Row {
@@ -86,28 +61,23 @@ fn measure(
     frames: usize,
     source: &PatternSource,
 ) -> (Vec<f64>, Vec<f64>, usize) {
-    let mut taken = Vec::with_capacity(frames);
-    for _ in 0..SETTLE + frames {
-        let Some(picture) = decoder.next_picture() else {
-            break;
-        };
-        taken.push(picture);
-    }
+    let taken: Vec<_> = std::iter::from_fn(|| decoder.next_picture())
+        .take(SETTLE + frames)
+        .collect();
     drop(decoder);
-    let (mut latency, mut quality, mut unreadable) = (Vec::new(), Vec::new(), 0);
-    for (luma, at) in taken.into_iter().skip(SETTLE) {
-        let Some(stamp) = read_stamp(&luma, W, H, W) else {
-            unreadable += 1;
-            continue;
-        };
-        // The age now, less the time since FFmpeg handed the picture over.
-        let age = stamp.age().saturating_sub(at.elapsed());
-        latency.push(age.as_secs_f64() * 1e3);
-        if let Some(want) = source.luma(stamp.sequence, Some(&stamp)) {
-            quality.push(psnr(&luma, &want));
-        }
-    }
-    (latency, quality, unreadable)
+    let (lumas, at): (Vec<Vec<u8>>, Vec<Instant>) = taken.into_iter().skip(SETTLE).unzip();
+    // Each readable picture's age when FFmpeg handed it over: its age now,
+    // less the time since then.
+    let latency = lumas
+        .iter()
+        .zip(&at)
+        .filter_map(|(luma, at)| {
+            read_stamp(luma, W, H, W).map(|s| s.age().saturating_sub(at.elapsed()))
+        })
+        .map(|age| age.as_secs_f64() * 1e3)
+        .collect();
+    let pictures = Pictures::check(&lumas, source, W, H);
+    (latency, pictures.psnr, pictures.unreadable)
 }
 
 /// The stamped pattern as served: NV12 at 1280x720, unpaced.
@@ -119,36 +89,37 @@ fn source() -> PatternSource {
     .unwrap()
 }
 
-/// The encoder's own time per frame, median over 90 frames of the pattern
-/// in this process: `choice` for H.264, or JPEG at `jpeg_quality`.
-fn encode_ms(choice: Option<&EncoderChoice>, jpeg_quality: u8) -> f64 {
+/// The encoder's own time per frame: `encode` timed over 90 frames of the
+/// pattern in this process, the median.
+fn encode_ms(mut encode: impl FnMut(Frame)) -> f64 {
     let mut frames = source();
-    let first = frames.next_frame(Duration::from_secs(1)).unwrap();
-    let mut times = Vec::new();
-    match choice {
-        Some(choice) => {
-            let config = EncoderConfig::new(Codec::H264);
-            let (mut encoder, _) = open_encoder(choice, &config, &first).unwrap();
-            drop(first);
-            for _ in 0..90 {
-                let frame = frames.next_frame(Duration::from_secs(1)).unwrap();
-                let t = Instant::now();
-                encoder.encode(frame).unwrap();
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        None => {
-            let mut encoder = JpegEncoder::new(jpeg_quality).unwrap();
-            drop(first);
-            for _ in 0..90 {
-                let frame = frames.next_frame(Duration::from_secs(1)).unwrap();
-                let t = Instant::now();
-                encoder.encode(&frame).unwrap();
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-    }
+    let mut times: Vec<f64> = (0..90)
+        .map(|_| {
+            let frame = frames.next_frame(Duration::from_secs(1)).unwrap();
+            let t = Instant::now();
+            encode(frame);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
     percentile(&mut times, 0.5)
+}
+
+/// [`encode_ms`] of the H.264 encoder `choice`.
+fn h264_ms(choice: &EncoderChoice) -> f64 {
+    let first = source().next_frame(Duration::from_secs(1)).unwrap();
+    let (mut encoder, _) = open_encoder(choice, &EncoderConfig::new(Codec::H264), &first).unwrap();
+    drop(first);
+    encode_ms(|frame| {
+        encoder.encode(frame).unwrap();
+    })
+}
+
+/// [`encode_ms`] of JPEG at `quality`.
+fn jpeg_ms(quality: u8) -> f64 {
+    let mut encoder = JpegEncoder::new(quality).unwrap();
+    encode_ms(|frame| {
+        encoder.encode(&frame).unwrap();
+    })
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
@@ -159,36 +130,10 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[((values.len() - 1) as f64 * p).round() as usize]
 }
 
-#[cfg(feature = "zenoh")]
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The live view's MJPEG stream at its default quality (80).
 fn view(fps: u32, frames: usize) -> (Vec<f64>, Vec<f64>, usize) {
-    let (_server, line) = start(
-        &[
-            "view",
-            "pattern:stamp",
-            "--size",
-            "1280x720",
-            "--fps",
-            &fps.to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ],
-        "live view at http://",
-    );
-    let addr = line
-        .trim_start_matches("live view at http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let view = view::View::start_device("pattern:stamp", "1280x720", &["--fps", &fps.to_string()]);
+    let addr = &view.addr;
     let url = format!("http://{addr}/stream.mjpg");
     let decoder = FfmpegPictures::spawn(
         &[&LOW_DELAY[..], &["-f", "mpjpeg"]].concat(),
@@ -203,14 +148,15 @@ fn view(fps: u32, frames: usize) -> (Vec<f64>, Vec<f64>, usize) {
 /// RTSP with `encoder`, read by FFmpeg over TCP, with its low-delay
 /// options or as a player starts by default.
 fn rtsp(fps: u32, frames: usize, encoder: &str, low_delay: bool) -> (Vec<f64>, Vec<f64>, usize) {
-    let (_server, line) = start(
+    let fps = fps.to_string();
+    let (_server, line) = common::start_until(
         &[
             "serve",
             "pattern:stamp",
             "--size",
             "1280x720",
             "--fps",
-            &fps.to_string(),
+            &fps,
             "--rtsp",
             "127.0.0.1:0/cam",
             "--rtsp-encoder",
@@ -247,23 +193,14 @@ fn zenoh(
     use zerocam_capture::ros::{CompressedImage, CompressedVideo, Message};
     use zerocam_capture::zenoh_source::zenoh::Wait;
     use zerocam_capture::zenoh_source::{open_session, Role, ZenohOptions};
-    let port = free_port();
-    let _server = Server(
-        Command::new(env!("CARGO_BIN_EXE_zerocam"))
-            .args([
-                "serve",
-                "pattern:stamp",
-                "--size",
-                "1280x720",
-                "--fps",
-                &fps.to_string(),
-            ])
-            .args(["--zenoh", "--topic", "rt/bench", "--h264", encoder])
-            .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let port = common::free_port();
+    let fps = fps.to_string();
+    let _server = common::serve_zenoh(
+        port,
+        "pattern:stamp",
+        "rt/bench",
+        u64::MAX,
+        &["--size", "1280x720", "--fps", &fps, "--h264", encoder],
     );
     let options = ZenohOptions {
         connect: vec![format!("tcp/127.0.0.1:{port}")],
@@ -309,19 +246,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if full { 150 } else { 10 });
-    let openh264 = EncoderChoice::Software;
-    let x264 = EncoderChoice::Gst("x264enc".into());
-    let (h264_ms, x264_ms, view_jpeg_ms) = (
-        encode_ms(Some(&openh264), 0),
-        encode_ms(Some(&x264), 0),
-        encode_ms(None, 80),
-    );
+    let openh264 = h264_ms(&EncoderChoice::Software);
+    let x264 = h264_ms(&EncoderChoice::Gst("x264enc".into()));
+    let view_jpeg = jpeg_ms(80);
     #[cfg(feature = "zenoh")]
-    let zenoh_jpeg_ms = encode_ms(None, 85);
+    let zenoh_jpeg = jpeg_ms(85);
     let mut rows = Vec::new();
     for fps in if full { vec![30, 15] } else { vec![30] } {
         let mut row = |output: &str, measured: (Vec<f64>, Vec<f64>, usize), encode_ms: f64| {
             let (latency_ms, psnr, unreadable) = measured;
+            eprintln!("{output} at {fps} fps: {} pictures", latency_ms.len());
             rows.push(Row {
                 output: output.into(),
                 fps,
@@ -330,54 +264,42 @@ fn main() {
                 unreadable,
                 encode_ms,
             });
-            let r = rows.last().unwrap();
-            eprintln!("{} at {fps} fps: {} pictures", r.output, r.latency_ms.len());
         };
-        row(
-            "view, MJPEG (libjpeg-turbo, q80)",
-            view(fps, frames),
-            view_jpeg_ms,
-        );
+        row(VIEW, view(fps, frames), view_jpeg);
         if !full {
             break;
         }
-        row(
-            "RTSP, OpenH264",
-            rtsp(fps, frames, "software", true),
-            h264_ms,
-        );
-        row(
-            "RTSP, x264enc",
-            rtsp(fps, frames, "gst:x264enc", true),
-            x264_ms,
-        );
-        row(
-            "RTSP, OpenH264, FFmpeg's default buffering",
-            rtsp(fps, frames, "software", false),
-            h264_ms,
-        );
-        row(
-            "RTSP, x264enc, FFmpeg's default buffering",
-            rtsp(fps, frames, "gst:x264enc", false),
-            x264_ms,
-        );
+        // (row, --rtsp-encoder, the encoder's time, FFmpeg's low-delay options)
+        for (name, encoder, ms, low_delay) in [
+            (RTSP_OPENH264, "software", openh264, true),
+            (RTSP_X264, "gst:x264enc", x264, true),
+            (
+                "RTSP, OpenH264, FFmpeg's default buffering",
+                "software",
+                openh264,
+                false,
+            ),
+            (
+                "RTSP, x264enc, FFmpeg's default buffering",
+                "gst:x264enc",
+                x264,
+                false,
+            ),
+        ] {
+            row(name, rtsp(fps, frames, encoder, low_delay), ms);
+        }
         #[cfg(feature = "zenoh")]
-        {
-            row(
-                "Zenoh h264, OpenH264",
-                zenoh(fps, frames, "h264", "software"),
-                h264_ms,
-            );
-            row(
-                "Zenoh h264, x264enc",
-                zenoh(fps, frames, "h264", "gst:x264enc"),
-                x264_ms,
-            );
-            row(
+        for (name, topic, encoder, ms) in [
+            ("Zenoh h264, OpenH264", "h264", "software", openh264),
+            ("Zenoh h264, x264enc", "h264", "gst:x264enc", x264),
+            (
                 "Zenoh jpeg (libjpeg-turbo, q85)",
-                zenoh(fps, frames, "jpeg", "none"),
-                zenoh_jpeg_ms,
-            );
+                "jpeg",
+                "none",
+                zenoh_jpeg,
+            ),
+        ] {
+            row(name, zenoh(fps, frames, topic, encoder), ms);
         }
     }
     println!("| output, encoder | fps | pictures | latency median ms | p95 ms | encode ms/frame | PSNR median dB | min dB |");
@@ -410,18 +332,16 @@ fn main() {
                 .find(|(output, f, _)| *f == fps && output == name)
                 .map(|m| m.2)
         };
-        let (Some(view), Some(openh264), Some(x264)) = (
-            median("view, MJPEG (libjpeg-turbo, q80)"),
-            median("RTSP, OpenH264"),
-            median("RTSP, x264enc"),
-        ) else {
+        let (Some(view), Some(rtsp_openh264), Some(rtsp_x264)) =
+            (median(VIEW), median(RTSP_OPENH264), median(RTSP_X264))
+        else {
             continue;
         };
         println!(
-            "{fps} fps: RTSP x264enc - OpenH264 = {:+.1} ms (goal within 5); RTSP OpenH264 - view = {:+.1} ms (goal <= encode {h264_ms:.1} + 5); RTSP x264enc - view = {:+.1} ms (goal <= encode {x264_ms:.1} + 5)",
-            x264 - openh264,
-            openh264 - view,
-            x264 - view,
+            "{fps} fps: RTSP x264enc - OpenH264 = {:+.1} ms (goal within 5); RTSP OpenH264 - view = {:+.1} ms (goal <= encode {openh264:.1} + 5); RTSP x264enc - view = {:+.1} ms (goal <= encode {x264:.1} + 5)",
+            rtsp_x264 - rtsp_openh264,
+            rtsp_openh264 - view,
+            rtsp_x264 - view,
         );
     }
 }

@@ -299,7 +299,7 @@ fn pattern_frames_without_a_dmabuf_are_copied() {
 /// `encode`'s wait: the count guards the path, the picture is the check.)
 #[test]
 fn stamped_frames_decode_to_their_own_picture_and_none_is_held_back() {
-    use zerocam_capture::pattern::stamp::read_stamp;
+    use zerocam_test_support::picture::Pictures;
     let _l = lock();
     const N: u32 = 60;
     let config = PatternConfig {
@@ -321,23 +321,15 @@ fn stamped_frames_decode_to_their_own_picture_and_none_is_held_back() {
     )
     .unwrap();
     let (w, h) = (W as usize, H as usize);
-    // (stamps read, unreadable pictures, worst PSNR)
-    let mut seen = (Vec::new(), 0usize, f64::MAX);
-    let look = |pictures: Vec<zerocam_capture::v4l2::m2m::DecodedPicture>,
-                seen: &mut (Vec<u32>, usize, f64)| {
-        for p in pictures {
+    // Each decoded picture's luma, rows packed.
+    let mut lumas: Vec<Vec<u8>> = Vec::new();
+    let luma = |pictures: Vec<zerocam_capture::v4l2::m2m::DecodedPicture>| {
+        pictures.into_iter().map(move |p| {
             let bpl = p.bytes_per_line as usize;
-            let luma: Vec<u8> = (0..h)
+            (0..h)
                 .flat_map(|r| p.data[r * bpl..r * bpl + w].iter().copied())
-                .collect();
-            let Some(stamp) = read_stamp(&luma, w, h, w) else {
-                seen.1 += 1;
-                continue;
-            };
-            let want = reference.luma(stamp.sequence, Some(&stamp)).unwrap();
-            seen.2 = seen.2.min(psnr(&luma, &want));
-            seen.0.push(stamp.sequence);
-        }
+                .collect::<Vec<u8>>()
+        })
     };
     let mut frame = Some(first);
     let mut held_back = Vec::new();
@@ -351,17 +343,22 @@ fn stamped_frames_decode_to_their_own_picture_and_none_is_held_back() {
             held_back.push(sequence);
         }
         for p in packets {
-            look(dec.decode(&p.data, p.pts).unwrap(), &mut seen);
+            lumas.extend(luma(dec.decode(&p.data, p.pts).unwrap()));
         }
     }
     for p in enc.finish().unwrap() {
-        look(dec.decode(&p.data, p.pts).unwrap(), &mut seen);
+        lumas.extend(luma(dec.decode(&p.data, p.pts).unwrap()));
     }
     let deadline = Instant::now() + WAIT;
-    while seen.0.len() + seen.1 < N as usize && Instant::now() < deadline {
-        look(dec.wait_picture(WAIT).unwrap(), &mut seen);
+    while lumas.len() < N as usize && Instant::now() < deadline {
+        lumas.extend(luma(dec.wait_picture(WAIT).unwrap()));
     }
-    let (read, unreadable, worst) = seen;
+    let pictures = Pictures::check(&lumas, &reference, w, h);
+    let (read, unreadable, worst) = (
+        pictures.sequences(),
+        pictures.unreadable,
+        pictures.min_psnr(),
+    );
     println!(
         "vicodec, stamped: {} pictures, worst PSNR {worst:.1} dB, held back {held_back:?}",
         read.len()

@@ -76,12 +76,35 @@ pub fn serve_socket(
     (serve, out)
 }
 
-/// `zerocam serve DEVICE --zenoh` at 30 fps under `PREFIX`, listening on
-/// `tcp/127.0.0.1:PORT` only, for `frames` frames, plus `extra`; its output
-/// discarded.
+/// `zerocam ARGS`, once a line of its stdout starts with `word`: the
+/// process and that line (the rest of its stdout read and dropped, so it
+/// never blocks on a full pipe).
+pub fn start_until(args: &[&str], word: &str) -> (Running, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let running = Running(child);
+    let line = read_until(&mut out, word);
+    std::thread::spawn(move || for _ in out.lines() {});
+    (running, line)
+}
+
+/// `zerocam serve DEVICE --zenoh` under `PREFIX`, listening on
+/// `tcp/127.0.0.1:PORT` only, for `frames` frames, plus `extra` (at 30 fps
+/// unless `extra` names `--fps`); its output discarded.
 pub fn serve_zenoh(port: u16, device: &str, prefix: &str, frames: u64, extra: &[&str]) -> Running {
+    let fps: &[&str] = if extra.contains(&"--fps") {
+        &[]
+    } else {
+        &["--fps", "30"]
+    };
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
-        .args(["serve", device, "--zenoh", "--fps", "30", "--topic", prefix])
+        .args(["serve", device, "--zenoh", "--topic", prefix])
+        .args(fps)
         .args(["--listen", &format!("tcp/127.0.0.1:{port}")])
         .args(["--frames", &frames.to_string()])
         .args(extra)
