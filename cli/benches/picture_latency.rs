@@ -2,7 +2,8 @@
 //! stamped pattern (`pattern:stamp`) by decoders zerocam did not write.
 //!
 //! For each output and encoder, at 1280x720 and 30 then 15 fps on loopback:
-//! `zerocam` serves the stamped pattern, FFmpeg decodes what a viewer gets,
+//! `zerocam` serves the stamped pattern, FFmpeg (and, for RTSP, GStreamer's
+//! client too) decodes what a viewer gets,
 //! and each picture's stamp says when its frame was captured; the picture's
 //! age when FFmpeg hands it over is its latency (both clocks are this
 //! machine's `CLOCK_MONOTONIC`). Beside it, the encoder's own time per
@@ -22,7 +23,7 @@ use zerocam_capture::{Frame, FrameSource, PatternConfig, PatternSource, CAPTURE_
 use zerocam_encode::encoder::{open_encoder, EncoderChoice, EncoderConfig};
 use zerocam_encode::jpeg::JpegEncoder;
 use zerocam_encode::Codec;
-use zerocam_test_support::picture::{FfmpegPictures, Pictures};
+use zerocam_test_support::picture::{DecodedPictures, Pictures};
 
 // The CLI tests' own ways to start `zerocam` (killed when dropped).
 #[path = "../tests/common/mod.rs"]
@@ -57,7 +58,7 @@ struct Row {
 /// Decodes `frames` pictures from `decoder` after [`SETTLE`]: each one's
 /// latency and PSNR.
 fn measure(
-    mut decoder: FfmpegPictures,
+    mut decoder: DecodedPictures,
     frames: usize,
     source: &PatternSource,
 ) -> (Vec<f64>, Vec<f64>, usize) {
@@ -135,7 +136,7 @@ fn view(fps: u32, frames: usize) -> (Vec<f64>, Vec<f64>, usize) {
     let view = view::View::start_device("pattern:stamp", "1280x720", &["--fps", &fps.to_string()]);
     let addr = &view.addr;
     let url = format!("http://{addr}/stream.mjpg");
-    let decoder = FfmpegPictures::spawn(
+    let decoder = DecodedPictures::spawn(
         &[&LOW_DELAY[..], &["-f", "mpjpeg"]].concat(),
         &url,
         W,
@@ -145,9 +146,21 @@ fn view(fps: u32, frames: usize) -> (Vec<f64>, Vec<f64>, usize) {
     measure(decoder, frames, &source())
 }
 
-/// RTSP with `encoder`, read by FFmpeg over TCP, with its low-delay
-/// options or as a player starts by default.
-fn rtsp(fps: u32, frames: usize, encoder: &str, low_delay: bool) -> (Vec<f64>, Vec<f64>, usize) {
+/// Which RTSP client reads the stream.
+#[derive(Clone, Copy)]
+enum Client {
+    /// FFmpeg with its low-delay options.
+    FfmpegLowDelay,
+    /// FFmpeg as a player starts it.
+    FfmpegDefault,
+    /// GStreamer's `rtspsrc latency=0 ! rtph264depay ! h264parse !
+    /// openh264dec`: the depayloader ends an access unit on the RTP marker
+    /// bit, where FFmpeg's parser waits for the next one to begin.
+    Gstreamer,
+}
+
+/// RTSP with `encoder` over TCP, read by `client`.
+fn rtsp(fps: u32, frames: usize, encoder: &str, client: Client) -> (Vec<f64>, Vec<f64>, usize) {
     let fps = fps.to_string();
     let (_server, line) = common::start_until(
         &[
@@ -170,14 +183,23 @@ fn rtsp(fps: u32, frames: usize, encoder: &str, low_delay: bool) -> (Vec<f64>, V
         .unwrap()
         .to_owned();
     let mut options = vec!["-rtsp_transport", "tcp"];
-    if low_delay {
-        options.extend(LOW_DELAY);
-    }
-    measure(
-        FfmpegPictures::spawn(&options, &url, W, H, SETTLE + frames),
-        frames,
-        &source(),
-    )
+    let decoder = match client {
+        Client::FfmpegLowDelay | Client::FfmpegDefault => {
+            if matches!(client, Client::FfmpegLowDelay) {
+                options.extend(LOW_DELAY);
+            }
+            DecodedPictures::spawn(&options, &url, W, H, SETTLE + frames)
+        }
+        Client::Gstreamer => DecodedPictures::gstreamer(
+            &format!(
+                "rtspsrc location={url} protocols=tcp latency=0 ! rtph264depay ! h264parse ! \
+                 openh264dec"
+            ),
+            W,
+            H,
+        ),
+    };
+    measure(decoder, frames, &source())
 }
 
 /// A Zenoh topic of `serve --zenoh` (`h264` with `--h264 encoder`, or
@@ -210,7 +232,7 @@ fn zenoh(
     let key = format!("rt/bench/{topic}");
     let subscriber = session.declare_subscriber(&key).wait().unwrap();
     let format = if topic == "h264" { "h264" } else { "mjpeg" };
-    let mut decoder = FfmpegPictures::spawn(
+    let mut decoder = DecodedPictures::spawn(
         &[&LOW_DELAY[..], &["-f", format]].concat(),
         "pipe:0",
         W,
@@ -269,24 +291,36 @@ fn main() {
         if !full {
             break;
         }
-        // (row, --rtsp-encoder, the encoder's time, FFmpeg's low-delay options)
-        for (name, encoder, ms, low_delay) in [
-            (RTSP_OPENH264, "software", openh264, true),
-            (RTSP_X264, "gst:x264enc", x264, true),
+        // (row, --rtsp-encoder, the encoder's time, the client)
+        for (name, encoder, ms, client) in [
+            (RTSP_OPENH264, "software", openh264, Client::FfmpegLowDelay),
+            (RTSP_X264, "gst:x264enc", x264, Client::FfmpegLowDelay),
             (
                 "RTSP, OpenH264, FFmpeg's default buffering",
                 "software",
                 openh264,
-                false,
+                Client::FfmpegDefault,
             ),
             (
                 "RTSP, x264enc, FFmpeg's default buffering",
                 "gst:x264enc",
                 x264,
-                false,
+                Client::FfmpegDefault,
+            ),
+            (
+                "RTSP, OpenH264, GStreamer's client",
+                "software",
+                openh264,
+                Client::Gstreamer,
+            ),
+            (
+                "RTSP, x264enc, GStreamer's client",
+                "gst:x264enc",
+                x264,
+                Client::Gstreamer,
             ),
         ] {
-            row(name, rtsp(fps, frames, encoder, low_delay), ms);
+            row(name, rtsp(fps, frames, encoder, client), ms);
         }
         #[cfg(feature = "zenoh")]
         for (name, topic, encoder, ms) in [
@@ -332,16 +366,25 @@ fn main() {
                 .find(|(output, f, _)| *f == fps && output == name)
                 .map(|m| m.2)
         };
-        let (Some(view), Some(rtsp_openh264), Some(rtsp_x264)) =
-            (median(VIEW), median(RTSP_OPENH264), median(RTSP_X264))
-        else {
-            continue;
-        };
-        println!(
-            "{fps} fps: RTSP x264enc - OpenH264 = {:+.1} ms (goal within 5); RTSP OpenH264 - view = {:+.1} ms (goal <= encode {openh264:.1} + 5); RTSP x264enc - view = {:+.1} ms (goal <= encode {x264:.1} + 5)",
-            rtsp_x264 - rtsp_openh264,
-            rtsp_openh264 - view,
-            rtsp_x264 - view,
-        );
+        for (client, openh264_row, x264_row) in [
+            ("FFmpeg", RTSP_OPENH264.to_owned(), RTSP_X264.to_owned()),
+            (
+                "GStreamer",
+                format!("{RTSP_OPENH264}, GStreamer's client"),
+                format!("{RTSP_X264}, GStreamer's client"),
+            ),
+        ] {
+            let (Some(view), Some(rtsp_openh264), Some(rtsp_x264)) =
+                (median(VIEW), median(&openh264_row), median(&x264_row))
+            else {
+                continue;
+            };
+            println!(
+                "{fps} fps, {client}: RTSP x264enc - OpenH264 = {:+.1} ms (goal within 5); RTSP OpenH264 - view = {:+.1} ms (goal <= encode {openh264:.1} + 5); RTSP x264enc - view = {:+.1} ms (goal <= encode {x264:.1} + 5)",
+                rtsp_x264 - rtsp_openh264,
+                rtsp_openh264 - view,
+                rtsp_x264 - view,
+            );
+        }
     }
 }

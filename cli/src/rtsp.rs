@@ -174,7 +174,8 @@ impl RtspSide {
             format!(
                 "rtsp: clients {}, frames {}, not encoded (no client) {}, \
                  not encoded (a slow client) {}, sent {} \
-                 ({} keyframes, encoders opened {}, medias {}), dropped {}, errors {}",
+                 (keyframes {}, encoders opened {}, keyframe requests {}, medias {}), \
+                 dropped {}, errors {}",
                 s.clients,
                 s.frames,
                 s.idle,
@@ -182,6 +183,7 @@ impl RtspSide {
                 s.sent,
                 s.keyframes,
                 s.opened,
+                s.requested,
                 s.media,
                 s.dropped,
                 self.errors

@@ -24,21 +24,28 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Frames the server's status counts as left out of the stream, a
-    /// second after the clients are done (the status comes each second):
-    /// not encoded because a client was slow, and access units dropped.
-    fn left_out(&self) -> u64 {
+    /// The server's last status line, a second and a half after the
+    /// clients are done (the status comes each second).
+    fn status(&self) -> String {
         std::thread::sleep(Duration::from_millis(1500));
-        let line = self.1.lock().unwrap().clone();
-        let count = |label: &str| {
-            line.split(label)
-                .nth(1)
-                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or_else(|| panic!("no {label:?} in the status {line:?}"))
-        };
-        count("not encoded (a slow client) ") + count("dropped ")
+        self.1.lock().unwrap().clone()
     }
+
+    /// Frames the server's status counts as left out of the stream: not
+    /// encoded because a client was slow, and access units dropped.
+    fn left_out(&self) -> u64 {
+        let line = self.status();
+        count(&line, "not encoded (a slow client) ") + count(&line, "dropped ")
+    }
+}
+
+/// The number after `label` in a status `line`.
+fn count(line: &str, label: &str) -> u64 {
+    line.split(label)
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in the status {line:?}"))
 }
 
 /// `zerocam serve pattern --rtsp 127.0.0.1:0/cam` (the system picks the
@@ -279,20 +286,14 @@ fn assert_pictures(luma: &[Vec<u8>], left_out: Option<u64>, what: &str) {
 }
 
 /// 300 pictures through FFmpeg's RTSP client, then through GStreamer's,
-/// from `serve pattern:stamp` with `encoder`; `gaps_counted`: FFmpeg's
-/// missing frames must be ones the server counts as left out.
-///
-/// Not so for `x264enc` yet: on a loaded machine a client's stream lacks a
-/// few frames right after its first keyframe, none counted. The likely
-/// cause: the server replaces its encoder when a client starts playing,
-/// and an element that encodes on its own thread still holds frames then,
-/// which go with it (OpenH264 holds none, and its streams have no gap).
-fn pictures_right_in_both_clients(encoder: &str, gaps_counted: bool) {
+/// from `serve pattern:stamp` with `encoder`: FFmpeg's missing frames
+/// must be ones the server counts as left out.
+fn pictures_right_in_both_clients(encoder: &str) {
     use zerocam_test_support::picture::ffmpeg_luma;
     let (server, url) = serve_with("pattern:stamp", "1280x720", &["--rtsp-encoder", encoder]);
     let luma = ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 300);
     assert_eq!(luma.len(), 300);
-    let left_out = gaps_counted.then(|| server.left_out());
+    let left_out = Some(server.left_out());
     assert_pictures(&luma, left_out, &format!("{encoder}, FFmpeg"));
     // GStreamer's client, a second opinion on the pictures: on a loaded
     // machine its stream sometimes lacks an access unit or two right after
@@ -305,34 +306,142 @@ fn pictures_right_in_both_clients(encoder: &str, gaps_counted: bool) {
 
 #[test]
 fn every_picture_is_its_frame_with_openh264() {
-    pictures_right_in_both_clients("software", true);
+    pictures_right_in_both_clients("software");
 }
 
 #[test]
 fn every_picture_is_its_frame_with_x264enc() {
-    pictures_right_in_both_clients("gst:x264enc", false);
+    pictures_right_in_both_clients("gst:x264enc");
 }
 
-/// Two FFmpeg clients at once, the second 5 s late: each gets its own
-/// pictures right, the late one from a keyframe on.
-#[test]
-fn two_clients_and_a_late_one_see_their_frames() {
-    use zerocam_test_support::picture::ffmpeg_luma;
-    let (server, url) = serve_with("pattern:stamp", "1280x720", &["--rtsp-encoder", "software"]);
+/// `frames` access units of `url` as FFmpeg's client receives them, kept
+/// as they came (`-copyinkf`: leading non-keyframes too) in a raw H.264
+/// file named after `name`; the file.
+fn ffmpeg_copy(url: &str, frames: usize, name: &str) -> std::path::PathBuf {
+    let file =
+        std::env::temp_dir().join(format!("zerocam-rtsp-{}-{name}.h264", std::process::id()));
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args([
+        "-nostdin",
+        "-v",
+        "error",
+        "-y",
+        "-rtsp_transport",
+        "tcp",
+        "-i",
+        url,
+    ])
+    .args([
+        "-an",
+        "-c:v",
+        "copy",
+        "-copyinkf",
+        "-frames:v",
+        &frames.to_string(),
+    ])
+    .args(["-f", "h264"])
+    .arg(&file);
+    let out = run_within(cmd, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "ffmpeg's copy of {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    file
+}
+
+/// Whether each access unit of the raw H.264 `file` is a keyframe, as
+/// ffprobe's parser flags them.
+fn keyframes(file: &std::path::Path) -> Vec<bool> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
+        .args(["packet=flags", "-of", "csv=p=0"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|flags| flags.starts_with('K'))
+        .collect()
+}
+
+/// A client that plays through, one that joins 3 s late in GStreamer's
+/// client, and one that leaves mid-GOP and comes back, all at once, with
+/// `encoder`: each sees its own frames right, the late and returning ones
+/// from a keyframe made for them (their first access unit is one), and
+/// the server keeps the one encoder it opened.
+fn clients_join_and_leave_on_one_encoder(encoder: &str) {
+    use zerocam_test_support::picture::{ffmpeg_luma, Pictures};
+    let (server, url) = serve_with(
+        "pattern:stamp",
+        "1280x720",
+        &["--rtsp-encoder", encoder, "--gop", "90"],
+    );
     let first = {
         let url = url.clone();
-        std::thread::spawn(move || ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 300))
+        std::thread::spawn(move || ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 360))
     };
-    std::thread::sleep(Duration::from_secs(5));
-    let late = ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 150);
+    std::thread::sleep(Duration::from_secs(3));
+    let late = gstreamer_luma(&url, 60);
+    // Leaves 45 frames into the GOP of 90 it joined (a keyframe was made
+    // for it), and comes back at once, mid-GOP of the stream's own.
+    let (left, back) = (ffmpeg_copy(&url, 45, "left"), ffmpeg_copy(&url, 60, "back"));
     let first = first.join().unwrap();
-    let left_out = Some(server.left_out());
-    assert_pictures(&first, left_out, "the first client");
-    assert_pictures(&late, left_out, "the client 5 s late");
-    let pictures = zerocam_test_support::picture::Pictures::check(&late, &stamped_source(), W, H);
-    assert!(
-        pictures.sequences()[0] >= 120,
-        "the late client starts late: {:?}",
-        &pictures.sequences()[..5]
+    let status = server.status();
+    for (file, name) in [(&left, "the client that left"), (&back, "the client back")] {
+        let keys = keyframes(file);
+        assert!(
+            keys.first() == Some(&true),
+            "{encoder}: {name}'s first access unit is no keyframe: {keys:?}"
+        );
+    }
+    let back_luma = ffmpeg_luma(&[], &back.display().to_string(), W, H, 60);
+    let _ = (std::fs::remove_file(&left), std::fs::remove_file(&back));
+    let left_out =
+        Some(count(&status, "not encoded (a slow client) ") + count(&status, "dropped "));
+    assert_pictures(
+        &first,
+        left_out,
+        &format!("{encoder}, the client playing through"),
     );
+    assert_pictures(
+        &late,
+        None,
+        &format!("{encoder}, the client 3 s late (GStreamer)"),
+    );
+    assert_pictures(&back_luma, left_out, &format!("{encoder}, the client back"));
+    assert_eq!(
+        back_luma.len(),
+        60,
+        "{encoder}: the client back decodes every access unit"
+    );
+    let late_seq = Pictures::check(&late, &stamped_source(), W, H).sequences();
+    assert!(
+        late_seq[0] >= 60,
+        "the late client starts late: {:?}",
+        &late_seq[..5]
+    );
+    // One encoder for them all; a keyframe asked of it for the media and
+    // for each client that came (the first, the late one, twice the one
+    // that left and came back).
+    assert_eq!(count(&status, "encoders opened "), 1, "{encoder}: {status}");
+    assert!(
+        count(&status, "keyframe requests ") >= 4,
+        "{encoder}: {status}"
+    );
+}
+
+#[test]
+fn clients_join_and_leave_on_one_openh264() {
+    clients_join_and_leave_on_one_encoder("software");
+}
+
+#[test]
+fn clients_join_and_leave_on_one_x264enc() {
+    clients_join_and_leave_on_one_encoder("gst:x264enc");
 }

@@ -484,6 +484,36 @@ fn each_frames_packet_leaves_with_its_own_encode_call() {
     assert!(enc.finish().expect("drains").is_empty());
 }
 
+/// A keyframe on request, mid-GOP: x264enc makes the next frame it takes
+/// an IDR, the parser puts SPS and PPS before it, and the GOP goes on.
+#[test]
+fn a_requested_keyframe_is_the_next_frame() {
+    let _serial = serial();
+    let mut src = pattern("NV12", 3);
+    let first = next(&mut src);
+    let mut config = EncoderConfig::new(Codec::H264);
+    config.gop = Some(100);
+    // No scene cuts: the pattern's frames would start GOPs of their own.
+    let mut enc =
+        GstVideoEncoder::open("x264enc option-string=scenecut=0", &config, &first).expect("opens");
+    let mut packets = enc.encode(first).expect("encodes");
+    for i in 1..20 {
+        if i == 10 {
+            assert!(enc.request_keyframe(), "x264enc takes the request");
+        }
+        packets.extend(enc.encode(next(&mut src)).expect("encodes"));
+    }
+    packets.extend(enc.finish().expect("drains"));
+    assert_eq!(packets.len(), 20);
+    let keys: Vec<usize> = (0..20).filter(|&i| packets[i].keyframe).collect();
+    assert_eq!(keys, [0, 10]);
+    let types = nal_types(&packets[10].data);
+    assert!(
+        types.contains(&7) && types.contains(&8) && types.contains(&5),
+        "{types:?}"
+    );
+}
+
 #[test]
 fn three_hundred_frames_leave_no_fds_behind() {
     let _serial = serial();

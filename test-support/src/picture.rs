@@ -22,16 +22,18 @@ pub fn ffmpeg_luma(
     height: usize,
     max: usize,
 ) -> Vec<Vec<u8>> {
-    let mut decoder = FfmpegPictures::spawn(before_input, input, width, height, max);
+    let mut decoder = DecodedPictures::spawn(before_input, input, width, height, max);
     let luma = std::iter::from_fn(|| decoder.next_picture().map(|(luma, _)| luma)).collect();
     decoder.finish();
     luma
 }
 
-/// FFmpeg decoding a stream, one picture at a time as it comes out: each
-/// picture's luma and the moment it was read whole (for a latency, with
+/// A decoder we did not write (FFmpeg, or GStreamer's `gst-launch-1.0`)
+/// decoding a stream to raw 4:2:0 on its standard output, read one picture
+/// at a time as it comes out: each picture's luma and the moment it was
+/// read whole (for a latency, with
 /// [`Stamp::age`](zerocam_capture::pattern::stamp::Stamp::age) taken then).
-pub struct FfmpegPictures {
+pub struct DecodedPictures {
     child: std::process::Child,
     stdout: std::process::ChildStdout,
     errors: Option<std::thread::JoinHandle<String>>,
@@ -41,13 +43,12 @@ pub struct FfmpegPictures {
     ended: bool,
 }
 
-impl FfmpegPictures {
+impl DecodedPictures {
     /// Starts `ffmpeg` on `input` as [`ffmpeg_luma`] does; with `input`
     /// `pipe:0` its standard input is left open for [`Self::stdin`].
     ///
     /// # Panics
     /// Where ffmpeg cannot run ("install ffmpeg").
-    #[allow(clippy::unwrap_used)] // a test helper: failing loudly is the point
     pub fn spawn(
         before_input: &[&str],
         input: &str,
@@ -55,10 +56,9 @@ impl FfmpegPictures {
         height: usize,
         max: usize,
     ) -> Self {
-        use std::io::Read;
         use std::process::Stdio;
-        let mut child = Command::new("ffmpeg")
-            .args(["-nostdin", "-v", "error"])
+        let mut cmd = Command::new("ffmpeg");
+        cmd.args(["-nostdin", "-v", "error"])
             .args(before_input)
             .args(["-i", input, "-frames:v", &max.to_string()])
             // Each decoded picture once, as it came: no frame rate conversion
@@ -73,11 +73,39 @@ impl FfmpegPictures {
                 Stdio::piped()
             } else {
                 Stdio::null()
-            })
+            });
+        Self::from_command(cmd, input, width, height)
+    }
+
+    /// GStreamer's `gst-launch-1.0 -q` running `pipeline` (a source and a
+    /// decoder, e.g. `rtspsrc location=… ! rtph264depay ! h264parse !
+    /// openh264dec`), its pictures converted to I420 and written to its
+    /// standard output as they come (`fdsink`, not synchronised to a clock).
+    ///
+    /// # Panics
+    /// Where gst-launch-1.0 cannot run.
+    pub fn gstreamer(pipeline: &str, width: usize, height: usize) -> Self {
+        let mut cmd = Command::new("gst-launch-1.0");
+        cmd.arg("-q")
+            .args(pipeline.split_whitespace())
+            .args(["!", "videoconvert", "!", "video/x-raw,format=I420"])
+            .args(["!", "fdsink", "fd=1", "sync=false"])
+            .stdin(std::process::Stdio::null());
+        Self::from_command(cmd, pipeline, width, height)
+    }
+
+    /// `cmd`, a decoder writing `width` x `height` 4:2:0 pictures to its
+    /// standard output, started; `input` names it in messages.
+    #[allow(clippy::unwrap_used)] // a test helper: failing loudly is the point
+    fn from_command(mut cmd: Command, input: &str, width: usize, height: usize) -> Self {
+        use std::io::Read;
+        use std::process::Stdio;
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("ffmpeg could not run ({e}): install ffmpeg"));
+            .unwrap_or_else(|e| panic!("{program} could not run ({e}): install it"));
         let mut stderr = child.stderr.take().unwrap();
         let errors = std::thread::spawn(move || {
             let mut text = String::new();
@@ -85,7 +113,7 @@ impl FfmpegPictures {
             text
         });
         let stdout = child.stdout.take().unwrap();
-        FfmpegPictures {
+        DecodedPictures {
             child,
             stdout,
             errors: Some(errors),
@@ -102,10 +130,10 @@ impl FfmpegPictures {
     }
 
     /// The next picture's luma and when it was read whole, or `None` at
-    /// FFmpeg's end.
+    /// the decoder's end.
     ///
     /// # Panics
-    /// When FFmpeg's output ends inside a picture.
+    /// When the decoder's output ends inside a picture.
     #[allow(clippy::unwrap_used)]
     pub fn next_picture(&mut self) -> Option<(Vec<u8>, std::time::Instant)> {
         use std::io::Read;
@@ -119,7 +147,7 @@ impl FfmpegPictures {
                 self.ended = true;
                 assert_eq!(
                     filled, 0,
-                    "ffmpeg {}: {filled} bytes after the last whole 4:2:0 picture",
+                    "{}: {filled} bytes after the last whole 4:2:0 picture",
                     self.input
                 );
                 return None;
@@ -132,7 +160,7 @@ impl FfmpegPictures {
         ))
     }
 
-    /// Waits for FFmpeg to end.
+    /// Waits for the decoder to end.
     ///
     /// # Panics
     /// When it failed (with what it said).
@@ -145,11 +173,11 @@ impl FfmpegPictures {
             .take()
             .map(|e| e.join().unwrap())
             .unwrap_or_default();
-        assert!(status.success(), "ffmpeg {}: {errors}", self.input);
+        assert!(status.success(), "{}: {errors}", self.input);
     }
 }
 
-impl Drop for FfmpegPictures {
+impl Drop for DecodedPictures {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

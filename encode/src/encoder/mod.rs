@@ -76,6 +76,14 @@ pub trait VideoEncoder: Send {
             encoder: self.describe(),
         })
     }
+    /// Asks for the next frame it encodes to be a keyframe, parameter sets
+    /// and all, the stream going on (a viewer joined, or lost packets):
+    /// `true` when the encoder takes the request, `false` when it cannot
+    /// (the caller then opens a fresh encoder, whose first frame is one).
+    /// This default cannot.
+    fn request_keyframe(&mut self) -> bool {
+        false
+    }
     /// Drains: every packet still inside, then no more frames.
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError>;
     /// The counts so far.

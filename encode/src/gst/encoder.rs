@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use gstreamer as gst;
 use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
+use gstreamer_video as gst_video;
 use zerocam_capture::Frame;
 
 use super::config::SinkConfig;
@@ -76,6 +77,8 @@ fn tail(codec: Codec) -> &'static str {
 pub struct GstVideoEncoder {
     sink: FrameSink,
     out: gst_app::AppSink,
+    /// The encoder element (keyframe requests go to its source pad).
+    enc: gst::Element,
     element: String,
     codec: Codec,
     /// Pushed frames' buffer times and sequence numbers, oldest first.
@@ -148,6 +151,7 @@ impl GstVideoEncoder {
         Ok(GstVideoEncoder {
             sink,
             out,
+            enc,
             element: name.to_owned(),
             codec,
             pending: VecDeque::new(),
@@ -287,6 +291,25 @@ impl VideoEncoder for GstVideoEncoder {
         let pts = u64::try_from(pts.as_nanos()).unwrap_or(u64::MAX);
         self.pending.push_back((pts, sequence));
         Ok(self.pull_own(pts)?)
+    }
+
+    /// An upstream force-key-unit event, all headers, on the element's
+    /// source pad: GStreamer's encoders (`GstVideoEncoder`'s) make the next
+    /// frame they take a keyframe, and the parser after them puts the
+    /// parameter sets before it. `false` when the element does not handle
+    /// the event.
+    fn request_keyframe(&mut self) -> bool {
+        let Some(pad) = self.enc.static_pad("src") else {
+            return false;
+        };
+        let event = gst_video::UpstreamForceKeyUnitEvent::builder()
+            .all_headers(true)
+            .build();
+        let taken = pad.send_event(event);
+        if !taken {
+            log::info!("{}: a keyframe request not handled", self.element);
+        }
+        taken
     }
 
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError> {

@@ -99,6 +99,20 @@ impl VideoEncoder for M2mVideoEncoder {
         Ok(self.inner.encode(frame)?)
     }
 
+    /// The driver's `V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME`, where it has it.
+    fn request_keyframe(&mut self) -> bool {
+        match self.inner.request_keyframe() {
+            Ok(taken) => taken,
+            Err(e) => {
+                log::warn!(
+                    "{}: a keyframe request failed: {e}",
+                    self.inner.path().display()
+                );
+                false
+            }
+        }
+    }
+
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError> {
         Ok(self.inner.drain()?)
     }

@@ -227,6 +227,13 @@ impl VideoEncoder for SoftwareH264 {
         }])
     }
 
+    /// OpenH264's `ForceIntraFrame`: the next frame is an IDR, its SPS and
+    /// PPS before it.
+    fn request_keyframe(&mut self) -> bool {
+        self.encoder.force_intra_frame();
+        true
+    }
+
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError> {
         // No B-frames, no lookahead: every frame came out when it went in.
         Ok(Vec::new())
@@ -234,5 +241,54 @@ impl VideoEncoder for SoftwareH264 {
 
     fn stats(&self) -> EncodeStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
+    use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
+
+    use super::*;
+
+    /// NAL unit types of an Annex-B access unit.
+    fn nal_types(au: &[u8]) -> Vec<u8> {
+        au.windows(4)
+            .filter(|w| w[..3] == [0, 0, 1])
+            .map(|w| w[3] & 0x1f)
+            .collect()
+    }
+
+    /// A keyframe on request: the frame after the request is an IDR with
+    /// its SPS and PPS, mid-GOP, and the GOP goes on after it.
+    #[test]
+    fn a_requested_keyframe_is_the_next_frame() {
+        let mut s =
+            PatternSource::new(PatternConfig::new("NV12".parse().unwrap(), 64, 48)).unwrap();
+        let mut next = || s.next_frame(Duration::from_secs(1)).unwrap();
+        let first = next();
+        let mut config = EncoderConfig::new(Codec::H264);
+        config.gop = Some(100);
+        let mut e = SoftwareH264::open(&config, &first).unwrap();
+        let mut keys = vec![e.encode(first).unwrap()[0].keyframe];
+        for i in 1..12 {
+            if i == 6 {
+                assert!(e.request_keyframe());
+            }
+            let p = e.encode(next()).unwrap();
+            assert_eq!(p.len(), 1);
+            if i == 6 {
+                let types = nal_types(&p[0].data);
+                assert!(
+                    types.contains(&7) && types.contains(&8) && types.contains(&5),
+                    "{types:?}"
+                );
+            }
+            keys.push(p[0].keyframe);
+        }
+        let at: Vec<usize> = (0..keys.len()).filter(|&i| keys[i]).collect();
+        assert_eq!(at, [0, 6]);
     }
 }

@@ -69,6 +69,11 @@ impl VideoEncoder for SoftwareMjpeg {
         }])
     }
 
+    /// Every JPEG stands alone: each frame is a keyframe already.
+    fn request_keyframe(&mut self) -> bool {
+        true
+    }
+
     fn finish(&mut self) -> Result<Vec<Packet>, EncodeError> {
         Ok(Vec::new())
     }

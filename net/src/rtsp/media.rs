@@ -25,7 +25,7 @@ pub(super) struct Shared {
     /// When the current media was configured.
     pub configured_at: Option<Instant>,
     /// Bumped for each new media and each client that starts playing: the
-    /// feeding side then opens a fresh encoder (a keyframe first).
+    /// feeding side then asks its encoder for a keyframe.
     pub generation: u64,
     /// Clients playing.
     pub playing: usize,
@@ -57,8 +57,8 @@ pub(super) fn check_path(path: &str) -> Result<(), RtspError> {
     }
 }
 
-/// A new media: its `appsrc` bounded and handed to the feed, a fresh
-/// encoder asked for.
+/// A new media: its `appsrc` bounded and handed to the feed, a keyframe
+/// asked for.
 pub(super) fn configure(shared: &Weak<Mutex<Shared>>, media: &rtsp::RTSPMedia, max_bytes: u64) {
     let Some(shared) = shared.upgrade() else {
         return;

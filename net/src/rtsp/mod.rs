@@ -6,9 +6,10 @@
 //! units ([`zerocam_encode::encoder::open_encoder`]: a V4L2 memory-to-memory
 //! encoder importing the capture's dma-bufs, GStreamer's, or OpenH264),
 //! `h264parse` and `rtph264pay`. The encoder runs only while a client
-//! plays (or a new media is being prepared for one), and each new client
-//! starts a fresh encoder, so its first picture is a keyframe with the
-//! parameter sets. A client that reads too slowly never blocks the caller:
+//! plays (or a new media is being prepared for one), and stays open from
+//! one client to the next: each new client has it make a keyframe, with
+//! the parameter sets, so that client's first picture is whole (an encoder
+//! that cannot make one on request is replaced by a fresh one). A client that reads too slowly never blocks the caller:
 //! past a bounded queue, access units are dropped and counted, and the
 //! stream restarts at a keyframe.
 //!

@@ -63,8 +63,9 @@ pub struct RtspConfig {
     /// need one that keeps nothing: [`EncoderChoice::Auto`] then means the
     /// software encoder.
     pub encoder: EncoderChoice,
-    /// Frames between keyframes (a client that joins a running stream
-    /// gets a fresh encoder anyway, so this bounds recovery after a drop).
+    /// Frames between keyframes (a client that joins a running stream has
+    /// one made for it anyway, so this bounds a client's recovery from a
+    /// packet it lost on its way).
     pub gop: u32,
     /// The frame rate, a hint for the encoder's rate control.
     pub fps: u32,
@@ -106,8 +107,12 @@ pub struct RtspStats {
     /// client reading slower than the camera): the stream goes on with a
     /// longer gap, the encoder kept, nothing reopened.
     pub congested: u64,
-    /// Encoders opened (one per media and per client that started playing).
+    /// Encoders opened: the first, then one after an encoder failed or
+    /// could not make a keyframe on request.
     pub opened: u64,
+    /// Keyframes asked of the open encoder: a client started playing, a
+    /// new media, or access units dropped.
+    pub requested: u64,
     /// Medias configured (one per run of clients: all share it).
     pub media: u64,
     /// Clients playing now.
@@ -123,7 +128,8 @@ struct Feed {
     /// never, an encoder that cannot take borrowed frames).
     unavailable: Option<String>,
     retry_at: Option<Instant>,
-    /// The shared generation the encoder was opened for.
+    /// The shared generation served so far (each new one is asked a
+    /// keyframe).
     generation: u64,
     /// The media the times are anchored on: its number, the first
     /// packet's capture time and the running time it was given.
@@ -324,8 +330,9 @@ impl RtspServer {
     }
 
     /// The media's `appsrc` when a client wants frames and an encoder is
-    /// open for it (opening a fresh one for a new media or client);
-    /// otherwise `None`, the encoder closed when nobody plays.
+    /// open for it (a keyframe asked of it for a new media or client, the
+    /// encoder opened when there is none); otherwise `None`, the encoder
+    /// closed when nobody plays.
     fn ready(
         &mut self,
         first: &Frame,
@@ -363,9 +370,11 @@ impl RtspServer {
             return Ok(None);
         }
         if self.feed.generation != generation {
-            // A new media or a new client: a fresh stream, keyframe first.
+            // A new media or a new client: the stream goes on from a
+            // keyframe, asked of the encoder open (which keeps what it
+            // holds), or a fresh encoder's first where it cannot make one.
             self.feed.generation = generation;
-            self.feed.encoder = None;
+            self.restart_at_keyframe();
         }
         if self.feed.base.is_some_and(|(n, _, _)| n != media) {
             self.feed.base = None;
@@ -429,17 +438,12 @@ impl RtspServer {
                 self.drop_packet("the queue is full (a slow client)");
                 continue;
             }
-            let (_, first, running) = *self.feed.base.get_or_insert_with(|| {
-                (
-                    media,
-                    packet.pts,
-                    appsrc
-                        .current_running_time()
-                        .unwrap_or(gst::ClockTime::ZERO),
-                )
-            });
-            let offset = packet.pts.saturating_sub(first);
-            let pts = running + gst::ClockTime::from_nseconds(offset.as_nanos() as u64);
+            let now = appsrc.current_running_time();
+            let base = self
+                .feed
+                .base
+                .get_or_insert_with(|| (media, packet.pts, now.unwrap_or(gst::ClockTime::ZERO)));
+            let pts = stamp(base, packet.pts, now);
             let keyframe = packet.keyframe;
             let mut buffer = gst::Buffer::from_mut_slice(packet.data);
             if let Some(b) = buffer.get_mut() {
@@ -461,14 +465,64 @@ impl RtspServer {
     }
 
     /// One access unit dropped: counted, and the stream restarted at a
-    /// keyframe (a fresh encoder for the next frame).
+    /// keyframe.
     fn drop_packet(&mut self, why: &str) {
         self.stats.dropped += 1;
         if !self.feed.wait_keyframe {
             log::debug!("rtsp: access unit dropped: {why}");
         }
+        self.restart_at_keyframe();
+    }
+
+    /// Access units wait for a keyframe, which the open encoder is asked
+    /// for; one that cannot make it on request is closed, and the next
+    /// frame opens a fresh one.
+    fn restart_at_keyframe(&mut self) {
         self.feed.wait_keyframe = true;
-        self.feed.encoder = None;
+        let taken = self
+            .feed
+            .encoder
+            .as_deref_mut()
+            .is_some_and(|e| e.request_keyframe());
+        if taken {
+            self.stats.requested += 1;
+        } else {
+            self.feed.encoder = None;
+        }
+    }
+}
+
+/// The running time an access unit captured at `capture` is stamped with
+/// in the media: the first one's running time plus the time between their
+/// captures, but never later than `now`, the running time it is handed
+/// over at.
+///
+/// The server's sinks send a unit at its running time: one stamped later
+/// than it arrives waits there. A first unit that came late (an encoder
+/// starting up takes several frame intervals) would otherwise make every
+/// later unit wait as long. A unit that would be stamped ahead of `now`
+/// moves the anchor back, so the stamps stay in order and keep the
+/// captures' spacing.
+pub(super) fn stamp(
+    base: &mut (u64, Duration, gst::ClockTime),
+    capture: Duration,
+    now: Option<gst::ClockTime>,
+) -> gst::ClockTime {
+    // A capture time from another process may be anything: bounded, no
+    // overflow.
+    let offset = u64::try_from(capture.saturating_sub(base.1).as_nanos())
+        .unwrap_or(u64::MAX)
+        .min(i64::MAX as u64);
+    let pts = base
+        .2
+        .checked_add(gst::ClockTime::from_nseconds(offset))
+        .unwrap_or(gst::ClockTime::MAX);
+    match now {
+        Some(now) if pts > now => {
+            base.2 = base.2.saturating_sub(pts - now);
+            now
+        }
+        _ => pts,
     }
 }
 

@@ -1,7 +1,12 @@
-//! The server's own tests: paths, and a drop that frees its port and thread.
+//! The server's own tests: paths, access units' stamps, and a drop that
+//! frees its port and thread.
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use gstreamer::ClockTime;
 
 use super::media::check_path;
+use super::server::stamp;
 use super::*;
 
 #[test]
@@ -15,6 +20,33 @@ fn paths() {
             "{bad}"
         );
     }
+}
+
+/// Stamps keep the captures' spacing, never run ahead of the moment a
+/// unit is handed over (a late first unit would hold back every later one
+/// in the server's sinks), and stay in order.
+#[test]
+fn stamps_follow_captures_and_never_run_ahead() {
+    let ms = |n: u64| ClockTime::from_mseconds(n);
+    let at = |n: u64| Duration::from_millis(n);
+    // The first unit captured at 1000 ms, handed over at running time 500
+    // ms: an encoder's start made it 40 ms late.
+    let mut base = (1, at(1000), ms(500));
+    assert_eq!(stamp(&mut base, at(1000), Some(ms(500))), ms(500));
+    // The next, captured 33 ms on, came only 5 ms after its capture: the
+    // capture spacing would stamp it 533, ahead of its hand-over at 498.
+    let second = stamp(&mut base, at(1033), Some(ms(498)));
+    assert_eq!(second, ms(498));
+    assert_eq!(base.2, ms(465), "the anchor moved back 35 ms");
+    // Later units keep the captures' spacing from the moved anchor.
+    assert_eq!(stamp(&mut base, at(1066), Some(ms(540))), ms(531));
+    // A unit handed over late is stamped by its capture, not by `now`.
+    assert_eq!(stamp(&mut base, at(1100), Some(ms(700))), ms(565));
+    // No running time (the media not playing yet): capture spacing alone.
+    assert_eq!(stamp(&mut base, at(1133), None), ms(598));
+    // A capture time before the anchor's (a source's clock going back)
+    // stamps at the anchor, never before it.
+    assert_eq!(stamp(&mut base, at(900), Some(ms(800))), ms(465));
 }
 
 /// The thread named `zerocam-rtsp`s of this process.

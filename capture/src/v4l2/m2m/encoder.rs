@@ -245,6 +245,14 @@ impl M2mEncoder {
             .set_control(raw::CID_MPEG_VIDEO_GOP_SIZE, "GOP size", v)
     }
 
+    /// Asks for the next frame queued to be encoded as a keyframe
+    /// (`V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME`); `Ok(false)` with a log line
+    /// when the driver lacks the control.
+    pub fn request_keyframe(&mut self) -> Result<bool, M2mError> {
+        self.node
+            .set_control(raw::CID_MPEG_VIDEO_FORCE_KEY_FRAME, "force key frame", 1)
+    }
+
     /// Encodes `frame`, holding its lease until the encoder is done reading
     /// it (imported) or giving it back at once (copied); returns the packets
     /// ready now.

@@ -28,6 +28,9 @@ pub const CTRL_WHICH_CUR_VAL: u32 = 0;
 /// 203 and + 207), both settable while streaming on most encoders.
 pub const CID_MPEG_VIDEO_GOP_SIZE: u32 = 0x0099_0900 + 203;
 pub const CID_MPEG_VIDEO_BITRATE: u32 = 0x0099_0900 + 207;
+/// `V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME` (`V4L2_CID_CODEC_BASE` + 229): a
+/// button, the next frame queued is encoded as a keyframe.
+pub const CID_MPEG_VIDEO_FORCE_KEY_FRAME: u32 = 0x0099_0900 + 229;
 
 /// `V4L2_SEL_TGT_CROP`: the visible rectangle of an encoder's OUTPUT picture.
 pub const SEL_TGT_CROP: u32 = 0;
