@@ -159,6 +159,13 @@ enum Client {
     Gstreamer,
 }
 
+/// The GStreamer client's H.264 decoder: `ZEROCAM_BENCH_GST_DECODER`
+/// (e.g. `avdec_h264 max-threads=1`, from gstreamer1.0-libav), by default
+/// `openh264dec` (gst-plugins-bad, which the tests install).
+fn gst_decoder() -> String {
+    std::env::var("ZEROCAM_BENCH_GST_DECODER").unwrap_or_else(|_| "openh264dec".into())
+}
+
 /// RTSP with `encoder` over TCP, read by `client`.
 fn rtsp(fps: u32, frames: usize, encoder: &str, client: Client) -> (Vec<f64>, Vec<f64>, usize) {
     let fps = fps.to_string();
@@ -192,8 +199,8 @@ fn rtsp(fps: u32, frames: usize, encoder: &str, client: Client) -> (Vec<f64>, Ve
         }
         Client::Gstreamer => DecodedPictures::gstreamer(
             &format!(
-                "rtspsrc location={url} protocols=tcp latency=0 ! rtph264depay ! h264parse ! \
-                 openh264dec"
+                "rtspsrc location={url} protocols=tcp latency=0 ! rtph264depay ! h264parse ! {}",
+                gst_decoder()
             ),
             W,
             H,
