@@ -350,26 +350,6 @@ fn ffmpeg_copy(url: &str, frames: usize, name: &str) -> std::path::PathBuf {
     file
 }
 
-/// Whether each access unit of the raw H.264 `file` is a keyframe, as
-/// ffprobe's parser flags them.
-fn keyframes(file: &std::path::Path) -> Vec<bool> {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
-        .args(["packet=flags", "-of", "csv=p=0"])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|flags| flags.starts_with('K'))
-        .collect()
-}
-
 /// A client that plays through (450 pictures, FFmpeg's), one that joins 3
 /// s late (300 pictures, GStreamer's client), and one that leaves mid-GOP
 /// and comes back, all at once, with
@@ -405,15 +385,17 @@ fn clients_join_and_leave_on_one_encoder(encoder: &str) {
     // cannot hold those back from one client (1.24's media property
     // `ensure-keyunit-on-start` does), and players skip them. Without the
     // request, a client joining mid-GOP (90 frames) would wait tens.
-    let mut lead = 0;
-    for (file, name) in [(&left, "the client that left"), (&back, "the client back")] {
-        let keys = keyframes(file);
-        lead = keys.iter().position(|k| *k).unwrap_or(keys.len());
+    let lead = |file: &std::path::Path, name: &str| {
+        let keys = zerocam_test_support::media::ffprobe_keyframes(file);
+        let lead = keys.iter().position(|k| *k).unwrap_or(keys.len());
         assert!(
             lead <= 4,
             "{encoder}: {name}'s first keyframe is access unit {lead}: {keys:?}"
         );
-    }
+        lead
+    };
+    lead(&left, "the client that left");
+    let lead = lead(&back, "the client back");
     let back_luma = ffmpeg_luma(&[], &back.display().to_string(), W, H, 60);
     let _ = (std::fs::remove_file(&left), std::fs::remove_file(&back));
     let left_out =

@@ -57,3 +57,27 @@ pub fn ffprobe(path: &Path) -> VideoProbe {
         duration: get("duration").parse().unwrap_or(0.0),
     }
 }
+
+/// Whether each packet of `path`'s first video stream is a keyframe, as
+/// ffprobe's parser flags them (`K` in `packet=flags`), in stream order.
+///
+/// # Panics
+/// Where ffprobe cannot run ("install ffmpeg") or fails on the file.
+pub fn ffprobe_keyframes(path: &Path) -> Vec<bool> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0"])
+        .args(["-show_entries", "packet=flags", "-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("ffprobe could not run ({e}): install ffmpeg"));
+    assert!(
+        out.status.success(),
+        "ffprobe {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|flags| flags.starts_with('K'))
+        .collect()
+}

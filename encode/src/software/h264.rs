@@ -252,14 +252,10 @@ mod tests {
     use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
 
     use super::*;
+    use crate::container::nal::{kind, units, PPS, SPS};
 
-    /// NAL unit types of an Annex-B access unit.
-    fn nal_types(au: &[u8]) -> Vec<u8> {
-        au.windows(4)
-            .filter(|w| w[..3] == [0, 0, 1])
-            .map(|w| w[3] & 0x1f)
-            .collect()
-    }
+    /// IDR slice's `nal_unit_type`.
+    const IDR: u8 = 5;
 
     /// A keyframe on request: the frame after the request is an IDR with
     /// its SPS and PPS, mid-GOP, and the GOP goes on after it.
@@ -280,9 +276,9 @@ mod tests {
             let p = e.encode(next()).unwrap();
             assert_eq!(p.len(), 1);
             if i == 6 {
-                let types = nal_types(&p[0].data);
+                let types: Vec<u8> = units(&p[0].data).map(kind).collect();
                 assert!(
-                    types.contains(&7) && types.contains(&8) && types.contains(&5),
+                    [SPS, PPS, IDR].iter().all(|t| types.contains(t)),
                     "{types:?}"
                 );
             }
