@@ -316,10 +316,15 @@ fn every_picture_is_its_frame_with_x264enc() {
 
 /// `frames` access units of `url` as FFmpeg's client receives them, kept
 /// as they came (`-copyinkf`: leading non-keyframes too) in a raw H.264
-/// file named after `name`; the file.
+/// file named after `name`, unique in this process (tests run side by
+/// side in it); the file.
 fn ffmpeg_copy(url: &str, frames: usize, name: &str) -> std::path::PathBuf {
-    let file =
-        std::env::temp_dir().join(format!("zerocam-rtsp-{}-{name}.h264", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!(
+        "zerocam-rtsp-{}-{n}-{name}.h264",
+        std::process::id()
+    ));
     let mut cmd = Command::new("ffmpeg");
     cmd.args([
         "-nostdin",
