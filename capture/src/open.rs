@@ -83,6 +83,34 @@ pub struct Opened {
     pub is_pattern: bool,
 }
 
+/// An opened source is a source: `open(...)?.next_frame(...)` reads it, and
+/// its description stays at hand.
+impl FrameSource for Opened {
+    fn next_frame(&mut self, timeout: Duration) -> Result<Frame, CaptureError> {
+        self.source.next_frame(timeout)
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        self.source.stream_format()
+    }
+
+    fn stats(&self) -> StreamStats {
+        self.source.stats()
+    }
+
+    fn name(&self) -> &Path {
+        self.source.name()
+    }
+
+    fn read_only_planes(&self, index: usize) -> Result<Vec<SharedPlane>, CaptureError> {
+        self.source.read_only_planes(index)
+    }
+
+    fn clock(&self) -> crate::frame::Clock {
+        self.source.clock()
+    }
+}
+
 use crate::capture_devices;
 
 /// The value of a V4L2 control set by name ([`OpenOptions::controls`],

@@ -13,7 +13,7 @@ pub fn example_main(
 ) -> ExitCode {
     // libcamera's INFO lines would drown the example's own output.
     #[cfg(feature = "libcamera")]
-    zerocam_capture::quiet_libcamera_log();
+    zerocam::capture::quiet_libcamera_log();
     let mut device = None;
     let mut frames = default_frames;
     let mut args = std::env::args().skip(1);

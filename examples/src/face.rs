@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use litert::{CompilationOptions, CompiledModel, ElementType, Environment, Model, TensorBuffer};
-use zerocam_preprocess::{
+use zerocam::preprocess::{
     Backend, Fit, FitPlacement, ModelInput, ModelInputError, ModelLayout, PreprocessError,
     Preprocessor,
 };
-use zerocam_tensor::ColorSpec;
-use zerocam_tensor::{DType, Tensor, TensorDyn};
+use zerocam::tensor::ColorSpec;
+use zerocam::tensor::{DType, Tensor, TensorDyn};
 
 use crate::blazeface::{BlazeFaceModel, Decoder, OutputSizeError, KEYPOINTS};
 pub use crate::litert_input::LendError;
@@ -65,7 +65,7 @@ pub enum FaceError {
     Convert(#[from] PreprocessError),
     /// A tensor error (allocating or mapping the model input).
     #[error(transparent)]
-    Tensor(#[from] zerocam_tensor::Error),
+    Tensor(#[from] zerocam::tensor::Error),
     /// LiteRT's input buffer cannot take the model input (its size, or it
     /// moved since it was lent).
     #[error("LiteRT's input buffer: {0}")]
@@ -294,7 +294,7 @@ impl FaceDetector {
     }
 
     /// Makes the model input from `frame`, its YUV read as `color` (a
-    /// camera frame's [`color_spec`](zerocam_capture::Frame::color_spec));
+    /// camera frame's [`color_spec`](zerocam::capture::Frame::color_spec));
     /// returns where the frame landed in it.
     ///
     /// # Errors

@@ -13,4 +13,4 @@ mod litert_input;
 pub mod still;
 
 pub use example_main::example_main;
-pub use zerocam_tensor as tensor;
+pub use zerocam::tensor;

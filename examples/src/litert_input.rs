@@ -9,7 +9,7 @@
 //! address, and has zerocam write it while the lock is held.
 
 use litert::TensorBuffer;
-use zerocam_tensor::{ExternalMemoryMut, Tensor, TensorDyn};
+use zerocam::tensor::{ExternalMemoryMut, Tensor, TensorDyn};
 
 /// The bytes of a LiteRT host buffer that [`LentInput`]'s owner keeps alive.
 struct LitertBytes {
@@ -45,7 +45,7 @@ pub enum LendError {
     Litert(#[from] litert::Error),
     /// zerocam refused the memory (size, alignment).
     #[error(transparent)]
-    Tensor(#[from] zerocam_tensor::Error),
+    Tensor(#[from] zerocam::tensor::Error),
     /// LiteRT handed the buffer out at another address than when it was lent.
     #[error("LiteRT's input buffer moved from {lent:#x} to {now:#x}")]
     Moved {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use zerocam_tensor::{PixelFormat, Tensor, TensorMemory};
+use zerocam::tensor::{PixelFormat, Tensor, TensorMemory};
 
 /// Why a PNG could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +27,7 @@ pub enum StillError {
     },
     /// The tensor for it could not be made.
     #[error(transparent)]
-    Tensor(#[from] zerocam_tensor::Error),
+    Tensor(#[from] zerocam::tensor::Error),
 }
 
 /// Reads the PNG at `path` into a packed `width`x`height` RGB image in heap

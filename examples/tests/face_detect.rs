@@ -13,10 +13,10 @@ static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 use std::path::PathBuf;
 use std::process::Command;
 
+use zerocam::tensor::ColorSpec;
+use zerocam::tensor::{Region, Tensor, TensorDyn};
 use zerocam_examples::face::{locate_model, FaceDetector, FaceError};
 use zerocam_examples::still::read_png;
-use zerocam_tensor::ColorSpec;
-use zerocam_tensor::{Region, Tensor, TensorDyn};
 
 /// scikit-image's `data/astronaut.png` (512x512 RGB, public domain), found
 /// through `python3` without importing skimage.
@@ -123,9 +123,9 @@ fn the_astronaut_has_one_face_with_either_model() {
 #[test]
 fn boxes_are_posted_to_a_live_view() {
     // A view in this process, on a port the system picks (loopback).
-    let mut config = zerocam_net::view::ViewConfig::new();
+    let mut config = zerocam::net::view::ViewConfig::new();
     config.addr = "127.0.0.1:0".parse().unwrap();
-    let view = zerocam_net::view::ViewServer::start(config).unwrap();
+    let view = zerocam::net::view::ViewServer::start(config).unwrap();
     let addr = view.local_addr().to_string();
     let png = astronaut();
     let out = run(&[

@@ -22,6 +22,8 @@ pub struct Member {
     pub lib_root: PathBuf,
     /// Normal dependencies on other members: (name, optional).
     pub deps: Vec<(String, bool)>,
+    /// Its Cargo features and what each turns on (`default` among them).
+    pub features: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Every workspace member (`cargo metadata --no-deps`).
@@ -75,11 +77,22 @@ pub fn members() -> Vec<Member> {
                 })
                 .collect();
             deps.sort();
+            let features = p["features"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, on)| {
+                    let on = on.as_array().unwrap().iter();
+                    let on = on.map(|f| f.as_str().unwrap().to_owned()).collect();
+                    (name.clone(), on)
+                })
+                .collect();
             Member {
                 name: p["name"].as_str().unwrap().to_owned(),
                 folder,
                 lib_root,
                 deps,
+                features,
             }
         })
         .collect()
@@ -87,7 +100,12 @@ pub fn members() -> Vec<Member> {
 
 /// docs/architecture.md.
 pub fn architecture() -> String {
-    std::fs::read_to_string(root().join("docs/architecture.md")).unwrap()
+    read("docs/architecture.md")
+}
+
+/// The file at `path` under the root.
+pub fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The text of section `heading` (a `## ` line) up to the next `## ` line.

@@ -32,11 +32,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])?
         .fit(Fit::Crop);
     let mut preprocessor = Preprocessor::new(input, Backend::Auto)?;
-    let format = camera.stream_format();
     println!(
-        "{spec}: {}x{}, model input {:?} f32 on the {} ({:?})",
-        format.width,
-        format.height,
+        "{}; model input {:?} f32 on the {} ({:?})",
+        camera.description,
         preprocessor.input().shape(),
         preprocessor.backend().name(),
         preprocessor.reason(),

@@ -1,7 +1,7 @@
 //! Camera → EGLImage cache → NV12 to RGB model input on the GPU, as a detector
 //! on an i.MX8M Plus or a Jetson would be fed: each 1280x720 NV12 frame is
 //! cropped to its centre square and scaled to a 640x640 RGB tensor by
-//! `zerocam_gpu::Gpu::convert`. A dma-buf frame is imported as an EGLImage once
+//! `zerocam::gpu::Gpu::convert`. A dma-buf frame is imported as an EGLImage once
 //! per camera buffer (the cache keys on the tensor's identity and geometry), so
 //! the imports stay at the buffer count however many frames flow; frames that
 //! are not dma-bufs (the pattern source's memfds) are uploaded instead.
@@ -18,10 +18,10 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use zerocam_capture::open::{open, SourceSpec};
-use zerocam_capture::BufferMode;
-use zerocam_gpu::{ConvertOptions, Gpu};
-use zerocam_tensor::{PixelFormat, Region, Tensor, TensorMapTrait, TensorMemory};
+use zerocam::capture::open::{open, SourceSpec};
+use zerocam::capture::BufferMode;
+use zerocam::gpu::{ConvertOptions, Gpu};
+use zerocam::tensor::{PixelFormat, Region, Tensor, TensorMapTrait, TensorMemory};
 
 const INPUT: usize = 640;
 

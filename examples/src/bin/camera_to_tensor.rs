@@ -15,12 +15,12 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use zerocam_capture::open::{open_or_fall_back, SourceSpec};
-use zerocam_capture::{BufferMode, Frame};
-use zerocam_tensor::{Region, TensorMapTrait};
+use zerocam::capture::open::{open_or_fall_back, SourceSpec};
+use zerocam::capture::{BufferMode, Frame};
+use zerocam::tensor::{Region, TensorMapTrait};
 
 /// Mean of the centre half of the luma plane and of the chroma plane.
-fn infer(frame: &Frame) -> Result<(f64, f64), zerocam_tensor::Error> {
+fn infer(frame: &Frame) -> Result<(f64, f64), zerocam::tensor::Error> {
     let t = frame.tensor();
     let (w, h) = (t.width().unwrap_or(0), t.height().unwrap_or(0));
     let even = |v: usize| v & !1;

@@ -18,14 +18,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use zerocam_capture::open::{open, SourceSpec};
+use zerocam::capture::open::{open, SourceSpec};
+use zerocam::net::view::{post_detections, Detection, Detections};
+use zerocam::preprocess::Backend;
+use zerocam::tensor::ColorSpec;
 use zerocam_examples::face::{
     describe, describe_keypoints, locate_model, FaceDetector, FrameFace, Timings,
 };
 use zerocam_examples::still::read_png;
-use zerocam_net::view::{post_detections, Detection, Detections};
-use zerocam_preprocess::Backend;
-use zerocam_tensor::ColorSpec;
 
 /// BlazeFace face detection on camera frames or a PNG.
 #[derive(Parser, Debug)]
@@ -218,7 +218,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
 fn main() -> ExitCode {
     #[cfg(feature = "libcamera")]
-    zerocam_capture::quiet_libcamera_log();
+    zerocam::capture::quiet_libcamera_log();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
