@@ -12,11 +12,11 @@ pub mod convert;
 pub mod doctor;
 pub mod libcamera;
 pub mod list;
+pub mod outputs;
 pub mod probe;
 pub mod record;
 pub mod rtsp;
 pub mod serve;
-pub mod tap;
 pub mod view;
 pub mod zenoh;
 

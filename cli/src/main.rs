@@ -151,7 +151,8 @@ enum Command {
         #[arg(long, default_value_t = 85)]
         quality: i64,
         /// The encoder of PREFIX/h264: auto, software, /dev/videoN, gst:ELEMENT,
-        /// or none (no H.264 topic). With --socket too: software.
+        /// or none (no H.264 topic); the one encoder of --rtsp too. With
+        /// --socket too: software.
         #[arg(long, default_value = "auto", requires = "zenoh")]
         h264: String,
         /// Frames between H.264 keyframes (Zenoh's PREFIX/h264 and --rtsp).
@@ -170,7 +171,8 @@ enum Command {
         #[arg(long, value_name = "ADDR:PORT/PATH")]
         rtsp: Option<String>,
         /// The encoder of --rtsp: auto, software, /dev/videoN or
-        /// gst:ELEMENT. With --socket or --zenoh too: software.
+        /// gst:ELEMENT; the one encoder of Zenoh's PREFIX/h264 too. With
+        /// --socket too: software.
         #[arg(long, default_value = "auto", requires = "rtsp")]
         rtsp_encoder: String,
     },

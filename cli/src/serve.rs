@@ -19,27 +19,27 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use zerocam_capture::share::{take_systemd_socket, Publisher, PublisherConfig, PublisherStats};
 
 use crate::bench::cpu_time;
-use crate::rtsp::{RtspServe, RtspSide};
-use crate::tap::{Tapped, Taps};
-use crate::view::{ViewServe, ViewSide};
-use crate::zenoh::{ZenohServe, ZenohSide};
+use crate::outputs::{lock, SharedOutputs, Tapped};
+use crate::rtsp::RtspServe;
+use crate::view::ViewServe;
+use crate::zenoh::ZenohServe;
 use crate::CliError;
 use zerocam_capture::open::{open, SourceSpec};
 use zerocam_capture::FrameSource;
 
 /// `serve --zenoh`/`--http`/`--rtsp` (or `zerocam view`) without a socket: each
-/// frame shown to the taps and dropped; a status line a second; a stop
+/// frame shown to the outputs and dropped; a status line a second; a stop
 /// signal ends it (exit 0).
-fn serve_taps_only(
+fn serve_outputs_only(
     mut source: Box<dyn FrameSource>,
-    taps: &Taps,
+    outputs: &SharedOutputs,
     description: &str,
     signals: &SignalFd,
     options: &ServeOptions,
     print: &mut impl FnMut(&str),
 ) -> Result<String, CliError> {
     print(
-        &[vec![description.to_owned()], taps.describe()]
+        &[vec![description.to_owned()], lock(outputs).describe()]
             .concat()
             .join("\n"),
     );
@@ -49,7 +49,7 @@ fn serve_taps_only(
         let cpu = cpu_time().saturating_sub(cpu0).as_secs_f64() * 1e6;
         format!(
             "{}, process CPU per frame {:.0} µs",
-            taps.status().join("; "),
+            lock(outputs).status().join("; "),
             cpu / frames.max(1) as f64
         )
     };
@@ -61,7 +61,7 @@ fn serve_taps_only(
         }
         match source.next_frame(Duration::from_millis(100)) {
             Ok(frame) => {
-                taps.frame_owned(frame, source.as_ref());
+                lock(outputs).frame_owned(frame, source.as_ref());
                 frames += 1;
             }
             // What the socket's publisher also rides out: no frame in time,
@@ -261,19 +261,9 @@ pub fn serve(
                 .into(),
         ));
     }
-    let mut taps = Taps::default();
-    if let Some(z) = &options.zenoh {
-        taps.zenoh = Some(Arc::new(Mutex::new(ZenohSide::new(z, !socketless)?)));
-    }
-    if let Some(v) = &options.http {
-        taps.view = Some(Arc::new(Mutex::new(ViewSide::new(v)?)));
-    }
-    if let Some(r) = &options.rtsp {
-        // RTSP gets frames by value only as their last consumer: no socket
-        // and no Zenoh after it (tap.rs).
-        let borrowed = !socketless || options.zenoh.is_some();
-        taps.rtsp = Some(Arc::new(Mutex::new(RtspSide::new(r, borrowed)?)));
-    }
+    // The outputs get frames by value only as their last consumer: no
+    // socket after them.
+    let outputs: SharedOutputs = Arc::new(Mutex::new(crate::outputs::build(options, !socketless)?));
     // V4L2 buffers exported or allocated read-only: clients cannot write
     // into frames that other clients read.
     let opened = open(&SourceSpec {
@@ -296,12 +286,19 @@ pub fn serve(
     let description = opened.description;
     let source = opened.source;
     if socketless {
-        return serve_taps_only(source, &taps, &description, &signals, options, &mut print);
+        return serve_outputs_only(
+            source,
+            &outputs,
+            &description,
+            &signals,
+            options,
+            &mut print,
+        );
     }
-    let source: Box<dyn FrameSource> = if taps.is_empty() {
+    let source: Box<dyn FrameSource> = if lock(&outputs).is_empty() {
         source
     } else {
-        Box::new(Tapped::new(source, taps.clone()))
+        Box::new(Tapped::new(source, outputs.clone()))
     };
     let (mut publisher, how) = match passed {
         Some(fd) => (
@@ -321,7 +318,7 @@ pub fn serve(
         "{description}\nserving at {} ({how})",
         publisher.socket().display()
     ));
-    for line in taps.describe() {
+    for line in lock(&outputs).describe() {
         print(&line);
     }
     let cpu0 = cpu_time();
@@ -348,7 +345,7 @@ pub fn serve(
                 &publisher.stats(),
                 cpu_time().saturating_sub(cpu0),
             ));
-            for line in taps.status() {
+            for line in lock(&outputs).status() {
                 print(&line);
             }
         }

@@ -4,11 +4,11 @@
 //! a second.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zerocam_capture::{Frame, FrameSource};
 use zerocam_encode::jpeg::JpegEncoder;
+use zerocam_net::outputs::{Output, OutputError, Takes};
 use zerocam_net::view::{ViewConfig, ViewServer, ViewStatus};
 
 use crate::CliError;
@@ -47,9 +47,6 @@ pub struct ViewSide {
     errors: u64,
 }
 
-/// The view, shared by the tapped source and `serve`'s status lines.
-pub type SharedView = Arc<Mutex<ViewSide>>;
-
 impl ViewSide {
     /// Binds the address and starts the server.
     ///
@@ -76,14 +73,9 @@ impl ViewSide {
         })
     }
 
-    /// The line announcing the page.
-    pub fn describe(&self) -> String {
-        format!("live view at {}", self.server.url())
-    }
-
     /// Takes one frame of `source`: encoded for the viewers and a waiting
     /// snapshot when there are any; the figures refreshed now and then.
-    pub fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) {
+    fn take(&mut self, frame: &Frame, source: &dyn FrameSource) {
         self.frames += 1;
         let now = Instant::now();
         let elapsed = now.duration_since(self.window.0);
@@ -122,9 +114,24 @@ impl ViewSide {
             log::warn!("view: a frame did not encode ({} so far): {e}", self.errors);
         }
     }
+}
+
+/// The view as one output of the capture: it takes frames.
+impl Output for ViewSide {
+    fn takes(&self) -> Takes {
+        Takes {
+            frames: true,
+            h264: false,
+        }
+    }
+
+    /// The line announcing the page.
+    fn describe(&self) -> String {
+        format!("live view at {}", self.server.url())
+    }
 
     /// The server's counters as a status line.
-    pub fn status(&self) -> String {
+    fn status(&self) -> String {
         let s = self.server.stats();
         format!(
             "view: viewers {}, parts sent {}, skipped for slow viewers {}, stalled viewers {}, \
@@ -141,6 +148,11 @@ impl ViewSide {
             s.snapshots,
             self.errors
         )
+    }
+
+    fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) -> Result<(), OutputError> {
+        self.take(frame, source);
+        Ok(())
     }
 }
 

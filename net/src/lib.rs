@@ -3,6 +3,10 @@
 //! Frames off the process, over transports that already exist, while
 //! processes on the board keep zerocam's local zero-copy sharing.
 //!
+//! - [`outputs`]: one shape for every way out ([`outputs::Output`]), and
+//!   the list of one stream's outputs with its one H.264 encoder
+//!   ([`outputs::Outputs`]): each frame encoded once, whatever the number
+//!   of outputs.
 //! - [`view`]: a live view in the browser: MJPEG over HTTP, a page that
 //!   draws a model's boxes over the picture by frame sequence, the
 //!   stream's figures, a snapshot.
@@ -18,6 +22,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod outputs;
 pub mod view;
 
 #[cfg(feature = "gstreamer")]

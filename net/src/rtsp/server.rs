@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gstreamer as gst;
 use gstreamer::glib;
@@ -13,11 +13,12 @@ use gstreamer_app as gst_app;
 use gstreamer_rtsp_server as rtsp;
 use gstreamer_rtsp_server::prelude::*;
 use zerocam_capture::Frame;
-use zerocam_encode::encoder::{open_encoder, EncoderConfig};
-use zerocam_encode::{Codec, EncodeError, EncoderChoice, Packet, VideoEncoder};
+use zerocam_encode::encoder::EncoderConfig;
+use zerocam_encode::{Codec, EncodeError, EncoderChoice, Packet};
 
 use super::media::{check_path, configure, lock, track, Shared};
 use super::RtspError;
+use crate::outputs::{Encoded, Given, Output, OutputError, SharedEncoder, Takes, Want};
 
 /// The media every client shares: zerocam's access units, parsed (the
 /// parser puts SPS/PPS at the head of every keyframe's access unit, and the
@@ -40,9 +41,6 @@ const LAUNCH: &str = "( appsrc name=src is-live=true format=time do-timestamp=fa
 /// the server answers `DESCRIBE` only once the payloader has seen a first
 /// access unit (its caps carry the parameter sets of the SDP).
 const PREPARE_GRACE: Duration = Duration::from_secs(10);
-
-/// How long after an encoder fails to open it is tried again.
-const RETRY: Duration = Duration::from_secs(5);
 
 /// The elements the media needs, and where they come from.
 const ELEMENTS: [(&str, &str); 3] = [
@@ -107,11 +105,14 @@ pub struct RtspStats {
     /// client reading slower than the camera): the stream goes on with a
     /// longer gap, the encoder kept, nothing reopened.
     pub congested: u64,
-    /// Encoders opened: the first, then one after an encoder failed or
-    /// could not make a keyframe on request.
+    /// Encoders opened by [`RtspServer::push`] and
+    /// [`RtspServer::push_owned`] (the server's own): the first, then one
+    /// after an encoder failed or could not make a keyframe on request. As
+    /// an [`Output`] of [`Outputs`](crate::outputs::Outputs) the server
+    /// opens none: the stream's shared encoder counts its own.
     pub opened: u64,
-    /// Keyframes asked of the open encoder: a client started playing, a
-    /// new media, or access units dropped.
+    /// Keyframes asked of the server's own encoder: a client started
+    /// playing, a new media, or access units dropped.
     pub requested: u64,
     /// Medias configured (one per run of clients: all share it).
     pub media: u64,
@@ -119,23 +120,24 @@ pub struct RtspStats {
     pub clients: usize,
 }
 
-/// The encoder's side of the feed (only the caller's thread touches it).
+/// The media's side of the feed (only the caller's thread touches it).
 struct Feed {
-    choice: EncoderChoice,
-    config: EncoderConfig,
-    encoder: Option<Box<dyn VideoEncoder>>,
-    /// Why no encoder could be opened, and when to try again (`None`:
-    /// never, an encoder that cannot take borrowed frames).
-    unavailable: Option<String>,
-    retry_at: Option<Instant>,
-    /// The shared generation served so far (each new one is asked a
+    /// The shared generation served so far (each new one wants a
     /// keyframe).
     generation: u64,
     /// The media the times are anchored on: its number, the first
     /// packet's capture time and the running time it was given.
     base: Option<(u64, Duration, gst::ClockTime)>,
-    /// After a drop: non-keyframes are dropped until a keyframe.
+    /// After a drop, a gap or a new client: non-keyframes are dropped
+    /// until a keyframe.
     wait_keyframe: bool,
+    /// A keyframe is to be asked for with the next frame.
+    ask_keyframe: bool,
+    /// The media `wants_h264` found for the frame at hand.
+    target: Option<(gst_app::AppSrc, u64)>,
+    /// The encoder and index of the last access units handed over: a jump
+    /// is a gap in the stream.
+    last: Option<(u64, u64)>,
     max_queue_bytes: u64,
 }
 
@@ -149,6 +151,9 @@ pub struct RtspServer {
     thread: Option<JoinHandle<()>>,
     shared: Arc<Mutex<Shared>>,
     feed: Feed,
+    /// The encoder of [`push`](RtspServer::push) and
+    /// [`push_owned`](RtspServer::push_owned).
+    video: SharedEncoder,
     path: String,
     url: String,
     stats: RtspStats,
@@ -228,20 +233,23 @@ impl RtspServer {
             thread: None,
             shared,
             feed: Feed {
-                choice: config.encoder.clone(),
-                config: EncoderConfig {
+                generation: 0,
+                base: None,
+                wait_keyframe: true,
+                ask_keyframe: false,
+                target: None,
+                last: None,
+                max_queue_bytes: config.max_queue_bytes,
+            },
+            video: SharedEncoder::new(
+                "rtsp",
+                config.encoder.clone(),
+                EncoderConfig {
                     gop: Some(config.gop.max(1)),
                     fps: config.fps.max(1),
                     ..EncoderConfig::new(Codec::H264)
                 },
-                encoder: None,
-                unavailable: None,
-                retry_at: None,
-                generation: 0,
-                base: None,
-                wait_keyframe: true,
-                max_queue_bytes: config.max_queue_bytes,
-            },
+            ),
             path: config.path.clone(),
             url,
             stats: RtspStats::default(),
@@ -274,42 +282,37 @@ impl RtspServer {
         &self.url
     }
 
-    /// The encoder in use (its description), or why there is none.
+    /// The server's own encoder in use (its description), or why there is
+    /// none.
     pub fn encoder(&self) -> String {
-        match (&self.feed.encoder, &self.feed.unavailable) {
-            (Some(e), _) => e.describe(),
-            (None, Some(why)) => format!("unavailable: {why}"),
-            (None, None) => format!("{}, opened when a client comes", self.feed.choice),
-        }
+        self.video.describe()
     }
 
     /// The counters so far.
     pub fn stats(&self) -> RtspStats {
         let s = lock(&self.shared);
+        let v = self.video.stats();
         RtspStats {
             clients: s.playing,
             media: s.medias,
+            opened: v.opened,
+            requested: v.requested,
             ..self.stats
         }
     }
 
-    /// Encodes `frame` for the clients when any plays. The frame stays the
-    /// caller's, so the encoder must keep nothing
-    /// ([`VideoEncoder::encode_borrowed`]): [`EncoderChoice::Auto`] means
-    /// the software encoder here.
+    /// Encodes `frame` for the clients when any plays, with the server's
+    /// own encoder (an [`Outputs`](crate::outputs::Outputs) list shares
+    /// one among its outputs instead). The frame stays the caller's, so
+    /// the encoder must keep nothing
+    /// ([`VideoEncoder::encode_borrowed`](zerocam_encode::VideoEncoder::encode_borrowed)):
+    /// [`EncoderChoice::Auto`] means the software encoder here.
     ///
     /// # Errors
     /// The encoder's: it does not open (tried again 5 s later), or a
     /// frame does not encode (the next frame starts a fresh one).
     pub fn push(&mut self, frame: &Frame) -> Result<(), EncodeError> {
-        let Some((appsrc, media)) = self.ready(frame, true)? else {
-            return Ok(());
-        };
-        let packets = match self.feed.encoder.as_deref_mut() {
-            Some(e) => e.encode_borrowed(frame),
-            None => return Ok(()),
-        };
-        self.send(&appsrc, media, packets)
+        self.push_given(Given::Borrowed(frame))
     }
 
     /// As [`push`](Self::push), with the frame handed over: the encoder
@@ -319,26 +322,40 @@ impl RtspServer {
     /// # Errors
     /// As [`push`](Self::push).
     pub fn push_owned(&mut self, frame: Frame) -> Result<(), EncodeError> {
-        let Some((appsrc, media)) = self.ready(&frame, false)? else {
-            return Ok(());
-        };
-        let packets = match self.feed.encoder.as_deref_mut() {
-            Some(e) => e.encode(frame),
-            None => return Ok(()),
-        };
-        self.send(&appsrc, media, packets)
+        self.push_given(Given::Owned(frame))
     }
 
-    /// The media's `appsrc` when a client wants frames and an encoder is
-    /// open for it (a keyframe asked of it for a new media or client, the
-    /// encoder opened when there is none); otherwise `None`, the encoder
-    /// closed when nobody plays.
-    fn ready(
-        &mut self,
-        first: &Frame,
-        borrowed: bool,
-    ) -> Result<Option<(gst_app::AppSrc, u64)>, EncodeError> {
+    /// What [`Outputs`](crate::outputs::Outputs) does for its outputs,
+    /// for this one and its own encoder.
+    fn push_given(&mut self, frame: Given<'_>) -> Result<(), EncodeError> {
+        match self.want() {
+            Want::Off => {
+                self.video.close();
+                return Ok(());
+            }
+            Want::Skip => return Ok(()),
+            Want::Keyframe => self.video.request_keyframe(),
+            Want::Next => {}
+        }
+        let Some((packets, encoder, index)) = self.video.encode(frame)? else {
+            self.feed.target = None;
+            return Ok(());
+        };
+        self.hand_over(&Encoded {
+            packets: &packets,
+            encoder,
+            index,
+        });
+        Ok(())
+    }
+
+    /// The media's `appsrc` when a client wants frames (or a new media is
+    /// being prepared for one): [`Want::Keyframe`] for a new media or
+    /// client, or after access units were lost; [`Want::Skip`] while the
+    /// media's queue is over half full; [`Want::Off`] when nobody plays.
+    fn want(&mut self) -> Want {
         self.stats.frames += 1;
+        self.feed.target = None;
         let (appsrc, media, generation) = {
             let s = lock(&self.shared);
             let wanted =
@@ -348,26 +365,17 @@ impl RtspServer {
                 _ => {
                     drop(s);
                     self.stats.idle += 1;
-                    if self.feed.encoder.take().is_some() {
-                        log::info!("rtsp: no client left, encoder closed");
-                    }
-                    return Ok(None);
+                    self.feed.wait_keyframe = true;
+                    return Want::Off;
                 }
             }
         };
-        if self.feed.unavailable.is_some() {
-            // A device busy for a moment, or out of fds: tried again later.
-            match self.feed.retry_at {
-                Some(t) if Instant::now() >= t => self.feed.unavailable = None,
-                _ => return Ok(None),
-            }
-        }
-        // A client slower than the camera: this frame is not encoded at all
-        // (the stream stays whole, with a longer gap), rather than encoded
-        // and dropped, which would break the stream and need a keyframe.
+        // A client slower than the camera: this frame is not taken at all
+        // (with the server's own encoder, not encoded: the stream stays
+        // whole, with a longer gap), rather than taken and dropped.
         if appsrc.current_level_bytes() > self.feed.max_queue_bytes / 2 {
             self.stats.congested += 1;
-            return Ok(None);
+            return Want::Skip;
         }
         if self.feed.generation != generation {
             // A new media or a new client: the stream goes on from a
@@ -379,56 +387,30 @@ impl RtspServer {
         if self.feed.base.is_some_and(|(n, _, _)| n != media) {
             self.feed.base = None;
         }
-        if self.feed.encoder.is_none() {
-            // Borrowed frames go to an encoder that keeps none: `auto`
-            // would pick a hardware one first, which must keep them.
-            // (a device or element stays: it refuses borrowed frames with
-            // a typed error, and is then not tried again).
-            let borrowed_choice = borrowed
-                .then(|| self.feed.choice.for_borrowed_frames())
-                .flatten();
-            let choice = borrowed_choice.as_ref().unwrap_or(&self.feed.choice);
-            match open_encoder(choice, &self.feed.config, first) {
-                Ok((e, why)) => {
-                    log::info!("rtsp: {why}");
-                    self.feed.encoder = Some(e);
-                    self.feed.wait_keyframe = true;
-                    self.stats.opened += 1;
-                }
-                Err(e) => {
-                    log::warn!("rtsp: no H.264 encoder (tried again in {RETRY:?}): {e}");
-                    self.feed.unavailable = Some(e.to_string());
-                    self.feed.retry_at = Some(Instant::now() + RETRY);
-                    return Err(e);
-                }
-            }
+        self.feed.target = Some((appsrc, media));
+        match std::mem::take(&mut self.feed.ask_keyframe) {
+            true => Want::Keyframe,
+            false => Want::Next,
         }
-        Ok(Some((appsrc, media)))
     }
 
-    /// Hands `packets` (or the encoder's error) to `appsrc`, timed from the
-    /// media's first packet; drops what does not fit its queue.
-    fn send(
-        &mut self,
-        appsrc: &gst_app::AppSrc,
-        media: u64,
-        packets: Result<Vec<Packet>, EncodeError>,
-    ) -> Result<(), EncodeError> {
-        let packets = match packets {
-            Ok(p) => p,
-            Err(e) => {
-                // The next frame starts a fresh encoder; one that cannot
-                // take borrowed frames never will, so it is not opened again.
-                self.feed.encoder = None;
-                if matches!(e, EncodeError::NeedsOwnedFrames { .. }) {
-                    log::warn!("rtsp: no H.264: {e}");
-                    self.feed.unavailable = Some(e.to_string());
-                    self.feed.retry_at = None;
-                }
-                return Err(e);
-            }
+    /// Hands `encoded`'s access units to the media `want` found, timed
+    /// from the media's first; drops what does not fit its queue. A jump
+    /// in the encoder's input (frames this server did not take) is a gap:
+    /// it waits for a keyframe, and asks for one.
+    fn hand_over(&mut self, encoded: &Encoded<'_>) {
+        let Some((appsrc, media)) = self.feed.target.take() else {
+            return;
         };
-        for packet in packets {
+        let follows = match self.feed.last {
+            Some((e, i)) => e == encoded.encoder && i + 1 == encoded.index,
+            None => false,
+        };
+        if !follows && encoded.index != 0 && !self.feed.wait_keyframe {
+            self.restart_at_keyframe();
+        }
+        self.feed.last = Some((encoded.encoder, encoded.index));
+        for packet in encoded.packets {
             if self.feed.wait_keyframe && !packet.keyframe {
                 self.stats.dropped += 1;
                 continue;
@@ -445,7 +427,8 @@ impl RtspServer {
                 .get_or_insert_with(|| (media, packet.pts, now.unwrap_or(gst::ClockTime::ZERO)));
             let pts = stamp(base, packet.pts, now);
             let keyframe = packet.keyframe;
-            let mut buffer = gst::Buffer::from_mut_slice(packet.data);
+            // The access unit's bytes, shared with the other outputs: no copy.
+            let mut buffer = gst::Buffer::from_slice(Bytes(packet.clone()));
             if let Some(b) = buffer.get_mut() {
                 b.set_pts(pts);
                 if !keyframe {
@@ -461,7 +444,6 @@ impl RtspServer {
                 Err(e) => self.drop_packet(&format!("the media refused it ({e:?})")),
             }
         }
-        Ok(())
     }
 
     /// One access unit dropped: counted, and the stream restarted at a
@@ -474,21 +456,53 @@ impl RtspServer {
         self.restart_at_keyframe();
     }
 
-    /// Access units wait for a keyframe, which the open encoder is asked
-    /// for; one that cannot make it on request is closed, and the next
-    /// frame opens a fresh one.
+    /// Access units wait for a keyframe, which the encoder is asked for
+    /// with the next frame.
     fn restart_at_keyframe(&mut self) {
         self.feed.wait_keyframe = true;
-        let taken = self
-            .feed
-            .encoder
-            .as_deref_mut()
-            .is_some_and(|e| e.request_keyframe());
-        if taken {
-            self.stats.requested += 1;
-        } else {
-            self.feed.encoder = None;
+        self.feed.ask_keyframe = true;
+    }
+}
+
+/// An access unit's bytes as a GStreamer buffer's memory, shared.
+struct Bytes(Arc<Packet>);
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.data
+    }
+}
+
+/// The server as one output of a stream: it takes H.264, wanted while a
+/// client plays.
+impl Output for RtspServer {
+    fn takes(&self) -> Takes {
+        Takes {
+            frames: false,
+            h264: true,
         }
+    }
+
+    fn describe(&self) -> String {
+        format!("RTSP at {}", self.url)
+    }
+
+    fn status(&self) -> String {
+        let s = self.stats();
+        format!(
+            "rtsp: clients {}, frames {}, not encoded (no client) {}, \
+             not encoded (a slow client) {}, sent {} (keyframes {}, medias {}), dropped {}",
+            s.clients, s.frames, s.idle, s.congested, s.sent, s.keyframes, s.media, s.dropped
+        )
+    }
+
+    fn wants_h264(&mut self) -> Want {
+        self.want()
+    }
+
+    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
+        self.hand_over(encoded);
+        Ok(())
     }
 }
 

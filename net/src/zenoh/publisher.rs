@@ -2,6 +2,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zenoh::bytes::{Encoding, ZBytes};
@@ -11,12 +12,13 @@ use zenoh::{Session, Wait};
 use zerocam_capture::frame::Clock;
 use zerocam_capture::ros::{CameraInfo, CompressedImage, CompressedVideo, Header, Message, Time};
 use zerocam_capture::zenoh_source::{open_session, Attachment, Role, ZenohError, ZenohOptions};
-use zerocam_capture::{Frame, StreamFormat};
-use zerocam_encode::encoder::{open_encoder, EncoderConfig};
+use zerocam_capture::{Frame, FrameSource, StreamFormat};
+use zerocam_encode::encoder::EncoderConfig;
 use zerocam_encode::jpeg::JpegEncoder;
-use zerocam_encode::{Codec, EncoderChoice, Packet, VideoEncoder};
+use zerocam_encode::{Codec, EncoderChoice, Packet};
 
 use super::PublishError;
+use crate::outputs::{Encoded, Given, Output, OutputError, SharedEncoder, Takes, Want};
 
 /// How to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +80,11 @@ pub struct ZenohPublisherStats {
     pub h264: u64,
     /// Of those, keyframes.
     pub h264_keyframes: u64,
-    /// H.264 encoders opened (one per run of matching subscriptions).
+    /// H.264 encoders opened by [`ZenohPublisher::publish`] and
+    /// [`ZenohPublisher::publish_owned`] (one per run of matching
+    /// subscriptions). As an [`Output`] of
+    /// [`Outputs`](crate::outputs::Outputs) the publisher opens none: the
+    /// stream's shared encoder counts its own.
     pub h264_opened: u64,
     /// Time spent encoding JPEG.
     pub encode: Duration,
@@ -138,16 +144,17 @@ impl Topic {
     }
 }
 
-/// The H.264 topic's encoder: opened when a subscriber comes (its first
-/// access unit is a keyframe with the parameter sets), dropped when the last
-/// goes (no encode CPU while nobody watches).
+/// The H.264 topic, and the encoder of [`ZenohPublisher::publish`] and
+/// [`ZenohPublisher::publish_owned`]: opened when a subscriber comes (its
+/// first access unit is a keyframe with the parameter sets), closed when
+/// the last goes (no encode CPU while nobody watches).
 struct Video {
     topic: Topic,
-    choice: EncoderChoice,
-    config: EncoderConfig,
-    encoder: Option<Box<dyn VideoEncoder>>,
-    /// Why no encoder could be opened (then none is tried again).
-    unavailable: Option<String>,
+    encoder: SharedEncoder,
+    /// Whether a subscriber matched at the last frame.
+    matched: bool,
+    /// After a run with no subscriber: access units wait for a keyframe.
+    wait_keyframe: bool,
 }
 
 /// Publishes frames as ROS 2 messages on Zenoh (see [the module](super)).
@@ -207,16 +214,19 @@ impl ZenohPublisher {
         let jpeg = Topic::new(&session, format!("{prefix}/jpeg"), CompressedImage::TYPE)?;
         let info = Topic::new(&session, format!("{prefix}/camera_info"), CameraInfo::TYPE)?;
         let video = match &config.h264 {
-            Some(choice) => Some(Video {
-                topic: Topic::new(&session, format!("{prefix}/h264"), CompressedVideo::TYPE)?,
-                choice: choice.clone(),
-                config: EncoderConfig {
+            Some(choice) => {
+                let topic = Topic::new(&session, format!("{prefix}/h264"), CompressedVideo::TYPE)?;
+                let config = EncoderConfig {
                     gop: Some(config.gop.max(1)),
                     ..EncoderConfig::new(Codec::H264)
-                },
-                encoder: None,
-                unavailable: None,
-            }),
+                };
+                Some(Video {
+                    encoder: SharedEncoder::new(&topic.key, choice.clone(), config),
+                    topic,
+                    matched: false,
+                    wait_keyframe: true,
+                })
+            }
             None => None,
         };
         let instance = random_instance();
@@ -241,14 +251,10 @@ impl ZenohPublisher {
         keys
     }
 
-    /// The H.264 encoder in use (its description), or why there is none.
+    /// The H.264 encoder of [`publish`](Self::publish) in use (its
+    /// description), or why there is none; `None`: no H.264 topic.
     pub fn h264_encoder(&self) -> Option<String> {
-        let v = self.video.as_ref()?;
-        match (&v.encoder, &v.unavailable) {
-            (Some(e), _) => Some(e.describe()),
-            (None, Some(why)) => Some(format!("unavailable: {why}")),
-            (None, None) => Some("opened when a subscriber comes".into()),
-        }
+        Some(self.video.as_ref()?.encoder.describe())
     }
 
     /// The session (its id, or to declare more on it).
@@ -258,7 +264,10 @@ impl ZenohPublisher {
 
     /// The counters so far.
     pub fn stats(&self) -> ZenohPublisherStats {
-        self.stats
+        ZenohPublisherStats {
+            h264_opened: self.video.as_ref().map_or(0, |v| v.encoder.stats().opened),
+            ..self.stats
+        }
     }
 
     /// Publishes `frame` on every topic a subscriber matches; encodes only
@@ -275,11 +284,7 @@ impl ZenohPublisher {
     /// [`PublishError::Encode`] from the H.264 encoder.
     pub fn publish(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
         let stills = self.publish_stills(frame, format);
-        let video = match self.video_packets(frame, true, |e, f| e.encode_borrowed(f)) {
-            Some(packets) => packets.and_then(|p| self.put_packets(p)),
-            None => Ok(()),
-        };
-        stills.and(video)
+        stills.and(self.publish_video(Given::Borrowed(frame)))
     }
 
     /// As [`publish`](Self::publish), with the frame handed over: the
@@ -294,16 +299,50 @@ impl ZenohPublisher {
         format: &StreamFormat,
     ) -> Result<(), PublishError> {
         let stills = self.publish_stills(&frame, format);
-        let mut frame = Some(frame);
-        let packets = self.video_packets(&mut frame, false, |e, f| match f.take() {
-            Some(f) => e.encode(f),
-            None => Ok(Vec::new()),
-        });
-        let video = match packets {
-            Some(packets) => packets.and_then(|p| self.put_packets(p)),
-            None => Ok(()),
+        stills.and(self.publish_video(Given::Owned(frame)))
+    }
+
+    /// `frame` through the publisher's own H.264 encoder, what
+    /// [`Outputs`](crate::outputs::Outputs) does for its outputs with the
+    /// stream's.
+    fn publish_video(&mut self, frame: Given<'_>) -> Result<(), PublishError> {
+        let want = self.video_want();
+        let Some(video) = self.video.as_mut() else {
+            return Ok(());
         };
-        stills.and(video)
+        match want {
+            Want::Off => {
+                video.encoder.close();
+                return Ok(());
+            }
+            Want::Skip => return Ok(()),
+            Want::Keyframe => video.encoder.request_keyframe(),
+            Want::Next => {}
+        }
+        match video.encoder.encode(frame) {
+            Ok(Some((packets, _, _))) => self.put_packets(&packets),
+            Ok(None) => Ok(()),
+            Err(e) => Err(PublishError::Encode(e)),
+        }
+    }
+
+    /// Whether the H.264 topic wants this frame: a keyframe when its first
+    /// subscriber came.
+    fn video_want(&mut self) -> Want {
+        let Some(video) = self.video.as_mut() else {
+            return Want::Off;
+        };
+        let matching = video.topic.matching();
+        let came = matching && !video.matched;
+        video.matched = matching;
+        match (matching, came) {
+            (false, _) => {
+                video.wait_keyframe = true;
+                Want::Off
+            }
+            (true, true) => Want::Keyframe,
+            (true, false) => Want::Next,
+        }
     }
 
     /// JPEG and camera_info.
@@ -339,72 +378,17 @@ impl ZenohPublisher {
         info
     }
 
-    /// The H.264 packets of `frame` (`None`: no H.264 topic, nobody
-    /// subscribed, or no encoder), opening the encoder when a subscriber
-    /// came and dropping it when the last went.
-    fn video_packets<F>(
-        &mut self,
-        frame: F,
-        borrowed: bool,
-        encode: impl FnOnce(
-            &mut dyn VideoEncoder,
-            F,
-        ) -> Result<Vec<Packet>, zerocam_encode::EncodeError>,
-    ) -> Option<Result<Vec<Packet>, PublishError>>
-    where
-        F: FrameRef,
-    {
-        let video = self.video.as_mut()?;
-        if !video.topic.matching() {
-            if video.encoder.take().is_some() {
-                log::info!("{}: no subscriber left, encoder closed", video.topic.key);
-            }
-            return None;
-        }
-        if video.unavailable.is_some() {
-            return None;
-        }
-        if video.encoder.is_none() {
-            // Borrowed frames go to an encoder that keeps none: `auto`
-            // would pick a hardware one first, which must keep them.
-            // (a device or element stays: it refuses borrowed frames with
-            // a typed error, and is then not tried again).
-            let borrowed_choice = borrowed
-                .then(|| video.choice.for_borrowed_frames())
-                .flatten();
-            let choice = borrowed_choice.as_ref().unwrap_or(&video.choice);
-            match open_encoder(choice, &video.config, frame.frame()?) {
-                Ok((e, why)) => {
-                    log::info!("{}: {why}", video.topic.key);
-                    video.encoder = Some(e);
-                    self.stats.h264_opened += 1;
-                }
-                Err(e) => {
-                    log::warn!("{}: no H.264 encoder: {e}", video.topic.key);
-                    video.unavailable = Some(e.to_string());
-                    return None;
-                }
-            }
-        }
-        let encoder = video.encoder.as_deref_mut()?;
-        Some(encode(encoder, frame).map_err(|e| {
-            // The next frame starts a fresh encoder; one that cannot take
-            // borrowed frames never will, so it is not opened again.
-            video.encoder = None;
-            if matches!(e, zerocam_encode::EncodeError::NeedsOwnedFrames { .. }) {
-                log::warn!("{}: no H.264: {e}", video.topic.key);
-                video.unavailable = Some(e.to_string());
-            }
-            PublishError::Encode(e)
-        }))
-    }
-
-    /// Sends H.264 access units as `CompressedVideo`.
-    fn put_packets(&mut self, packets: Vec<Packet>) -> Result<(), PublishError> {
+    /// Sends H.264 access units as `CompressedVideo`, from a keyframe on
+    /// after a run with no subscriber.
+    fn put_packets(&mut self, packets: &[Arc<Packet>]) -> Result<(), PublishError> {
         let Some(video) = self.video.as_mut() else {
             return Ok(());
         };
         for p in packets {
+            if video.wait_keyframe && !p.keyframe {
+                continue;
+            }
+            video.wait_keyframe = false;
             let msg = CompressedVideo {
                 timestamp: stamp(p.pts),
                 frame_id: &self.frame_id,
@@ -419,20 +403,48 @@ impl ZenohPublisher {
     }
 }
 
-/// A frame by reference or by value (in an `Option` it can be taken from),
-/// so one code path opens encoders for both.
-trait FrameRef {
-    fn frame(&self) -> Option<&Frame>;
-}
-
-impl FrameRef for &Frame {
-    fn frame(&self) -> Option<&Frame> {
-        Some(self)
+/// The publisher as one output of a stream: it takes frames (JPEG and
+/// camera_info) and, with an H.264 topic, H.264 while a subscriber
+/// matches it.
+impl Output for ZenohPublisher {
+    fn takes(&self) -> Takes {
+        Takes {
+            frames: true,
+            h264: self.video.is_some(),
+        }
     }
-}
 
-impl FrameRef for &mut Option<Frame> {
-    fn frame(&self) -> Option<&Frame> {
-        self.as_ref()
+    fn describe(&self) -> String {
+        format!("publishing on Zenoh: {}", self.keys())
+    }
+
+    fn status(&self) -> String {
+        let s = self.stats();
+        let per = s.encode.as_secs_f64() * 1e3 / s.jpeg.max(1) as f64;
+        format!(
+            "zenoh: frames {}, jpeg sent {}, not encoded (no subscriber) {}, \
+             camera_info sent {}, h264 sent {} ({} keyframes), JPEG encode {per:.2} ms/frame",
+            s.frames, s.jpeg, s.idle, s.camera_info, s.h264, s.h264_keyframes
+        )
+    }
+
+    fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) -> Result<(), OutputError> {
+        self.publish_stills(frame, source.stream_format())
+            .map_err(|e| OutputError::Send {
+                output: "zenoh",
+                reason: e.to_string(),
+            })
+    }
+
+    fn wants_h264(&mut self) -> Want {
+        self.video_want()
+    }
+
+    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
+        self.put_packets(encoded.packets)
+            .map_err(|e| OutputError::Send {
+                output: "zenoh",
+                reason: e.to_string(),
+            })
     }
 }

@@ -1,0 +1,132 @@
+//! One capture, many ways out: `serve`'s outputs besides the socket (the
+//! live view, Zenoh, RTSP) as one list, zerocam-net's `Outputs`, with the
+//! one H.264 encoder they share; and the source whose every frame is shown
+//! to them before it goes on (to the Unix socket's publisher, or to its
+//! drop).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use zerocam_capture::{Frame, FrameSource, Result as CaptureResult, SharedPlane};
+use zerocam_capture::{StreamFormat, StreamStats};
+use zerocam_encode::encoder::EncoderConfig;
+use zerocam_encode::{Codec, EncoderChoice};
+use zerocam_net::outputs::{Outputs, SharedEncoder};
+
+use crate::serve::ServeOptions;
+use crate::CliError;
+
+/// The outputs, shared by the tapped source and `serve`'s status lines.
+pub type SharedOutputs = Arc<Mutex<Outputs>>;
+
+/// A lock whatever a panicked holder left.
+pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The outputs `options` asks for. `borrowed`: each frame goes on to the
+/// socket's clients after, so the shared encoder must keep nothing of it
+/// (software; `auto` becomes `software`).
+///
+/// # Errors
+/// Each output's own (an address that cannot be bound, a feature not
+/// built); [`CliError::Usage`] for `--h264` and `--rtsp-encoder` naming
+/// two different encoders (one serves both), or a hardware or GStreamer
+/// encoder with `borrowed`.
+pub fn build(options: &ServeOptions, borrowed: bool) -> Result<Outputs, CliError> {
+    let mut outputs = Outputs::new(shared_encoder(options, borrowed)?);
+    if let Some(z) = &options.zenoh {
+        outputs.push(crate::zenoh::publisher(z)?);
+    }
+    if let Some(v) = &options.http {
+        outputs.push(Box::new(crate::view::ViewSide::new(v)?));
+    }
+    if let Some(r) = &options.rtsp {
+        outputs.push(crate::rtsp::server(r)?);
+    }
+    Ok(outputs)
+}
+
+/// The stream's one H.264 encoder, for Zenoh's `PREFIX/h264` and RTSP
+/// (`None`: neither is asked for).
+fn shared_encoder(
+    options: &ServeOptions,
+    borrowed: bool,
+) -> Result<Option<SharedEncoder>, CliError> {
+    let zenoh = options.zenoh.as_ref().and_then(|z| z.h264.clone());
+    let rtsp = options.rtsp.as_ref().map(|r| r.encoder.clone());
+    let choice = match (zenoh, rtsp) {
+        (None, None) => return Ok(None),
+        (Some(c), None) | (None, Some(c)) => c,
+        (Some(EncoderChoice::Auto), Some(c)) | (Some(c), Some(EncoderChoice::Auto)) => c,
+        (Some(z), Some(r)) if z == r => z,
+        (Some(z), Some(r)) => {
+            return Err(CliError::Usage(format!(
+                "--h264 {z} and --rtsp-encoder {r}: one H.264 encoder serves Zenoh and RTSP; \
+                 name one (or the same for both)"
+            )))
+        }
+    };
+    let choice = match borrowed {
+        true => choice.for_borrowed_frames().ok_or_else(|| {
+            CliError::Usage(format!(
+                "H.264 encoder {choice}: with --socket too, each frame goes on to the \
+                 socket's clients, so H.264 is encoded in software (software or auto)"
+            ))
+        })?,
+        false => choice,
+    };
+    let gop = options
+        .rtsp
+        .as_ref()
+        .map(|r| r.gop)
+        .or(options.zenoh.as_ref().map(|z| z.gop))
+        .unwrap_or(30);
+    let config = EncoderConfig {
+        gop: Some(gop.max(1)),
+        ..EncoderConfig::new(Codec::H264)
+    };
+    Ok(Some(SharedEncoder::new("h264", choice, config)))
+}
+
+/// A source whose every frame goes through the outputs before it goes on.
+pub struct Tapped<S> {
+    inner: S,
+    outputs: SharedOutputs,
+}
+
+impl<S: FrameSource> Tapped<S> {
+    /// `inner`'s frames, each shown to `outputs` first.
+    pub fn new(inner: S, outputs: SharedOutputs) -> Tapped<S> {
+        Tapped { inner, outputs }
+    }
+}
+
+impl<S: FrameSource> FrameSource for Tapped<S> {
+    fn next_frame(&mut self, timeout: Duration) -> CaptureResult<Frame> {
+        let frame = self.inner.next_frame(timeout)?;
+        lock(&self.outputs).frame(&frame, &self.inner);
+        Ok(frame)
+    }
+
+    fn stream_format(&self) -> &StreamFormat {
+        self.inner.stream_format()
+    }
+
+    fn stats(&self) -> StreamStats {
+        self.inner.stats()
+    }
+
+    fn name(&self) -> &Path {
+        self.inner.name()
+    }
+
+    fn read_only_planes(&self, index: usize) -> CaptureResult<Vec<SharedPlane>> {
+        self.inner.read_only_planes(index)
+    }
+
+    fn clock(&self) -> zerocam_capture::frame::Clock {
+        self.inner.clock()
+    }
+}

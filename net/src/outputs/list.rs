@@ -1,0 +1,168 @@
+//! [`Outputs`]: the outputs of one stream and its shared H.264 encoder.
+
+use zerocam_capture::{Frame, FrameSource};
+
+use super::{Encoded, Given, Output, OutputError, SharedEncoder, Want};
+
+/// One output and its failures.
+struct Entry {
+    output: Box<dyn Output>,
+    /// Steps that failed (logged at 1, 2, 4, 8...: a failing output cannot
+    /// flood the log at the frame rate).
+    errors: u64,
+    /// Whether it said it wants this frame's H.264.
+    wants: bool,
+}
+
+impl Entry {
+    fn failed(&mut self, e: &OutputError) {
+        self.errors += 1;
+        if self.errors.is_power_of_two() {
+            log::warn!("{e} ({} errors so far)", self.errors);
+        }
+    }
+}
+
+/// The outputs of one stream (see [the module](super)): each frame is
+/// shown to those that take frames, and encoded once, by the one H.264
+/// encoder, for those that want H.264.
+pub struct Outputs {
+    entries: Vec<Entry>,
+    video: Option<SharedEncoder>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outputs")
+            .field("outputs", &self.entries.len())
+            .field("video", &self.video)
+            .finish()
+    }
+}
+
+impl Outputs {
+    /// No outputs yet; `video` encodes for those that take H.264 (`None`:
+    /// none may).
+    pub fn new(video: Option<SharedEncoder>) -> Outputs {
+        Outputs {
+            entries: Vec::new(),
+            video,
+        }
+    }
+
+    /// Adds `output`.
+    pub fn push(&mut self, output: Box<dyn Output>) {
+        self.entries.push(Entry {
+            output,
+            errors: 0,
+            wants: false,
+        });
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The shared encoder.
+    pub fn video(&self) -> Option<&SharedEncoder> {
+        self.video.as_ref()
+    }
+
+    /// Shows `frame` of `source` to the outputs; it goes on to the caller's
+    /// next consumer after, so the encoder keeps nothing of it.
+    pub fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) {
+        self.run(Given::Borrowed(frame), source);
+    }
+
+    /// As [`frame`](Self::frame), the outputs its last holders: the encoder
+    /// may keep it (a hardware encoder imports the capture's dma-buf once,
+    /// and the buffer goes back to the driver when it is done).
+    pub fn frame_owned(&mut self, frame: Frame, source: &dyn FrameSource) {
+        self.run(Given::Owned(frame), source);
+    }
+
+    fn run(&mut self, frame: Given<'_>, source: &dyn FrameSource) {
+        for e in &mut self.entries {
+            if e.output.takes().frames {
+                if let Err(err) = e.output.frame(frame.frame(), source) {
+                    e.failed(&err);
+                }
+            }
+        }
+        let Some(video) = self.video.as_mut() else {
+            return;
+        };
+        let (mut any, mut present, mut keyframe) = (false, false, false);
+        for e in &mut self.entries {
+            let want = match e.output.takes().h264 {
+                true => e.output.wants_h264(),
+                false => Want::Off,
+            };
+            e.wants = matches!(want, Want::Next | Want::Keyframe);
+            any |= e.wants;
+            present |= want != Want::Off;
+            keyframe |= want == Want::Keyframe;
+        }
+        if !present {
+            video.close();
+        }
+        if !any {
+            return;
+        }
+        if keyframe {
+            video.request_keyframe();
+        }
+        let (packets, encoder, index) = match video.encode(frame) {
+            Ok(Some(encoded)) => encoded,
+            Ok(None) => return,
+            Err(err) => {
+                let err = OutputError::Encode(err);
+                for e in self.entries.iter_mut().filter(|e| e.wants) {
+                    e.failed(&err);
+                }
+                return;
+            }
+        };
+        let encoded = Encoded {
+            packets: &packets,
+            encoder,
+            index,
+        };
+        for e in self.entries.iter_mut().filter(|e| e.wants) {
+            if let Err(err) = e.output.h264(&encoded) {
+                e.failed(&err);
+            }
+        }
+    }
+
+    /// The first lines: what each output serves, and the encoder.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.entries.iter().map(|e| e.output.describe()).collect();
+        if let Some(v) = &self.video {
+            lines.push(format!(
+                "h264: {}, one encoder for every output",
+                v.describe()
+            ));
+        }
+        lines
+    }
+
+    /// Each output's status line (with its failures), and the encoder's.
+    pub fn status(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .entries
+            .iter()
+            .map(|e| format!("{}, failures {}", e.output.status(), e.errors))
+            .collect();
+        if let Some(v) = &self.video {
+            let s = v.stats();
+            lines.push(format!(
+                "h264: frames encoded {}, access units {} ({} keyframes), encoders opened {}, \
+                 keyframe requests {}, errors {}",
+                s.frames, s.packets, s.keyframes, s.opened, s.requested, s.errors
+            ));
+        }
+        lines
+    }
+}

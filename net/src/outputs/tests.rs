@@ -1,0 +1,203 @@
+//! [`Outputs`] with OpenH264 (a real encoder) and outputs that record what
+//! they were given.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use zerocam_capture::{Frame, FrameSource, PatternConfig, PatternSource};
+use zerocam_encode::encoder::EncoderConfig;
+use zerocam_encode::{Codec, EncoderChoice};
+
+use super::{Encoded, Output, OutputError, Outputs, SharedEncoder, Takes, Want};
+
+/// What a recording output saw: per frame, (encoder, index, access
+/// units, keyframes), and frames shown.
+#[derive(Default)]
+struct Seen {
+    h264: Vec<(u64, u64, usize, usize)>,
+    frames: u64,
+}
+
+/// An output that answers `wants_h264` from a script (one entry per
+/// frame, the last repeated) and records what it gets.
+struct Recorder {
+    takes: Takes,
+    script: Vec<Want>,
+    at: usize,
+    seen: Arc<Mutex<Seen>>,
+    fail: bool,
+}
+
+impl Recorder {
+    fn new(takes: Takes, script: &[Want]) -> (Recorder, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let r = Recorder {
+            takes,
+            script: script.to_vec(),
+            at: 0,
+            seen: seen.clone(),
+            fail: false,
+        };
+        (r, seen)
+    }
+}
+
+impl Output for Recorder {
+    fn takes(&self) -> Takes {
+        self.takes
+    }
+
+    fn describe(&self) -> String {
+        "recorder".into()
+    }
+
+    fn status(&self) -> String {
+        "recorder".into()
+    }
+
+    fn frame(&mut self, _frame: &Frame, _source: &dyn FrameSource) -> Result<(), OutputError> {
+        self.seen.lock().unwrap().frames += 1;
+        match self.fail {
+            true => Err(OutputError::Send {
+                output: "recorder",
+                reason: "gone".into(),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    fn wants_h264(&mut self) -> Want {
+        let want = self.script[self.at.min(self.script.len() - 1)];
+        self.at += 1;
+        want
+    }
+
+    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
+        let keyframes = encoded.packets.iter().filter(|p| p.keyframe).count();
+        self.seen.lock().unwrap().h264.push((
+            encoded.encoder,
+            encoded.index,
+            encoded.packets.len(),
+            keyframes,
+        ));
+        Ok(())
+    }
+}
+
+const H264: Takes = Takes {
+    frames: false,
+    h264: true,
+};
+
+fn outputs() -> Outputs {
+    let config = EncoderConfig {
+        gop: Some(1000),
+        ..EncoderConfig::new(Codec::H264)
+    };
+    Outputs::new(Some(SharedEncoder::new(
+        "test",
+        EncoderChoice::Software,
+        config,
+    )))
+}
+
+fn run(outputs: &mut Outputs, frames: usize) {
+    let mut pattern =
+        PatternSource::new(PatternConfig::new("NV12".parse().unwrap(), 320, 240)).unwrap();
+    for _ in 0..frames {
+        let frame = pattern.next_frame(Duration::from_secs(1)).unwrap();
+        outputs.frame(&frame, &pattern);
+    }
+}
+
+#[test]
+fn one_encoder_for_every_output_and_each_frame_encoded_once() {
+    let mut outputs = outputs();
+    let (a, seen_a) = Recorder::new(H264, &[Want::Next]);
+    let (b, seen_b) = Recorder::new(
+        H264,
+        &[Want::Off, Want::Off, Want::Off, Want::Keyframe, Want::Next],
+    );
+    let (c, seen_c) = Recorder::new(
+        Takes {
+            frames: true,
+            h264: false,
+        },
+        &[Want::Next],
+    );
+    outputs.push(Box::new(a));
+    outputs.push(Box::new(b));
+    outputs.push(Box::new(c));
+    run(&mut outputs, 10);
+    let stats = outputs.video().unwrap().stats();
+    assert_eq!(
+        (stats.opened, stats.frames, stats.requested),
+        (1, 10, 1),
+        "{stats:?}"
+    );
+    let a = seen_a.lock().unwrap();
+    assert_eq!(a.h264.len(), 10);
+    assert!(a
+        .h264
+        .iter()
+        .enumerate()
+        .all(|(i, h)| h.0 == 1 && h.1 == i as u64));
+    assert_eq!(a.h264[0].3, 1, "the encoder's first is a keyframe");
+    // The one that came at frame 3 asked for a keyframe, and got it then
+    // (OpenH264 makes it on the next frame it encodes), from the same encoder.
+    let b = seen_b.lock().unwrap();
+    assert_eq!(b.h264.len(), 7);
+    assert_eq!(
+        (b.h264[0].0, b.h264[0].1, b.h264[0].3),
+        (1, 3, 1),
+        "{:?}",
+        b.h264
+    );
+    assert_eq!(a.h264[3].3, 1, "the same keyframe for every output");
+    // The frame-taker saw every frame, and took no H.264.
+    let c = seen_c.lock().unwrap();
+    assert_eq!((c.frames, c.h264.len()), (10, 0));
+}
+
+#[test]
+fn the_encoder_closes_when_nobody_wants_it_and_stays_for_a_skip() {
+    let mut outputs = outputs();
+    let script = [
+        Want::Next,
+        Want::Skip,
+        Want::Next,
+        Want::Off,
+        Want::Off,
+        Want::Next,
+    ];
+    let (a, seen) = Recorder::new(H264, &script);
+    outputs.push(Box::new(a));
+    run(&mut outputs, 6);
+    let stats = outputs.video().unwrap().stats();
+    // Frames 0 and 2 by the first encoder (frame 1 skipped, not encoded),
+    // closed at frame 3, a second opened at frame 5.
+    assert_eq!((stats.opened, stats.frames), (2, 3), "{stats:?}");
+    let seen = seen.lock().unwrap();
+    let order: Vec<(u64, u64)> = seen.h264.iter().map(|h| (h.0, h.1)).collect();
+    assert_eq!(order, [(1, 0), (1, 1), (2, 0)]);
+}
+
+#[test]
+fn a_failing_output_is_counted_and_the_others_go_on() {
+    let mut outputs = outputs();
+    let takes = Takes {
+        frames: true,
+        h264: true,
+    };
+    let (mut bad, _) = Recorder::new(takes, &[Want::Next]);
+    bad.fail = true;
+    let (good, seen) = Recorder::new(takes, &[Want::Next]);
+    outputs.push(Box::new(bad));
+    outputs.push(Box::new(good));
+    run(&mut outputs, 5);
+    let seen = seen.lock().unwrap();
+    assert_eq!((seen.frames, seen.h264.len()), (5, 5));
+    let status = outputs.status();
+    assert!(status[0].ends_with("failures 5"), "{status:?}");
+    assert!(status[1].ends_with("failures 0"), "{status:?}");
+}
