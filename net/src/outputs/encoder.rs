@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zerocam_encode::encoder::{open_encoder, EncoderConfig};
-use zerocam_encode::{EncodeError, EncoderChoice, Packet, VideoEncoder};
+use zerocam_encode::{EncodeError, EncoderChoice, VideoEncoder};
 
-use super::Given;
+use super::{Encoded, Given};
 
 /// How long after an encoder fails to open it is tried again.
 const RETRY: Duration = Duration::from_secs(5);
@@ -117,17 +117,14 @@ impl SharedEncoder {
 
     /// Encodes `frame`, opening an encoder when none is open (for a
     /// borrowed frame one that keeps nothing: `auto` means the software
-    /// encoder then); its access units, the encoder's number and the
+    /// encoder then): its access units, with the encoder's number and the
     /// frame's index in its input. `Ok(None)`: no encoder can be had now
     /// (tried again later, or never for one that refuses borrowed frames).
     ///
     /// # Errors
     /// The encoder's: it does not open (tried again 5 s later), or the
     /// frame does not encode (the next frame opens a fresh one).
-    pub fn encode(
-        &mut self,
-        frame: Given<'_>,
-    ) -> Result<Option<(Vec<Arc<Packet>>, u64, u64)>, EncodeError> {
+    pub fn encode(&mut self, frame: Given<'_>) -> Result<Option<Encoded>, EncodeError> {
         if self.unavailable.is_some() {
             match self.retry_at {
                 Some(t) if Instant::now() >= t => self.unavailable = None,
@@ -183,10 +180,10 @@ impl SharedEncoder {
         self.stats.frames += 1;
         self.stats.packets += packets.len() as u64;
         self.stats.keyframes += packets.iter().filter(|p| p.keyframe).count() as u64;
-        Ok(Some((
-            packets.into_iter().map(Arc::new).collect(),
-            self.stats.opened,
+        Ok(Some(Encoded {
+            packets: packets.into_iter().map(Arc::new).collect(),
+            encoder: self.stats.opened,
             index,
-        )))
+        }))
     }
 }

@@ -2,7 +2,7 @@
 
 use zerocam_capture::{Frame, FrameSource};
 
-use super::{Encoded, Given, Output, OutputError, SharedEncoder, Want};
+use super::{Given, Output, OutputError, SharedEncoder, Want};
 
 /// One output and its failures.
 struct Entry {
@@ -113,7 +113,7 @@ impl Outputs {
         if keyframe {
             video.request_keyframe();
         }
-        let (packets, encoder, index) = match video.encode(frame) {
+        let encoded = match video.encode(frame) {
             Ok(Some(encoded)) => encoded,
             Ok(None) => return,
             Err(err) => {
@@ -123,11 +123,6 @@ impl Outputs {
                 }
                 return;
             }
-        };
-        let encoded = Encoded {
-            packets: &packets,
-            encoder,
-            index,
         };
         for e in self.entries.iter_mut().filter(|e| e.wants) {
             if let Err(err) = e.output.h264(&encoded) {

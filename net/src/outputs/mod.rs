@@ -52,11 +52,11 @@ pub enum Want {
 
 /// The access units of one frame, encoded once for every output that
 /// wanted them.
-#[derive(Debug, Clone, Copy)]
-pub struct Encoded<'a> {
+#[derive(Debug, Clone)]
+pub struct Encoded {
     /// What the encoder gave back for this frame (none, one or more:
     /// encoders lag), shared: an output keeps what it needs without a copy.
-    pub packets: &'a [Arc<Packet>],
+    pub packets: Vec<Arc<Packet>>,
     /// Which encoder made them: a number that changes each time one is
     /// opened (its first access unit is a keyframe).
     pub encoder: u64,
@@ -69,6 +69,8 @@ pub struct Encoded<'a> {
 /// A frame handed to the outputs by reference (it goes on elsewhere, so
 /// the encoder must keep nothing) or by value (the encoder may keep it: a
 /// hardware encoder imports the capture's dma-buf).
+// A frame moves once per frame; boxing it would allocate each frame.
+#[allow(clippy::large_enum_variant)]
 pub enum Given<'a> {
     /// The caller keeps it.
     Borrowed(&'a Frame),
@@ -136,7 +138,7 @@ pub trait Output: Send {
     ///
     /// # Errors
     /// As [`frame`](Self::frame).
-    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
+    fn h264(&mut self, encoded: &Encoded) -> Result<(), OutputError> {
         let _ = encoded;
         Ok(())
     }

@@ -72,7 +72,7 @@ impl Output for Recorder {
         want
     }
 
-    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
+    fn h264(&mut self, encoded: &Encoded) -> Result<(), OutputError> {
         let keyframes = encoded.packets.iter().filter(|p| p.keyframe).count();
         self.seen.lock().unwrap().h264.push((
             encoded.encoder,

@@ -337,15 +337,11 @@ impl RtspServer {
             Want::Keyframe => self.video.request_keyframe(),
             Want::Next => {}
         }
-        let Some((packets, encoder, index)) = self.video.encode(frame)? else {
+        let Some(encoded) = self.video.encode(frame)? else {
             self.feed.target = None;
             return Ok(());
         };
-        self.hand_over(&Encoded {
-            packets: &packets,
-            encoder,
-            index,
-        });
+        self.hand_over(&encoded);
         Ok(())
     }
 
@@ -398,7 +394,7 @@ impl RtspServer {
     /// from the media's first; drops what does not fit its queue. A jump
     /// in the encoder's input (frames this server did not take) is a gap:
     /// it waits for a keyframe, and asks for one.
-    fn hand_over(&mut self, encoded: &Encoded<'_>) {
+    fn hand_over(&mut self, encoded: &Encoded) {
         let Some((appsrc, media)) = self.feed.target.take() else {
             return;
         };
@@ -410,7 +406,7 @@ impl RtspServer {
             self.restart_at_keyframe();
         }
         self.feed.last = Some((encoded.encoder, encoded.index));
-        for packet in encoded.packets {
+        for packet in &encoded.packets {
             if self.feed.wait_keyframe && !packet.keyframe {
                 self.stats.dropped += 1;
                 continue;
@@ -500,7 +496,7 @@ impl Output for RtspServer {
         self.want()
     }
 
-    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
+    fn h264(&mut self, encoded: &Encoded) -> Result<(), OutputError> {
         self.hand_over(encoded);
         Ok(())
     }

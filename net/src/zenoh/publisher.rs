@@ -320,7 +320,7 @@ impl ZenohPublisher {
             Want::Next => {}
         }
         match video.encoder.encode(frame) {
-            Ok(Some((packets, _, _))) => self.put_packets(&packets),
+            Ok(Some(encoded)) => self.put_packets(&encoded.packets),
             Ok(None) => Ok(()),
             Err(e) => Err(PublishError::Encode(e)),
         }
@@ -440,8 +440,8 @@ impl Output for ZenohPublisher {
         self.video_want()
     }
 
-    fn h264(&mut self, encoded: &Encoded<'_>) -> Result<(), OutputError> {
-        self.put_packets(encoded.packets)
+    fn h264(&mut self, encoded: &Encoded) -> Result<(), OutputError> {
+        self.put_packets(&encoded.packets)
             .map_err(|e| OutputError::Send {
                 output: "zenoh",
                 reason: e.to_string(),
