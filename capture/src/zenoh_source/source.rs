@@ -11,6 +11,8 @@ use zenoh::sample::Sample;
 use zenoh::{Session, Wait};
 use zerocam_tensor::{ColorSpec, PixelFormat, Tensor, TensorMemory};
 
+mod intake;
+
 use super::picture::{decode_error, jpeg_size, Kind, Unit, H264};
 use super::{open_session, Attachment, Role, ZenohError, ZenohOptions, MAX_MESSAGE};
 use crate::frame::plane_memory::PlaneMemory;
@@ -51,8 +53,12 @@ const ROW_ALIGN: usize = 64;
 
 /// Samples waiting in the subscriber: when the source is read slower than
 /// they come, the oldest are dropped (and counted lost), never queued
-/// without bound.
-const QUEUE: usize = 2;
+/// without bound (at most this many times the largest payload taken).
+/// Eight, a quarter of a second at 30 fps: an H.264 stream that loses one
+/// access unit loses every picture to the next keyframe (a GOP), so a
+/// reader held up for a moment (a loaded machine) must not lose any. A
+/// JPEG stream is read at its newest instead (each picture stands alone).
+const QUEUE: usize = 8;
 
 /// Refused samples are logged at most once per this (with the count since
 /// the last line): a sender flooding bad samples cannot flood the log.
@@ -184,7 +190,7 @@ impl ZenohSource {
         let deadline = Instant::now() + first_sample;
         let mut last_error = None;
         let mut h264 = None;
-        let (first, kind, width, height) = loop {
+        let (first, kind, width, height, last) = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             // Once the time is up, bad samples still queued are not read:
             // a flood of them cannot hold `new` past `first_sample`.
@@ -241,8 +247,15 @@ impl ZenohSource {
             match sized {
                 // A JPEG is decoded again into a buffer; the first H.264
                 // picture only sized the stream (the decoder keeps its state).
-                Ok(Some((Kind::Jpeg, w, h))) => break (Some(sample.clone()), Kind::Jpeg, w, h),
-                Ok(Some((kind, w, h))) => break (None, kind, w, h),
+                Ok(Some((Kind::Jpeg, w, h))) => {
+                    break (Some(sample.clone()), Kind::Jpeg, w, h, None)
+                }
+                // Its number counts the samples lost after it.
+                Ok(Some((kind, w, h))) => {
+                    let a = sample.attachment();
+                    let number = a.and_then(|a| Attachment::from_bytes(&a.to_bytes()));
+                    break (None, kind, w, h, number.map(|a| (a.instance, a.number)));
+                }
                 Ok(None) => {}
                 Err(e) => {
                     log::warn!("{e}");
@@ -284,7 +297,7 @@ impl ZenohSource {
                 .map_err(|e| CaptureError::Zenoh(decode_error("", &e.to_string())))?,
             h264,
             pending: first,
-            last: None,
+            last,
             sequence: 0,
             late: 0,
             rejected: 0,
@@ -326,27 +339,10 @@ impl ZenohSource {
     /// access unit of parameter sets only).
     fn take(&mut self, sample: &Sample) -> Result<Option<Frame>> {
         let key = self.key.clone();
-        let numbers = sample
-            .attachment()
-            .and_then(|a| Attachment::from_bytes(&a.to_bytes()));
-        let mut dropped = 0;
-        if let Some(a) = numbers {
-            if let Some((instance, last)) = self.last {
-                // A number far from the last (forged, or a publisher that
-                // restarted with the same instance) starts a new count,
-                // never a huge loss or a stream of "late" samples.
-                let step = a.number.wrapping_sub(last);
-                let same = instance == a.instance;
-                if same && (step == 0 || step > u64::MAX - MAX_BACKSTEP) {
-                    self.late += 1;
-                    return Ok(None);
-                }
-                if same && step <= MAX_GAP {
-                    dropped = step - 1;
-                }
-            }
-            self.last = Some((a.instance, a.number));
-        }
+        let Some(dropped) = self.numbered(sample) else {
+            self.late += 1;
+            return Ok(None);
+        };
         let len = sample.payload().len();
         if len > self.max_payload {
             lock(&self.shared).counters.dropped += dropped;
@@ -424,6 +420,9 @@ impl ZenohSource {
         slot.hold();
         st.counters.frames += 1;
         drop(guard);
+        let numbers = sample
+            .attachment()
+            .and_then(|a| Attachment::from_bytes(&a.to_bytes()));
         let (sequence, own) = match numbers {
             Some(a) => (a.sequence, false),
             None => (self.sequence, true),
@@ -572,6 +571,13 @@ impl FrameSource for ZenohSource {
                         }
                     }
                 }
+            };
+            // JPEGs stand alone: the newest waiting is shown, those before
+            // it are skipped (counted lost by their numbers). H.264 is
+            // decoded in order: each access unit needs the ones before.
+            let sample = match self.kind {
+                Kind::Jpeg => self.newest(sample),
+                Kind::H264 => sample,
             };
             match self.take(&sample) {
                 Ok(Some(f)) => return Ok(f),
