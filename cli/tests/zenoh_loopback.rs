@@ -246,3 +246,35 @@ fn an_h264_topic_is_a_source_of_nv12_frames() {
     let st = source.stats();
     assert_eq!((st.dropped, st.rejected), (0, 0), "{st:?}");
 }
+
+/// `frames` frames of `source`; their sequences.
+fn sequences(source: &mut ZenohSource, frames: usize) -> Vec<u32> {
+    (0..frames)
+        .map(|_| source.next_frame(Duration::from_secs(5)).unwrap().sequence())
+        .collect()
+}
+
+#[test]
+fn a_reader_held_up_a_moment_loses_no_h264_and_sees_the_newest_jpeg() {
+    let port = free_port();
+    let _server = serve_zenoh(port, "pattern", "rt/held", 100_000, &["--size", "320x240"]);
+    // H.264: 200 ms without reading (6 access units at 30 fps) costs
+    // nothing: each one is decoded in order, none refused.
+    let mut video = subscribe(port, "rt/held/h264");
+    let mut seq = sequences(&mut video, 10);
+    std::thread::sleep(Duration::from_millis(200));
+    seq.extend(sequences(&mut video, 20));
+    let want: Vec<u32> = (seq[0]..seq[0] + 30).collect();
+    assert_eq!(seq, want, "the capture's sequence, unbroken");
+    let st = video.stats();
+    assert_eq!((st.dropped, st.rejected), (0, 0), "{st:?}");
+    // JPEG: after 200 ms without reading, the next frame is the newest
+    // there, not the oldest; those passed over are counted lost.
+    let mut stills = subscribe(port, "rt/held/jpeg");
+    let before = sequences(&mut stills, 5)[4];
+    std::thread::sleep(Duration::from_millis(200));
+    let after = sequences(&mut stills, 1)[0];
+    let st = stills.stats();
+    assert!(after >= before + 5, "the newest after the pause: {before} then {after}");
+    assert_eq!(st.dropped, u64::from(after - before - 1), "{st:?}");
+}
