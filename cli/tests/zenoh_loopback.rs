@@ -250,7 +250,12 @@ fn an_h264_topic_is_a_source_of_nv12_frames() {
 /// `frames` frames of `source`; their sequences.
 fn sequences(source: &mut ZenohSource, frames: usize) -> Vec<u32> {
     (0..frames)
-        .map(|_| source.next_frame(Duration::from_secs(5)).unwrap().sequence())
+        .map(|_| {
+            source
+                .next_frame(Duration::from_secs(5))
+                .unwrap()
+                .sequence()
+        })
         .collect()
 }
 
@@ -275,6 +280,9 @@ fn a_reader_held_up_a_moment_loses_no_h264_and_sees_the_newest_jpeg() {
     std::thread::sleep(Duration::from_millis(200));
     let after = sequences(&mut stills, 1)[0];
     let st = stills.stats();
-    assert!(after >= before + 5, "the newest after the pause: {before} then {after}");
+    assert!(
+        after >= before + 5,
+        "the newest after the pause: {before} then {after}"
+    );
     assert_eq!(st.dropped, u64::from(after - before - 1), "{st:?}");
 }
