@@ -12,10 +12,9 @@
 //! docs/benchmarks.md keeps a run's table.
 #![allow(clippy::unwrap_used, clippy::print_stdout)] // a bench binary: loud is right
 
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use zerocam_capture::zenoh_source::zenoh::Wait;
@@ -37,7 +36,7 @@ fn cpu_of(pid: u32) -> Duration {
 }
 
 /// The number after `label` in `line`.
-fn count(line: &str, label: &str) -> Option<u64> {
+fn number_after(line: &str, label: &str) -> Option<u64> {
     line.split(label)
         .nth(1)?
         .split(|c: char| !c.is_ascii_digit())
@@ -50,7 +49,7 @@ fn count(line: &str, label: &str) -> Option<u64> {
 /// outputs each counted their own encoders).
 fn sum(line: &str, label: &str) -> Option<u64> {
     let parts = line.split(label).skip(1);
-    let numbers = parts.map(|rest| count(&format!("{label}{rest}"), label));
+    let numbers = parts.map(|rest| number_after(&format!("{label}{rest}"), label));
     numbers.sum()
 }
 
@@ -81,17 +80,7 @@ fn run(bin: &str, zenoh_client: bool, seconds: u64) -> (f64, Option<u64>) {
         .unwrap()
         .to_owned();
     // The latest status line.
-    let status = Arc::new(Mutex::new(String::new()));
-    {
-        let status = status.clone();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if line.contains("rtsp: clients") {
-                    *status.lock().unwrap() = line;
-                }
-            }
-        });
-    }
+    let status = common::keep_latest(out, "rtsp: clients");
     let player = common::Running(
         Command::new("ffmpeg")
             .args([
@@ -127,7 +116,7 @@ fn run(bin: &str, zenoh_client: bool, seconds: u64) -> (f64, Option<u64>) {
         (session, subscriber)
     });
     std::thread::sleep(Duration::from_secs(3));
-    let frames = |s: &str| count(s, "rtsp: clients 1, frames ").unwrap_or(0);
+    let frames = |s: &str| number_after(s, "rtsp: clients 1, frames ").unwrap_or(0);
     let (cpu0, frames0) = (cpu_of(pid), frames(&status.lock().unwrap()));
     std::thread::sleep(Duration::from_secs(seconds));
     let (cpu1, line) = (cpu_of(pid), status.lock().unwrap().clone());

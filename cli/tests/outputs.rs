@@ -8,11 +8,9 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{free_port, read_until, serve_socket};
+use common::{count, free_port, keep_latest, read_until, serve_socket};
 use zerocam_capture::ros::{CompressedVideo, Message};
 use zerocam_capture::zenoh_source::zenoh::Wait;
 use zerocam_capture::zenoh_source::{open_session, Role, ZenohOptions};
@@ -23,15 +21,6 @@ const W: usize = 1280;
 const H: usize = 720;
 /// Pictures each client takes: three seconds at 30 fps.
 const PICTURES: usize = 90;
-
-/// The number after `label` in a status `line`.
-fn count(line: &str, label: &str) -> u64 {
-    line.split(label)
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no {label:?} in the status {line:?}"))
-}
 
 /// The first `PICTURES` access units of the Zenoh topic `key`, one after
 /// another (an Annex-B stream).
@@ -104,17 +93,7 @@ fn rtsp_and_zenoh_take_one_encoder_beside_the_socket() {
         .unwrap()
         .to_owned();
     // The encoder's status line, the latest one.
-    let status = Arc::new(Mutex::new(String::new()));
-    {
-        let status = status.clone();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if line.starts_with("h264: frames encoded") {
-                    *status.lock().unwrap() = line;
-                }
-            }
-        });
-    }
+    let status = keep_latest(out, "h264: frames encoded");
     // A client of the socket, the Zenoh subscriber and the RTSP player,
     // all at once.
     let bench = {

@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::read_until;
+use common::{count, keep_latest, read_until};
 
 /// The server, killed when the test ends (passed or not), and its last
 /// `rtsp:` status line.
@@ -39,15 +39,6 @@ impl Server {
     }
 }
 
-/// The number after `label` in a status `line`.
-fn count(line: &str, label: &str) -> u64 {
-    line.split(label)
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no {label:?} in the status {line:?}"))
-}
-
 /// `zerocam serve pattern --rtsp 127.0.0.1:0/cam` (the system picks the
 /// port: no race with another test for it), once it announced its URL;
 /// the URL.
@@ -67,8 +58,7 @@ fn serve_with(source: &str, size: &str, extra: &[&str]) -> (Server, String) {
         .spawn()
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let status = Arc::new(Mutex::new(String::new()));
-    let server = Server(child, status.clone());
+    let mut server = Server(child, Arc::default());
     let line = read_until(&mut out, "RTSP at");
     let url = line
         .split_whitespace()
@@ -76,15 +66,7 @@ fn serve_with(source: &str, size: &str, extra: &[&str]) -> (Server, String) {
         .unwrap_or_else(|| panic!("no rtsp://127.0.0.1:PORT/cam in {line:?}"))
         .to_owned();
     assert!(!url.contains(":0/"), "{line}");
-    // Keep reading stdout (the status lines never fill the pipe), keeping
-    // the last RTSP status.
-    std::thread::spawn(move || {
-        for line in out.lines().map_while(Result::ok) {
-            if line.contains("rtsp: clients") {
-                *status.lock().unwrap() = line;
-            }
-        }
-    });
+    server.1 = keep_latest(out, "rtsp: clients");
     (server, url)
 }
 

@@ -177,3 +177,31 @@ pub fn stamped_recording(clip: &std::path::Path, encoder: &str, named: &str) {
         pictures.psnr
     );
 }
+
+/// The number after `label` in a status `line`.
+pub fn count(line: &str, label: &str) -> u64 {
+    line.split(label)
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in the status {line:?}"))
+}
+
+/// Reads `out`'s lines on a thread of its own (the pipe never fills),
+/// keeping the latest one that contains `word`.
+pub fn keep_latest(
+    out: std::io::BufReader<std::process::ChildStdout>,
+    word: &'static str,
+) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use std::io::BufRead;
+    let latest = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = latest.clone();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if line.contains(word) {
+                *kept.lock().unwrap() = line;
+            }
+        }
+    });
+    latest
+}
