@@ -26,23 +26,18 @@ pub struct VideoProbe {
 /// is the check), with what it said.
 #[allow(clippy::unwrap_used)] // a test helper: failing loudly is the point
 pub fn ffprobe(path: &Path) -> VideoProbe {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args([
+    let text = run_ffprobe(
+        &[
+            "-count_frames",
+            "-select_streams",
+            "v:0",
             "-show_entries",
             "stream=codec_name,width,height,nb_read_frames,duration",
-        ])
-        .args(["-of", "default=noprint_wrappers=1"])
-        .arg(path)
-        .output()
-        .unwrap_or_else(|e| panic!("ffprobe could not run ({e}): install ffmpeg"));
-    assert!(
-        out.status.success(),
-        "ffprobe {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
+            "-of",
+            "default=noprint_wrappers=1",
+        ],
+        path,
     );
-    let text = String::from_utf8(out.stdout).unwrap();
     let get = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{k}=")))
@@ -64,9 +59,28 @@ pub fn ffprobe(path: &Path) -> VideoProbe {
 /// # Panics
 /// Where ffprobe cannot run ("install ffmpeg") or fails on the file.
 pub fn ffprobe_keyframes(path: &Path) -> Vec<bool> {
+    let args = [
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        "packet=flags",
+        "-of",
+        "csv=p=0",
+    ];
+    run_ffprobe(&args, path)
+        .lines()
+        .map(|flags| flags.starts_with('K'))
+        .collect()
+}
+
+/// ffprobe's standard output for `args` on `path` (errors only on stderr).
+///
+/// # Panics
+/// Where ffprobe cannot run ("install ffmpeg") or fails on the file.
+fn run_ffprobe(args: &[&str], path: &Path) -> String {
     let out = Command::new("ffprobe")
-        .args(["-v", "error", "-select_streams", "v:0"])
-        .args(["-show_entries", "packet=flags", "-of", "csv=p=0"])
+        .args(["-v", "error"])
+        .args(args)
         .arg(path)
         .output()
         .unwrap_or_else(|e| panic!("ffprobe could not run ({e}): install ffmpeg"));
@@ -76,8 +90,5 @@ pub fn ffprobe_keyframes(path: &Path) -> Vec<bool> {
         path.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|flags| flags.starts_with('K'))
-        .collect()
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
