@@ -91,16 +91,30 @@ fn serve(port: u16, extra: &[&str]) -> common::Running {
     )
 }
 
-#[test]
-fn every_h264_sample_decodes_to_its_captured_frame() {
+/// `PREFIX/h264` from `encoder` (`--h264`), one access unit a sample,
+/// decoded by FFmpeg.
+fn h264_pictures(encoder: &str, what: &str) {
     let port = free_port();
-    let _server = serve(port, &["--h264", "software"]);
+    let _server = serve(port, &["--h264", encoder]);
     let h264 = stream(port, "rt/pic/h264", |payload| {
         let msg = CompressedVideo::decode(payload).unwrap();
         assert_eq!(msg.format, "h264");
         msg.data.to_vec()
     });
-    assert_pictures(&h264, "h264", "h264 (OpenH264)");
+    assert_pictures(&h264, "h264", what);
+}
+
+#[test]
+fn every_h264_sample_decodes_to_its_captured_frame() {
+    h264_pictures("software", "h264 (OpenH264)");
+}
+
+/// x264enc through GStreamer: each frame in as many slices as it has
+/// threads, each sample still one whole access unit.
+#[cfg(feature = "gstreamer")]
+#[test]
+fn every_x264enc_sample_decodes_to_its_captured_frame() {
+    h264_pictures("gst:x264enc", "h264 (x264enc)");
 }
 
 #[test]

@@ -10,6 +10,8 @@
 mod h264;
 mod mjpeg;
 mod planes;
+#[cfg(test)]
+mod starved;
 
 pub use h264::SoftwareH264;
 pub use mjpeg::SoftwareMjpeg;
