@@ -2,8 +2,9 @@
 //! stamped pattern (`pattern:stamp`) by decoders zerocam did not write.
 //!
 //! For each output and encoder, at 1280x720 and 30 then 15 fps on loopback:
-//! `zerocam` serves the stamped pattern, FFmpeg (and, for RTSP, GStreamer's
-//! client too) decodes what a viewer gets,
+//! `zerocam` serves the stamped pattern, FFmpeg (and, for RTSP and the
+//! view, GStreamer's client too; for Zenoh's H.264, FFmpeg told where each
+//! access unit ends) decodes what a viewer gets,
 //! and each picture's stamp says when its frame was captured; the picture's
 //! age when FFmpeg hands it over is its latency (both clocks are this
 //! machine's `CLOCK_MONOTONIC`). Beside it, the encoder's own time per
@@ -42,8 +43,13 @@ const LOW_DELAY: [&str; 4] = ["-fflags", "nobuffer", "-flags", "low_delay"];
 
 /// The rows the goals compare.
 const VIEW: &str = "view, MJPEG (libjpeg-turbo, q80)";
+const VIEW_GST: &str = "view, MJPEG (libjpeg-turbo, q80), GStreamer's client";
 const RTSP_OPENH264: &str = "RTSP, OpenH264";
 const RTSP_X264: &str = "RTSP, x264enc";
+#[cfg(feature = "zenoh")]
+const ZENOH_OPENH264_AUD: &str = "Zenoh h264, OpenH264, a delimiter after each sample";
+#[cfg(feature = "zenoh")]
+const ZENOH_X264_AUD: &str = "Zenoh h264, x264enc, a delimiter after each sample";
 
 /// One row's measurements.
 struct Row {
@@ -131,18 +137,27 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[((values.len() - 1) as f64 * p).round() as usize]
 }
 
-/// The live view's MJPEG stream at its default quality (80).
-fn view(fps: u32, frames: usize) -> (Vec<f64>, Vec<f64>, usize) {
+/// The live view's MJPEG stream at its default quality (80), read by
+/// FFmpeg's multipart demuxer or by GStreamer's (`souphttpsrc !
+/// multipartdemux ! jpegdec`).
+fn view(fps: u32, frames: usize, client: Client) -> (Vec<f64>, Vec<f64>, usize) {
     let view = view::View::start_device("pattern:stamp", "1280x720", &["--fps", &fps.to_string()]);
     let addr = &view.addr;
     let url = format!("http://{addr}/stream.mjpg");
-    let decoder = DecodedPictures::spawn(
-        &[&LOW_DELAY[..], &["-f", "mpjpeg"]].concat(),
-        &url,
-        W,
-        H,
-        SETTLE + frames,
-    );
+    let decoder = match client {
+        Client::Gstreamer => DecodedPictures::gstreamer(
+            &format!("souphttpsrc location={url} is-live=true ! multipartdemux ! jpegdec"),
+            W,
+            H,
+        ),
+        _ => DecodedPictures::spawn(
+            &[&LOW_DELAY[..], &["-f", "mpjpeg"]].concat(),
+            &url,
+            W,
+            H,
+            SETTLE + frames,
+        ),
+    };
     measure(decoder, frames, &source())
 }
 
@@ -209,14 +224,23 @@ fn rtsp(fps: u32, frames: usize, encoder: &str, client: Client) -> (Vec<f64>, Ve
     measure(decoder, frames, &source())
 }
 
+/// An access unit delimiter (H.264 7.3.2.4, any slice types): written
+/// after each sample, it tells FFmpeg's parser that the access unit before
+/// it is whole, where otherwise it waits for the next one to begin.
+#[cfg(feature = "zenoh")]
+const DELIMITER: [u8; 6] = [0, 0, 0, 1, 0x09, 0xf0];
+
 /// A Zenoh topic of `serve --zenoh` (`h264` with `--h264 encoder`, or
-/// `jpeg`), each sample's picture written to FFmpeg as it arrives.
+/// `jpeg`), each sample's picture written to FFmpeg as it arrives; with
+/// `delimit`, an H.264 sample followed by [`DELIMITER`] (a client that
+/// ends an access unit on its sample, as a player fed from Zenoh can).
 #[cfg(feature = "zenoh")]
 fn zenoh(
     fps: u32,
     frames: usize,
     topic: &'static str,
     encoder: &str,
+    delimit: bool,
 ) -> (Vec<f64>, Vec<f64>, usize) {
     use std::io::Write;
     use zerocam_capture::ros::{CompressedImage, CompressedVideo, Message};
@@ -252,7 +276,11 @@ fn zenoh(
             let Some(sample) = sample else { break };
             let payload = sample.payload().to_bytes();
             let data = if topic == "h264" {
-                CompressedVideo::decode(&payload).unwrap().data.to_vec()
+                let mut data = CompressedVideo::decode(&payload).unwrap().data.to_vec();
+                if delimit {
+                    data.extend_from_slice(&DELIMITER);
+                }
+                data
             } else {
                 CompressedImage::decode(&payload).unwrap().data.to_vec()
             };
@@ -294,10 +322,11 @@ fn main() {
                 encode_ms,
             });
         };
-        row(VIEW, view(fps, frames), view_jpeg);
+        row(VIEW, view(fps, frames, Client::FfmpegLowDelay), view_jpeg);
         if !full {
             break;
         }
+        row(VIEW_GST, view(fps, frames, Client::Gstreamer), view_jpeg);
         // (row, --rtsp-encoder, the encoder's time, the client)
         for (name, encoder, ms, client) in [
             (RTSP_OPENH264, "software", openh264, Client::FfmpegLowDelay),
@@ -330,17 +359,20 @@ fn main() {
             row(name, rtsp(fps, frames, encoder, client), ms);
         }
         #[cfg(feature = "zenoh")]
-        for (name, topic, encoder, ms) in [
-            ("Zenoh h264, OpenH264", "h264", "software", openh264),
-            ("Zenoh h264, x264enc", "h264", "gst:x264enc", x264),
+        for (name, topic, encoder, ms, delimit) in [
+            ("Zenoh h264, OpenH264", "h264", "software", openh264, false),
+            ("Zenoh h264, x264enc", "h264", "gst:x264enc", x264, false),
+            (ZENOH_OPENH264_AUD, "h264", "software", openh264, true),
+            (ZENOH_X264_AUD, "h264", "gst:x264enc", x264, true),
             (
                 "Zenoh jpeg (libjpeg-turbo, q85)",
                 "jpeg",
                 "none",
                 zenoh_jpeg,
+                false,
             ),
         ] {
-            row(name, zenoh(fps, frames, topic, encoder), ms);
+            row(name, zenoh(fps, frames, topic, encoder, delimit), ms);
         }
     }
     println!("| output, encoder | fps | pictures | latency median ms | p95 ms | encode ms/frame | PSNR median dB | min dB |");
@@ -373,24 +405,42 @@ fn main() {
                 .find(|(output, f, _)| *f == fps && output == name)
                 .map(|m| m.2)
         };
-        for (client, openh264_row, x264_row) in [
-            ("FFmpeg", RTSP_OPENH264.to_owned(), RTSP_X264.to_owned()),
+        // (what, the view's row it is held against, OpenH264's, x264enc's):
+        // each client against the view as the same client reads it (FFmpeg
+        // holds every picture one frame interval, GStreamer does not).
+        #[cfg_attr(not(feature = "zenoh"), allow(unused_mut))]
+        let mut compared = vec![
             (
-                "GStreamer",
+                "RTSP, FFmpeg",
+                VIEW,
+                RTSP_OPENH264.to_owned(),
+                RTSP_X264.to_owned(),
+            ),
+            (
+                "RTSP, GStreamer",
+                VIEW_GST,
                 format!("{RTSP_OPENH264}, GStreamer's client"),
                 format!("{RTSP_X264}, GStreamer's client"),
             ),
-        ] {
-            let (Some(view), Some(rtsp_openh264), Some(rtsp_x264)) =
-                (median(VIEW), median(&openh264_row), median(&x264_row))
+        ];
+        #[cfg(feature = "zenoh")]
+        compared.push((
+            "Zenoh h264, a delimiter after each sample",
+            VIEW,
+            ZENOH_OPENH264_AUD.to_owned(),
+            ZENOH_X264_AUD.to_owned(),
+        ));
+        for (what, view_row, openh264_row, x264_row) in compared {
+            let (Some(view), Some(with_openh264), Some(with_x264)) =
+                (median(view_row), median(&openh264_row), median(&x264_row))
             else {
                 continue;
             };
             println!(
-                "{fps} fps, {client}: RTSP x264enc - OpenH264 = {:+.1} ms (goal within 5); RTSP OpenH264 - view = {:+.1} ms (goal <= encode {openh264:.1} + 5); RTSP x264enc - view = {:+.1} ms (goal <= encode {x264:.1} + 5)",
-                rtsp_x264 - rtsp_openh264,
-                rtsp_openh264 - view,
-                rtsp_x264 - view,
+                "{fps} fps, {what}: x264enc - OpenH264 = {:+.1} ms (goal within 5); OpenH264 - view = {:+.1} ms (goal <= encode {openh264:.1} + 5); x264enc - view = {:+.1} ms (goal <= encode {x264:.1} + 5)",
+                with_x264 - with_openh264,
+                with_openh264 - view,
+                with_x264 - view,
             );
         }
     }
