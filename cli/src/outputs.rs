@@ -1,8 +1,8 @@
 //! One capture, many ways out: `serve`'s outputs besides the socket (the
 //! live view, Zenoh, RTSP) as one list, zerocam-net's `Outputs`, with the
-//! one H.264 encoder they share; and the source whose every frame is shown
-//! to them before it goes on (to the Unix socket's publisher, or to its
-//! drop).
+//! one JPEG and one H.264 encoder they share; and the source whose every
+//! frame is shown to them before it goes on (to the Unix socket's
+//! publisher, or to its drop).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,7 +12,7 @@ use zerocam_capture::{Frame, FrameSource, Result as CaptureResult, SharedPlane};
 use zerocam_capture::{StreamFormat, StreamStats};
 use zerocam_encode::encoder::EncoderConfig;
 use zerocam_encode::{Codec, EncoderChoice};
-use zerocam_net::outputs::{Outputs, SharedEncoder};
+use zerocam_net::outputs::{Outputs, SharedEncoder, SharedJpeg};
 
 use crate::serve::ServeOptions;
 use crate::CliError;
@@ -36,6 +36,9 @@ pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// encoder with `borrowed`.
 pub fn build(options: &ServeOptions, borrowed: bool) -> Result<Outputs, CliError> {
     let mut outputs = Outputs::new(shared_encoder(options, borrowed)?);
+    if let Some(quality) = jpeg_quality(options)? {
+        outputs = outputs.with_jpeg(SharedJpeg::new(quality)?);
+    }
     if let Some(z) = &options.zenoh {
         outputs.push(crate::zenoh::publisher(z)?);
     }
@@ -46,6 +49,20 @@ pub fn build(options: &ServeOptions, borrowed: bool) -> Result<Outputs, CliError
         outputs.push(crate::rtsp::server(r)?);
     }
     Ok(outputs)
+}
+
+/// The quality of the stream's one JPEG encoder, for the view and Zenoh's
+/// `PREFIX/jpeg` (`None`: neither is asked for).
+fn jpeg_quality(options: &ServeOptions) -> Result<Option<u8>, CliError> {
+    let view = options.http.as_ref().map(|v| v.quality);
+    let zenoh = options.zenoh.as_ref().map(|z| z.quality);
+    match (view, zenoh) {
+        (Some(v), Some(z)) if v != z => Err(CliError::Usage(format!(
+            "JPEG quality {v} for the view and {z} for Zenoh: one JPEG encoder serves both; \
+             give one quality"
+        ))),
+        (v, z) => Ok(v.or(z)),
+    }
 }
 
 /// The stream's one H.264 encoder, for Zenoh's `PREFIX/h264` and RTSP

@@ -1,14 +1,15 @@
 //! The live view of `zerocam view` and `serve --http`: zerocam-net's
-//! `ViewServer` fed from the capture (docs/view.md). A JPEG is encoded only
-//! while a browser watches; the stream's figures go to the page four times
-//! a second.
+//! `ViewServer` fed from the capture (docs/view.md). It takes the stream's
+//! JPEG (encoded once for it and Zenoh's `PREFIX/jpeg`) only while a
+//! browser watches; the stream's figures go to the page four times a
+//! second; a snapshot is its own encode, at its own quality.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use zerocam_capture::{Frame, FrameSource};
 use zerocam_encode::jpeg::JpegEncoder;
-use zerocam_net::outputs::{Output, OutputError, Takes};
+use zerocam_net::outputs::{Output, OutputError, Still, Takes};
 use zerocam_net::view::{ViewConfig, ViewServer, ViewStatus};
 
 use crate::CliError;
@@ -28,14 +29,15 @@ pub struct ViewServe {
     pub addr: SocketAddr,
     /// The token the page and endpoints want (`--token`).
     pub token: Option<String>,
-    /// The stream's JPEG quality (`--quality`).
+    /// The stream's JPEG quality (`--quality`; the stream's JPEG encoder,
+    /// shared with Zenoh's `PREFIX/jpeg`, has it).
     pub quality: u8,
 }
 
-/// The view's side of a capture: the server, its encoders and figures.
+/// The view's side of a capture: the server, its snapshot encoder and
+/// figures.
 pub struct ViewSide {
     server: ViewServer,
-    encoder: JpegEncoder,
     snapshot: JpegEncoder,
     /// Frames seen, and at the start of the current second.
     frames: u64,
@@ -52,7 +54,7 @@ impl ViewSide {
     ///
     /// # Errors
     /// [`CliError::Usage`] naming the address when it cannot be bound, or a
-    /// token the view refuses; the JPEG quality's error.
+    /// token the view refuses; the snapshot encoder's error.
     pub fn new(serve: &ViewServe) -> Result<ViewSide, CliError> {
         let server = ViewServer::start(ViewConfig {
             addr: serve.addr,
@@ -62,7 +64,6 @@ impl ViewSide {
         .map_err(|e| CliError::Usage(format!("--http: {e}")))?;
         Ok(ViewSide {
             server,
-            encoder: JpegEncoder::new(serve.quality)?,
             snapshot: JpegEncoder::new(SNAPSHOT_QUALITY)?,
             frames: 0,
             window: (Instant::now(), 0),
@@ -73,8 +74,8 @@ impl ViewSide {
         })
     }
 
-    /// Takes one frame of `source`: encoded for the viewers and a waiting
-    /// snapshot when there are any; the figures refreshed now and then.
+    /// Takes one frame of `source`: encoded for a waiting snapshot when
+    /// there is one; the figures refreshed now and then.
     fn take(&mut self, frame: &Frame, source: &dyn FrameSource) {
         self.frames += 1;
         let now = Instant::now();
@@ -82,12 +83,6 @@ impl ViewSide {
         if elapsed >= Duration::from_secs(1) {
             self.fps = (self.frames - self.window.1) as f64 / elapsed.as_secs_f64();
             self.window = (now, self.frames);
-        }
-        if self.server.wants_frame() {
-            match self.encoder.encode(frame) {
-                Ok(jpeg) => self.server.publish(frame.sequence(), jpeg),
-                Err(e) => self.failed(&e),
-            }
         }
         let snapshot_due = self
             .snapshot_at
@@ -116,12 +111,14 @@ impl ViewSide {
     }
 }
 
-/// The view as one output of the capture: it takes frames.
+/// The view as one output of the capture: it takes frames (figures,
+/// snapshots) and the stream's JPEG while a browser watches.
 impl Output for ViewSide {
     fn takes(&self) -> Takes {
         Takes {
             frames: true,
             h264: false,
+            jpeg: true,
         }
     }
 
@@ -152,6 +149,15 @@ impl Output for ViewSide {
 
     fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) -> Result<(), OutputError> {
         self.take(frame, source);
+        Ok(())
+    }
+
+    fn wants_jpeg(&mut self) -> bool {
+        self.server.wants_frame()
+    }
+
+    fn jpeg(&mut self, still: &Still<'_>) -> Result<(), OutputError> {
+        self.server.publish(still.sequence, still.data);
         Ok(())
     }
 }

@@ -129,3 +129,59 @@ fn every_jpeg_sample_decodes_to_its_captured_frame() {
     // One JPEG after another: FFmpeg's MJPEG demuxer splits them.
     assert_pictures(&jpegs, "mjpeg", "jpeg");
 }
+
+/// `serve --zenoh --http`, a browser's MJPEG and a `PREFIX/jpeg`
+/// subscriber at once: one JPEG encode a frame serves both (frames encoded
+/// no more than captured, fewer than the pictures the two were sent), and
+/// what each decodes is the captured picture.
+#[test]
+fn the_view_and_the_jpeg_topic_share_one_encode_a_frame() {
+    let port = free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
+        .args([
+            "serve",
+            "pattern:stamp",
+            "--size",
+            "1280x720",
+            "--fps",
+            "30",
+        ])
+        .args(["--zenoh", "--topic", "rt/shared", "--listen"])
+        .arg(format!("tcp/127.0.0.1:{port}"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let _server = common::Running(child);
+    let line = common::read_until(&mut out, "live view at http://");
+    let url = format!(
+        "{}stream.mjpg",
+        line.trim().trim_start_matches("live view at ")
+    );
+    // Without a socket, every output's status is one line.
+    let status = common::keep_latest(out, "jpeg: frames encoded");
+    let jpegs = std::thread::spawn(move || {
+        stream(port, "rt/shared/jpeg", |payload| {
+            CompressedImage::decode(payload).unwrap().data.to_vec()
+        })
+    });
+    let view = ffmpeg_luma(&["-f", "mpjpeg"], &url, W, H, SAMPLES);
+    assert_pictures(&jpegs.join().unwrap(), "mjpeg", "jpeg, beside the view");
+    let pictures = Pictures::check(&view, &source(), W, H);
+    assert_eq!((view.len(), pictures.unreadable), (SAMPLES, 0), "the view");
+    assert!(pictures.min_psnr() >= 35.0, "the view: {:?}", pictures.psnr);
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = status.lock().unwrap().clone();
+    let count = |label| common::count(&status, label);
+    let (encoded, frames) = (count("jpeg: frames encoded "), count("zenoh: frames "));
+    let sent = count("parts sent ") + count("jpeg sent ");
+    assert!(
+        encoded <= frames,
+        "each frame encoded once at most: {status}"
+    );
+    assert!(
+        sent >= 2 * SAMPLES as u64 && encoded < sent,
+        "frames lent to both: {status}"
+    );
+}

@@ -1,8 +1,9 @@
-//! [`Outputs`]: the outputs of one stream and its shared H.264 encoder.
+//! [`Outputs`]: the outputs of one stream and its shared JPEG and H.264
+//! encoders.
 
 use zerocam_capture::{Frame, FrameSource};
 
-use super::{Given, Output, OutputError, SharedEncoder, Want};
+use super::{Given, Output, OutputError, SharedEncoder, SharedJpeg, Want};
 
 /// One output and its failures.
 struct Entry {
@@ -24,11 +25,12 @@ impl Entry {
 }
 
 /// The outputs of one stream (see [the module](super)): each frame is
-/// shown to those that take frames, and encoded once, by the one H.264
-/// encoder, for those that want H.264.
+/// shown to those that take frames, and encoded once per codec, by the one
+/// JPEG and the one H.264 encoder, for those that want it.
 pub struct Outputs {
     entries: Vec<Entry>,
     video: Option<SharedEncoder>,
+    stills: Option<SharedJpeg>,
 }
 
 impl std::fmt::Debug for Outputs {
@@ -36,6 +38,7 @@ impl std::fmt::Debug for Outputs {
         f.debug_struct("Outputs")
             .field("outputs", &self.entries.len())
             .field("video", &self.video)
+            .field("stills", &self.stills)
             .finish()
     }
 }
@@ -47,7 +50,15 @@ impl Outputs {
         Outputs {
             entries: Vec::new(),
             video,
+            stills: None,
         }
+    }
+
+    /// `stills` encodes the JPEG of each frame for those that take JPEG
+    /// (without it, none gets any).
+    pub fn with_jpeg(mut self, stills: SharedJpeg) -> Outputs {
+        self.stills = Some(stills);
+        self
     }
 
     /// Adds `output`.
@@ -64,9 +75,14 @@ impl Outputs {
         self.entries.is_empty()
     }
 
-    /// The shared encoder.
+    /// The shared H.264 encoder.
     pub fn video(&self) -> Option<&SharedEncoder> {
         self.video.as_ref()
+    }
+
+    /// The shared JPEG encoder.
+    pub fn stills(&self) -> Option<&SharedJpeg> {
+        self.stills.as_ref()
     }
 
     /// Shows `frame` of `source` to the outputs; it goes on to the caller's
@@ -90,6 +106,7 @@ impl Outputs {
                 }
             }
         }
+        self.lend_jpeg(frame.frame());
         let Some(video) = self.video.as_mut() else {
             return;
         };
@@ -131,9 +148,46 @@ impl Outputs {
         }
     }
 
-    /// The first lines: what each output serves, and the encoder.
+    /// The frame's JPEG, encoded once if any output wants it, lent to each
+    /// that does.
+    fn lend_jpeg(&mut self, frame: &Frame) {
+        let Some(stills) = self.stills.as_mut() else {
+            return;
+        };
+        let mut any = false;
+        for e in &mut self.entries {
+            e.wants = e.output.takes().jpeg && e.output.wants_jpeg();
+            any |= e.wants;
+        }
+        if !any {
+            return;
+        }
+        match stills.encode(frame) {
+            Ok(still) => {
+                for e in self.entries.iter_mut().filter(|e| e.wants) {
+                    if let Err(err) = e.output.jpeg(&still) {
+                        e.failed(&err);
+                    }
+                }
+            }
+            Err(err) => {
+                let err = OutputError::Jpeg(err);
+                for e in self.entries.iter_mut().filter(|e| e.wants) {
+                    e.failed(&err);
+                }
+            }
+        }
+    }
+
+    /// The first lines: what each output serves, and the encoders.
     pub fn describe(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.entries.iter().map(|e| e.output.describe()).collect();
+        if let Some(j) = &self.stills {
+            lines.push(format!(
+                "jpeg: quality {}, one encoder for every output",
+                j.quality()
+            ));
+        }
         if let Some(v) = &self.video {
             lines.push(format!(
                 "h264: {}, one encoder for every output",
@@ -150,6 +204,14 @@ impl Outputs {
             .iter()
             .map(|e| format!("{}, failures {}", e.output.status(), e.errors))
             .collect();
+        if let Some(j) = &self.stills {
+            let s = j.stats();
+            let per = s.encode.as_secs_f64() * 1e3 / s.frames.max(1) as f64;
+            lines.push(format!(
+                "jpeg: frames encoded {}, {per:.2} ms/frame, errors {}",
+                s.frames, s.errors
+            ));
+        }
         if let Some(v) = &self.video {
             let s = v.stats();
             lines.push(format!(

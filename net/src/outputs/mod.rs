@@ -1,17 +1,20 @@
 //! One shape for every way out of a capture.
 //!
 //! An [`Output`] says what it takes ([`Takes`]): the raw frames, shown to
-//! it by reference (the live view's JPEG, Zenoh's stills), H.264 access
-//! units, or both. [`Outputs`] holds the list for one stream: it shows
-//! each frame to the outputs that take frames, and runs the stream's one
-//! H.264 encoder ([`SharedEncoder`]) for all that take H.264. Each frame is
-//! encoded once, whatever the number of outputs, and only while one wants
-//! it; an output that needs a keyframe (a new client, a gap) has the
-//! running encoder asked for one, not a new encoder opened. An output that
+//! it by reference (the live view's figures and snapshots, Zenoh's
+//! camera_info), JPEG stills, H.264 access units, or any of them.
+//! [`Outputs`] holds the list for one stream: it shows each frame to the
+//! outputs that take frames, and runs the stream's one JPEG encoder
+//! ([`SharedJpeg`]) and one H.264 encoder ([`SharedEncoder`]) for all that
+//! take those. Each frame is encoded once per codec, whatever the number of
+//! outputs, and only while one wants it; an output that needs a keyframe (a
+//! new client, a gap) has the running encoder asked for one, not a new
+//! encoder opened. An output that
 //! fails is logged and counted on its own; the others and the capture go
 //! on.
 
 mod encoder;
+mod jpeg;
 mod list;
 #[cfg(test)]
 mod tests;
@@ -19,9 +22,11 @@ mod tests;
 use std::sync::Arc;
 
 use zerocam_capture::{Frame, FrameSource};
+use zerocam_encode::jpeg::JpegError;
 use zerocam_encode::{EncodeError, Packet};
 
 pub use encoder::{SharedEncoder, SharedEncoderStats};
+pub use jpeg::{SharedJpeg, SharedJpegStats, Still};
 pub use list::Outputs;
 
 /// What an output consumes.
@@ -31,6 +36,8 @@ pub struct Takes {
     pub frames: bool,
     /// The stream's H.264 access units ([`Output::h264`]).
     pub h264: bool,
+    /// The stream's JPEG of each frame it wants ([`Output::jpeg`]).
+    pub jpeg: bool,
 }
 
 /// Whether an output wants the H.264 of the frame at hand.
@@ -94,6 +101,9 @@ pub enum OutputError {
     /// The encoder.
     #[error(transparent)]
     Encode(#[from] EncodeError),
+    /// The JPEG encoder.
+    #[error(transparent)]
+    Jpeg(#[from] JpegError),
     /// Sending what it was given (a network peer gone, a queue refused).
     #[error("{output}: {reason}")]
     Send {
@@ -124,6 +134,22 @@ pub trait Output: Send {
     /// comes anyway.
     fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) -> Result<(), OutputError> {
         let _ = (frame, source);
+        Ok(())
+    }
+
+    /// Whether it wants this frame's JPEG, asked before each frame when it
+    /// takes JPEG.
+    fn wants_jpeg(&mut self) -> bool {
+        false
+    }
+
+    /// The frame's JPEG, after it said it wants it: the same bytes every
+    /// output that wanted them is lent.
+    ///
+    /// # Errors
+    /// As [`frame`](Self::frame).
+    fn jpeg(&mut self, still: &Still<'_>) -> Result<(), OutputError> {
+        let _ = still;
         Ok(())
     }
 

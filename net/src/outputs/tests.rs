@@ -8,7 +8,7 @@ use zerocam_capture::{Frame, FrameSource, PatternConfig, PatternSource};
 use zerocam_encode::encoder::EncoderConfig;
 use zerocam_encode::{Codec, EncoderChoice};
 
-use super::{Encoded, Output, OutputError, Outputs, SharedEncoder, Takes, Want};
+use super::{Encoded, Output, OutputError, Outputs, SharedEncoder, SharedJpeg, Still, Takes, Want};
 
 /// What a recording output saw: per frame, (encoder, index, access
 /// units, keyframes), and frames shown.
@@ -87,6 +87,7 @@ impl Output for Recorder {
 const H264: Takes = Takes {
     frames: false,
     h264: true,
+    jpeg: false,
 };
 
 fn outputs() -> Outputs {
@@ -122,6 +123,7 @@ fn one_encoder_for_every_output_and_each_frame_encoded_once() {
         Takes {
             frames: true,
             h264: false,
+            jpeg: false,
         },
         &[Want::Next],
     );
@@ -188,6 +190,7 @@ fn a_failing_output_is_counted_and_the_others_go_on() {
     let takes = Takes {
         frames: true,
         h264: true,
+        jpeg: false,
     };
     let (mut bad, _) = Recorder::new(takes, &[Want::Next]);
     bad.fail = true;
@@ -200,4 +203,85 @@ fn a_failing_output_is_counted_and_the_others_go_on() {
     let status = outputs.status();
     assert!(status[0].ends_with("failures 5"), "{status:?}");
     assert!(status[1].ends_with("failures 0"), "{status:?}");
+}
+
+/// Each still a viewer got: its sequence, and where its bytes were.
+type Stills = Arc<Mutex<Vec<(u32, usize)>>>;
+
+/// An output of JPEG that wants the frames its script says (one entry per
+/// frame) and records the stills it gets.
+struct Viewer {
+    script: Vec<bool>,
+    at: usize,
+    seen: Stills,
+}
+
+impl Viewer {
+    fn new(script: &[bool]) -> (Viewer, Stills) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let v = Viewer {
+            script: script.to_vec(),
+            at: 0,
+            seen: seen.clone(),
+        };
+        (v, seen)
+    }
+}
+
+impl Output for Viewer {
+    fn takes(&self) -> Takes {
+        Takes {
+            frames: false,
+            h264: false,
+            jpeg: true,
+        }
+    }
+
+    fn describe(&self) -> String {
+        "viewer".into()
+    }
+
+    fn status(&self) -> String {
+        "viewer".into()
+    }
+
+    fn wants_jpeg(&mut self) -> bool {
+        let want = self.script[self.at];
+        self.at += 1;
+        want
+    }
+
+    fn jpeg(&mut self, still: &Still<'_>) -> Result<(), OutputError> {
+        assert_eq!(&still.data[..2], [0xff, 0xd8], "a JPEG");
+        let at = still.data.as_ptr() as usize;
+        self.seen.lock().unwrap().push((still.sequence, at));
+        Ok(())
+    }
+}
+
+#[test]
+fn each_frame_is_one_jpeg_lent_to_every_output_that_wants_it() {
+    let mut outputs = Outputs::new(None).with_jpeg(SharedJpeg::new(80).unwrap());
+    let (a, seen_a) = Viewer::new(&[true, true, true, true, true, false]);
+    let (b, seen_b) = Viewer::new(&[false, false, true, true, true, false]);
+    outputs.push(Box::new(a));
+    outputs.push(Box::new(b));
+    run(&mut outputs, 6);
+    // Frames 0 to 4 wanted (by one or both), each encoded once; frame 5 by
+    // nobody, not encoded.
+    let stats = outputs.stills().unwrap().stats();
+    assert_eq!((stats.frames, stats.errors), (5, 0), "{stats:?}");
+    let (a, b) = (seen_a.lock().unwrap(), seen_b.lock().unwrap());
+    let sequences = |seen: &[(u32, usize)]| seen.iter().map(|s| s.0).collect::<Vec<_>>();
+    assert_eq!(sequences(&a), [0, 1, 2, 3, 4]);
+    assert_eq!(sequences(&b), [2, 3, 4]);
+    // The same bytes lent to both, not a copy each.
+    assert_eq!(&a[2..], &b[..], "the same JPEG at the same address");
+    let status = outputs.status();
+    assert!(
+        status
+            .iter()
+            .any(|l| l.starts_with("jpeg: frames encoded 5,")),
+        "{status:?}"
+    );
 }

@@ -476,6 +476,7 @@ impl Output for RtspServer {
         Takes {
             frames: false,
             h264: true,
+            jpeg: false,
         }
     }
 

@@ -18,7 +18,7 @@ use zerocam_encode::jpeg::JpegEncoder;
 use zerocam_encode::{Codec, EncoderChoice, Packet};
 
 use super::PublishError;
-use crate::outputs::{Encoded, Given, Output, OutputError, SharedEncoder, Takes, Want};
+use crate::outputs::{Encoded, Given, Output, OutputError, SharedEncoder, Still, Takes, Want};
 
 /// How to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,7 +272,7 @@ impl ZenohPublisher {
 
     /// Publishes `frame` on every topic a subscriber matches; encodes only
     /// for topics one matches. The frame stays the caller's: H.264 needs an
-    /// encoder that keeps nothing ([`VideoEncoder::encode_borrowed`]), so
+    /// encoder that keeps nothing ([`VideoEncoder::encode_borrowed`](zerocam_encode::VideoEncoder::encode_borrowed)), so
     /// [`EncoderChoice::Auto`] means the software encoder here (a hardware
     /// one takes frames by value: [`publish_owned`](Self::publish_owned)).
     ///
@@ -345,37 +345,50 @@ impl ZenohPublisher {
         }
     }
 
-    /// JPEG and camera_info.
+    /// JPEG (its own encoder's) and camera_info.
     fn publish_stills(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
-        self.stats.frames += 1;
-        let header = Header {
-            stamp: stamp(frame.timestamp()),
-            frame_id: &self.frame_id,
-        };
-        let sequence = frame.sequence();
-        let mut info = Ok(());
-        if self.info.matching() {
-            let msg = CameraInfo::uncalibrated(header, format.width, format.height);
-            info = self.info.put(msg.encode(), self.instance, sequence);
-            self.stats.camera_info += u64::from(info.is_ok());
-        }
-        if !self.jpeg.matching() {
-            self.stats.idle += 1;
+        let info = self.publish_info(frame, format);
+        if !self.jpeg_wanted() {
             return info;
         }
         let started = Instant::now();
         let data = self.encoder.encode(frame)?;
         self.stats.encode += started.elapsed();
-        let msg = CompressedImage {
-            header,
-            format: "jpeg",
+        let (timestamp, sequence) = (frame.timestamp(), frame.sequence());
+        let jpeg = put_jpeg(
+            &mut self.jpeg,
+            &self.frame_id,
+            self.instance,
             data,
+            timestamp,
+            sequence,
+        );
+        self.stats.jpeg += u64::from(jpeg.is_ok());
+        jpeg.and(info)
+    }
+
+    /// Counts `frame`, and sends its camera_info where a subscriber wants it.
+    fn publish_info(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
+        self.stats.frames += 1;
+        if !self.info.matching() {
+            return Ok(());
+        }
+        let header = Header {
+            stamp: stamp(frame.timestamp()),
+            frame_id: &self.frame_id,
         };
-        let mut payload = Vec::with_capacity(data.len() + 64);
-        msg.encode_into(&mut payload);
-        self.jpeg.put(payload, self.instance, sequence)?;
-        self.stats.jpeg += 1;
+        let msg = CameraInfo::uncalibrated(header, format.width, format.height);
+        let info = self.info.put(msg.encode(), self.instance, frame.sequence());
+        self.stats.camera_info += u64::from(info.is_ok());
         info
+    }
+
+    /// Whether a subscriber wants the JPEG topic (a frame not encoded for it
+    /// counted when none does).
+    fn jpeg_wanted(&mut self) -> bool {
+        let matching = self.jpeg.matching();
+        self.stats.idle += u64::from(!matching);
+        matching
     }
 
     /// Sends H.264 access units as `CompressedVideo`, from a keyframe on
@@ -403,14 +416,38 @@ impl ZenohPublisher {
     }
 }
 
-/// The publisher as one output of a stream: it takes frames (JPEG and
-/// camera_info) and, with an H.264 topic, H.264 while a subscriber
-/// matches it.
+/// Sends `data` (a JPEG of frame `sequence`, captured at `timestamp`) on
+/// `topic` as a `CompressedImage`.
+fn put_jpeg(
+    topic: &mut Topic,
+    frame_id: &str,
+    instance: u32,
+    data: &[u8],
+    timestamp: Duration,
+    sequence: u32,
+) -> Result<(), PublishError> {
+    let msg = CompressedImage {
+        header: Header {
+            stamp: stamp(timestamp),
+            frame_id,
+        },
+        format: "jpeg",
+        data,
+    };
+    let mut payload = Vec::with_capacity(data.len() + 64);
+    msg.encode_into(&mut payload);
+    topic.put(payload, instance, sequence)
+}
+
+/// The publisher as one output of a stream: it takes frames (camera_info),
+/// the stream's JPEG while a subscriber matches `PREFIX/jpeg` and, with an
+/// H.264 topic, H.264 while a subscriber matches it.
 impl Output for ZenohPublisher {
     fn takes(&self) -> Takes {
         Takes {
             frames: true,
             h264: self.video.is_some(),
+            jpeg: true,
         }
     }
 
@@ -418,22 +455,43 @@ impl Output for ZenohPublisher {
         format!("publishing on Zenoh: {}", self.keys())
     }
 
+    /// Its counters (the JPEG's encode time is the stream's encoder's
+    /// line).
     fn status(&self) -> String {
         let s = self.stats();
-        let per = s.encode.as_secs_f64() * 1e3 / s.jpeg.max(1) as f64;
         format!(
             "zenoh: frames {}, jpeg sent {}, not encoded (no subscriber) {}, \
-             camera_info sent {}, h264 sent {} ({} keyframes), JPEG encode {per:.2} ms/frame",
+             camera_info sent {}, h264 sent {} ({} keyframes)",
             s.frames, s.jpeg, s.idle, s.camera_info, s.h264, s.h264_keyframes
         )
     }
 
     fn frame(&mut self, frame: &Frame, source: &dyn FrameSource) -> Result<(), OutputError> {
-        self.publish_stills(frame, source.stream_format())
+        self.publish_info(frame, source.stream_format())
             .map_err(|e| OutputError::Send {
                 output: "zenoh",
                 reason: e.to_string(),
             })
+    }
+
+    fn wants_jpeg(&mut self) -> bool {
+        self.jpeg_wanted()
+    }
+
+    fn jpeg(&mut self, still: &Still<'_>) -> Result<(), OutputError> {
+        put_jpeg(
+            &mut self.jpeg,
+            &self.frame_id,
+            self.instance,
+            still.data,
+            still.timestamp,
+            still.sequence,
+        )
+        .map(|()| self.stats.jpeg += 1)
+        .map_err(|e| OutputError::Send {
+            output: "zenoh",
+            reason: e.to_string(),
+        })
     }
 
     fn wants_h264(&mut self) -> Want {
