@@ -175,6 +175,11 @@ enum Command {
         /// --socket too: software.
         #[arg(long, default_value = "auto", requires = "rtsp")]
         rtsp_encoder: String,
+        /// Record the stream's H.264 to PATH too (.mp4 or .h264), from the
+        /// one encoder that Zenoh's PREFIX/h264 and --rtsp share; the file
+        /// is finished when serve stops.
+        #[arg(long, value_name = "PATH")]
+        record: Option<PathBuf>,
     },
     /// A live view in the browser: the picture, its figures each second, a
     /// model's boxes posted to /detections drawn over it, a snapshot
@@ -415,6 +420,7 @@ fn run(command: Command) -> Result<String, CliError> {
             token,
             rtsp,
             rtsp_encoder,
+            record,
         } => {
             let quality = zerocam_encode::jpeg::check_quality(quality)?;
             if max_clients == 0 || max_clients_per_uid == Some(0) || max_pending == 0 {
@@ -473,6 +479,7 @@ fn run(command: Command) -> Result<String, CliError> {
                         RtspServe::parse(&addr, encoder, gop)
                     })
                     .transpose()?,
+                record: record.map(|path| zerocam_cli::outputs::RecordServe { path, gop }),
                 ..serve::ServeOptions::new(socket)
             };
             serve::serve(&source.spec(zenoh)?, &options, |line| println!("{line}"))? + "\n"

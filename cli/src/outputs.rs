@@ -1,10 +1,10 @@
 //! One capture, many ways out: `serve`'s outputs besides the socket (the
-//! live view, Zenoh, RTSP) as one list, zerocam-net's `Outputs`, with the
+//! live view, Zenoh, RTSP, a recording) as one list, zerocam-net's `Outputs`, with the
 //! one JPEG and one H.264 encoder they share; and the source whose every
 //! frame is shown to them before it goes on (to the Unix socket's
 //! publisher, or to its drop).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -12,10 +12,23 @@ use zerocam_capture::{Frame, FrameSource, Result as CaptureResult, SharedPlane};
 use zerocam_capture::{StreamFormat, StreamStats};
 use zerocam_encode::encoder::EncoderConfig;
 use zerocam_encode::{Codec, EncoderChoice};
-use zerocam_net::outputs::{Outputs, SharedEncoder, SharedJpeg};
+use zerocam_net::outputs::{Outputs, Recording, SharedEncoder, SharedJpeg};
 
 use crate::serve::ServeOptions;
 use crate::CliError;
+
+/// What `--record` records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordServe {
+    /// The file (`.mp4` or `.h264`).
+    pub path: PathBuf,
+    /// Frames between keyframes (`--gop`), where no other output sets it.
+    pub gop: u32,
+}
+
+/// Frame rate a recording is timed at where the stream's timestamps say
+/// nothing (its last sample's duration).
+const RECORD_FPS: u32 = 30;
 
 /// The outputs, shared by the tapped source and `serve`'s status lines.
 pub type SharedOutputs = Arc<Mutex<Outputs>>;
@@ -48,6 +61,11 @@ pub fn build(options: &ServeOptions, borrowed: bool) -> Result<Outputs, CliError
     if let Some(r) = &options.rtsp {
         outputs.push(crate::rtsp::server(r)?);
     }
+    if let Some(r) = &options.record {
+        let recording = Recording::create(&r.path, RECORD_FPS)
+            .map_err(|e| CliError::Usage(format!("--record: {e}")))?;
+        outputs.push(Box::new(recording));
+    }
     Ok(outputs)
 }
 
@@ -65,8 +83,8 @@ fn jpeg_quality(options: &ServeOptions) -> Result<Option<u8>, CliError> {
     }
 }
 
-/// The stream's one H.264 encoder, for Zenoh's `PREFIX/h264` and RTSP
-/// (`None`: neither is asked for).
+/// The stream's one H.264 encoder, for Zenoh's `PREFIX/h264`, RTSP and
+/// the recording (`None`: none is asked for).
 fn shared_encoder(
     options: &ServeOptions,
     borrowed: bool,
@@ -74,7 +92,8 @@ fn shared_encoder(
     let zenoh = options.zenoh.as_ref().and_then(|z| z.h264.clone());
     let rtsp = options.rtsp.as_ref().map(|r| r.encoder.clone());
     let choice = match (zenoh, rtsp) {
-        (None, None) => return Ok(None),
+        (None, None) if options.record.is_none() => return Ok(None),
+        (None, None) => EncoderChoice::Auto,
         (Some(c), None) | (None, Some(c)) => c,
         (Some(EncoderChoice::Auto), Some(c)) | (Some(c), Some(EncoderChoice::Auto)) => c,
         (Some(z), Some(r)) if z == r => z,
@@ -99,6 +118,7 @@ fn shared_encoder(
         .as_ref()
         .map(|r| r.gop)
         .or(options.zenoh.as_ref().map(|z| z.gop))
+        .or(options.record.as_ref().map(|r| r.gop))
         .unwrap_or(30);
     let config = EncoderConfig {
         gop: Some(gop.max(1)),

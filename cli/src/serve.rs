@@ -122,6 +122,8 @@ pub struct ServeOptions {
     pub http: Option<ViewServe>,
     /// Serve H.264 over RTSP too (or only, without a socket).
     pub rtsp: Option<RtspServe>,
+    /// Record the stream's H.264 too (or only, without a socket).
+    pub record: Option<crate::outputs::RecordServe>,
 }
 
 impl ServeOptions {
@@ -146,6 +148,7 @@ impl ServeOptions {
             zenoh: None,
             http: None,
             rtsp: None,
+            record: None,
         }
     }
 }
@@ -254,10 +257,15 @@ pub fn serve(
                 .into(),
         ));
     }
-    if socketless && options.zenoh.is_none() && options.http.is_none() && options.rtsp.is_none() {
+    if socketless
+        && options.zenoh.is_none()
+        && options.http.is_none()
+        && options.rtsp.is_none()
+        && options.record.is_none()
+    {
         return Err(CliError::Usage(
             "serve needs --socket PATH, a socket passed by systemd (LISTEN_FDS), --zenoh, \
-             --http or --rtsp"
+             --http, --rtsp or --record"
                 .into(),
         ));
     }

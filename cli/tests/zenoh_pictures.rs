@@ -185,3 +185,56 @@ fn the_view_and_the_jpeg_topic_share_one_encode_a_frame() {
         "frames lent to both: {status}"
     );
 }
+
+/// `serve --zenoh --record X.mp4 --frames 300` (ten seconds: time for the
+/// subscriber to come on a loaded machine): the recording and a
+/// `PREFIX/h264` subscriber take the one encoder (opened once; the
+/// subscriber's keyframe asked of it); serve finishes the file as it ends,
+/// and FFmpeg decodes every frame from it, each its captured picture.
+#[test]
+fn a_recording_beside_the_h264_topic_takes_the_same_encoder() {
+    use std::io::BufRead;
+    let port = free_port();
+    let file = std::env::temp_dir().join(format!("zerocam-serve-{}.mp4", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
+        .args([
+            "serve",
+            "pattern:stamp",
+            "--size",
+            "1280x720",
+            "--fps",
+            "30",
+        ])
+        .args([
+            "--zenoh", "--topic", "rt/rec", "--h264", "software", "--listen",
+        ])
+        .arg(format!("tcp/127.0.0.1:{port}"))
+        .arg("--record")
+        .arg(&file)
+        .args(["--frames", "300"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let server = common::Running(child);
+    let h264 = stream(port, "rt/rec/h264", |payload| {
+        CompressedVideo::decode(payload).unwrap().data.to_vec()
+    });
+    // Its last line is the status at the end, after the file is finished.
+    let last = out.lines().map_while(Result::ok).last().unwrap_or_default();
+    let mut server = server;
+    assert!(server.0.wait().unwrap().success(), "{last}");
+    assert_pictures(&h264, "h264", "h264 beside a recording");
+    assert_eq!(common::count(&last, "encoders opened "), 1, "{last}");
+    assert_eq!(
+        common::count(&last, "record: access units written "),
+        300,
+        "{last}"
+    );
+    let luma = ffmpeg_luma(&[], file.to_str().unwrap(), W, H, 400);
+    let _ = std::fs::remove_file(&file);
+    let pictures = Pictures::check(&luma, &source(), W, H);
+    assert_eq!((luma.len(), pictures.unreadable), (300, 0), "the recording");
+    assert_eq!(pictures.sequences(), (0..300).collect::<Vec<u32>>());
+    assert!(pictures.min_psnr() >= 35.0, "{:?}", pictures.psnr);
+}

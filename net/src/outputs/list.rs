@@ -179,6 +179,19 @@ impl Outputs {
         }
     }
 
+    /// Ends the stream for every output (a recording's file index written),
+    /// each failure logged and counted; the encoders closed.
+    pub fn finish(&mut self) {
+        for e in &mut self.entries {
+            if let Err(err) = e.output.finish() {
+                e.failed(&err);
+            }
+        }
+        if let Some(video) = self.video.as_mut() {
+            video.close();
+        }
+    }
+
     /// The first lines: what each output serves, and the encoders.
     pub fn describe(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.entries.iter().map(|e| e.output.describe()).collect();

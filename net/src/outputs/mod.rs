@@ -16,6 +16,7 @@
 mod encoder;
 mod jpeg;
 mod list;
+mod recording;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +29,7 @@ use zerocam_encode::{EncodeError, Packet};
 pub use encoder::{SharedEncoder, SharedEncoderStats};
 pub use jpeg::{SharedJpeg, SharedJpegStats, Still};
 pub use list::Outputs;
+pub use recording::{Recording, RecordingStats};
 
 /// What an output consumes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -114,8 +116,8 @@ pub enum OutputError {
     },
 }
 
-/// A way out of a capture: the socket's publisher, the recorder, the live
-/// view, Zenoh, RTSP. Each says what it takes; [`Outputs`] calls it with
+/// A way out of a capture: a recording ([`Recording`]), the live view,
+/// Zenoh, RTSP. Each says what it takes; [`Outputs`] calls it with
 /// that.
 pub trait Output: Send {
     /// What it consumes.
@@ -166,6 +168,15 @@ pub trait Output: Send {
     /// As [`frame`](Self::frame).
     fn h264(&mut self, encoded: &Encoded) -> Result<(), OutputError> {
         let _ = encoded;
+        Ok(())
+    }
+
+    /// The stream ends: what it must close properly (a file's index) is
+    /// closed now. Nothing by default.
+    ///
+    /// # Errors
+    /// As [`frame`](Self::frame).
+    fn finish(&mut self) -> Result<(), OutputError> {
         Ok(())
     }
 }

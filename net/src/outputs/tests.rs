@@ -285,3 +285,78 @@ fn each_frame_is_one_jpeg_lent_to_every_output_that_wants_it() {
         "{status:?}"
     );
 }
+
+/// `frames` frames of a 640x480 pattern through `outputs`.
+fn run_vga(outputs: &mut Outputs, frames: usize) {
+    let mut pattern =
+        PatternSource::new(PatternConfig::new("NV12".parse().unwrap(), 640, 480)).unwrap();
+    for _ in 0..frames {
+        let frame = pattern.next_frame(Duration::from_secs(1)).unwrap();
+        outputs.frame(&frame, &pattern);
+    }
+}
+
+/// A recording beside another H.264 output: it joins the running encoder
+/// (no second one), starts its file at a keyframe asked for it, writes
+/// every access unit from there, and the file is whole at the end.
+#[test]
+fn a_recording_takes_the_running_encoder_from_a_keyframe() {
+    let path = std::env::temp_dir().join(format!("zerocam-outputs-{}.h264", std::process::id()));
+    let mut outputs = outputs();
+    let (other, seen) = Recorder::new(H264, &[Want::Next]);
+    outputs.push(Box::new(other));
+    run_vga(&mut outputs, 3);
+    // A second list would open a second encoder; this one joins at frame 3.
+    outputs.push(Box::new(super::Recording::create(&path, 30).unwrap()));
+    run_vga(&mut outputs, 12);
+    outputs.finish();
+    let stats = outputs.video().unwrap().stats();
+    assert_eq!((stats.opened, stats.requested), (1, 1), "{stats:?}");
+    let status = outputs.status().join("; ");
+    assert!(
+        status.contains("record: access units written 12,"),
+        "{status}"
+    );
+    assert!(status.contains("failures 0; "), "{status}");
+    let file = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let nal = file
+        .iter()
+        .skip_while(|b| **b == 0)
+        .nth(1)
+        .map(|b| b & 0x1f);
+    assert_eq!(nal, Some(7), "the file starts with an SPS (a keyframe)");
+    assert_eq!(seen.lock().unwrap().h264.len(), 15);
+}
+
+/// A recording on a full disk (`/dev/full`: every write `ENOSPC`): it
+/// fails once, counted, ends itself, and the other output and the encoder
+/// go on.
+#[test]
+fn a_full_disk_ends_the_recording_alone() {
+    let path = std::env::temp_dir().join(format!("zerocam-full-{}.h264", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    let mut outputs = outputs();
+    let (other, seen) = Recorder::new(H264, &[Want::Next]);
+    outputs.push(Box::new(super::Recording::create(&path, 30).unwrap()));
+    outputs.push(Box::new(other));
+    run_vga(&mut outputs, 30);
+    outputs.finish();
+    let _ = std::fs::remove_file(&path);
+    let status = outputs.status();
+    assert!(
+        status[0].contains("ended: ") && status[0].contains("No space left on device"),
+        "{status:?}"
+    );
+    assert!(
+        status[0].ends_with("failures 1"),
+        "logged and counted once: {status:?}"
+    );
+    assert!(status[1].ends_with("failures 0"), "{status:?}");
+    assert_eq!(
+        seen.lock().unwrap().h264.len(),
+        30,
+        "the other output went on"
+    );
+}
