@@ -99,6 +99,27 @@ fn holding_every_buffer_is_a_clear_error_not_a_deadlock() {
     drop(held);
 }
 
+/// A shared frame's buffer goes back only when both holders are gone
+/// (whichever goes last), and the holders see the same buffer.
+#[test]
+fn a_shared_frame_comes_back_with_its_last_holder() {
+    let mut s = source("NV12", 64, 48);
+    let held: Vec<_> = (0..3).map(|_| s.next_frame(SECOND).unwrap()).collect();
+    for last_is_first in [true, false] {
+        let (a, b) = s.next_frame(SECOND).unwrap().share();
+        assert_eq!(a.buffer_index(), b.buffer_index());
+        assert_eq!(a.tensor().buffer_identity(), b.tensor().buffer_identity());
+        assert_eq!(a.sequence(), b.sequence());
+        let (first, last) = if last_is_first { (b, a) } else { (a, b) };
+        drop(first);
+        let e = s.next_frame(SECOND).unwrap_err();
+        assert!(matches!(e, CaptureError::NoFreeBuffer { .. }), "{e}");
+        drop(last);
+        s.next_frame(SECOND).unwrap().release();
+    }
+    drop(held);
+}
+
 #[test]
 fn rgb_bars_have_the_exact_colours() {
     let mut s = source("RGB24", 80, 8);

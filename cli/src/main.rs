@@ -151,8 +151,7 @@ enum Command {
         #[arg(long, default_value_t = 85)]
         quality: i64,
         /// The encoder of PREFIX/h264: auto, software, /dev/videoN, gst:ELEMENT,
-        /// or none (no H.264 topic); the one encoder of --rtsp too. With
-        /// --socket too: software.
+        /// or none (no H.264 topic); the one encoder of --rtsp too.
         #[arg(long, default_value = "auto", requires = "zenoh")]
         h264: String,
         /// Frames between H.264 keyframes (Zenoh's PREFIX/h264 and --rtsp).
@@ -171,8 +170,7 @@ enum Command {
         #[arg(long, value_name = "ADDR:PORT/PATH")]
         rtsp: Option<String>,
         /// The encoder of --rtsp: auto, software, /dev/videoN or
-        /// gst:ELEMENT; the one encoder of Zenoh's PREFIX/h264 too. With
-        /// --socket too: software.
+        /// gst:ELEMENT; the one encoder of Zenoh's PREFIX/h264 too.
         #[arg(long, default_value = "auto", requires = "rtsp")]
         rtsp_encoder: String,
         /// Record the stream's H.264 to PATH too (.mp4 or .h264), from the

@@ -38,17 +38,14 @@ pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The outputs `options` asks for. `borrowed`: each frame goes on to the
-/// socket's clients after, so the shared encoder must keep nothing of it
-/// (software; `auto` becomes `software`).
+/// The outputs `options` asks for.
 ///
 /// # Errors
 /// Each output's own (an address that cannot be bound, a feature not
 /// built); [`CliError::Usage`] for `--h264` and `--rtsp-encoder` naming
-/// two different encoders (one serves both), or a hardware or GStreamer
-/// encoder with `borrowed`.
-pub fn build(options: &ServeOptions, borrowed: bool) -> Result<Outputs, CliError> {
-    let mut outputs = Outputs::new(shared_encoder(options, borrowed)?);
+/// two different encoders (one serves both).
+pub fn build(options: &ServeOptions) -> Result<Outputs, CliError> {
+    let mut outputs = Outputs::new(shared_encoder(options)?);
     if let Some(quality) = jpeg_quality(options)? {
         outputs = outputs.with_jpeg(SharedJpeg::new(quality)?);
     }
@@ -85,10 +82,7 @@ fn jpeg_quality(options: &ServeOptions) -> Result<Option<u8>, CliError> {
 
 /// The stream's one H.264 encoder, for Zenoh's `PREFIX/h264`, RTSP and
 /// the recording (`None`: none is asked for).
-fn shared_encoder(
-    options: &ServeOptions,
-    borrowed: bool,
-) -> Result<Option<SharedEncoder>, CliError> {
+fn shared_encoder(options: &ServeOptions) -> Result<Option<SharedEncoder>, CliError> {
     let zenoh = options.zenoh.as_ref().and_then(|z| z.h264.clone());
     let rtsp = options.rtsp.as_ref().map(|r| r.encoder.clone());
     let choice = match (zenoh, rtsp) {
@@ -104,15 +98,6 @@ fn shared_encoder(
             )))
         }
     };
-    let choice = match borrowed {
-        true => choice.for_borrowed_frames().ok_or_else(|| {
-            CliError::Usage(format!(
-                "H.264 encoder {choice}: with --socket too, each frame goes on to the \
-                 socket's clients, so H.264 is encoded in software (software or auto)"
-            ))
-        })?,
-        false => choice,
-    };
     let gop = options
         .rtsp
         .as_ref()
@@ -127,7 +112,11 @@ fn shared_encoder(
     Ok(Some(SharedEncoder::new("h264", choice, config)))
 }
 
-/// A source whose every frame goes through the outputs before it goes on.
+/// A source whose every frame goes to the outputs and on (to the socket's
+/// publisher), shared ([`Frame::share`]): the outputs hold it as long as
+/// they need (a hardware encoder importing its dma-buf), the publisher
+/// lends it to its clients, and the buffer goes back to the driver when
+/// the last of them is done. No copy, and any encoder.
 pub struct Tapped<S> {
     inner: S,
     outputs: SharedOutputs,
@@ -142,9 +131,9 @@ impl<S: FrameSource> Tapped<S> {
 
 impl<S: FrameSource> FrameSource for Tapped<S> {
     fn next_frame(&mut self, timeout: Duration) -> CaptureResult<Frame> {
-        let frame = self.inner.next_frame(timeout)?;
-        lock(&self.outputs).frame(&frame, &self.inner);
-        Ok(frame)
+        let (outputs, socket) = self.inner.next_frame(timeout)?.share();
+        lock(&self.outputs).frame_owned(outputs, &self.inner);
+        Ok(socket)
     }
 
     fn stream_format(&self) -> &StreamFormat {

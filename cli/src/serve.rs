@@ -269,9 +269,7 @@ pub fn serve(
                 .into(),
         ));
     }
-    // The outputs get frames by value only as their last consumer: no
-    // socket after them.
-    let outputs: SharedOutputs = Arc::new(Mutex::new(crate::outputs::build(options, !socketless)?));
+    let outputs: SharedOutputs = Arc::new(Mutex::new(crate::outputs::build(options)?));
     // V4L2 buffers exported or allocated read-only: clients cannot write
     // into frames that other clients read.
     let opened = open(&SourceSpec {

@@ -1,7 +1,9 @@
 //! `zerocam serve` with every output at once (features `gstreamer` and
 //! `zenoh`): the Unix socket, RTSP and Zenoh's H.264 topic from one
-//! capture. One H.264 encoder serves RTSP and Zenoh; what each client
-//! decodes (FFmpeg, a decoder zerocam did not write) is the captured
+//! capture. One H.264 encoder serves RTSP and Zenoh, x264enc through
+//! GStreamer, which keeps the frames it encodes on its own thread: each
+//! frame is shared between it and the socket's clients, no copy; what each
+//! client decodes (FFmpeg, a decoder zerocam did not write) is the captured
 //! picture. Loopback only: RTSP on 127.0.0.1, Zenoh on
 //! `tcp/127.0.0.1:PORT`, scouting off.
 #![allow(clippy::unwrap_used)]
@@ -78,6 +80,8 @@ fn rtsp_and_zenoh_take_one_encoder_beside_the_socket() {
             "30",
             "--rtsp",
             "127.0.0.1:0/cam",
+            "--rtsp-encoder",
+            "gst:x264enc",
             "--zenoh",
             "--topic",
             "rt/both",

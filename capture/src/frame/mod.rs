@@ -14,6 +14,7 @@ pub use stats::{Clock, StreamStats};
 use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -226,6 +227,54 @@ impl Frame {
 
     /// Gives the buffer back now (the same as dropping the frame).
     pub fn release(self) {}
+
+    /// Two holders of this frame: each a `Frame` of its own (the same
+    /// tensor, metadata and buffer), and the buffer goes back to its source
+    /// only when both are dropped. For two consumers that each keep the
+    /// frame as long as they need it, neither copying it: a hardware
+    /// encoder importing its dma-buf, and the socket's clients leasing it.
+    ///
+    /// ```
+    /// # use zerocam_capture::{FrameSource, PatternConfig, PatternSource};
+    /// # use std::time::Duration;
+    /// let mut source = PatternSource::new(PatternConfig::new("NV12".parse()?, 64, 48))?;
+    /// let frame = source.next_frame(Duration::from_secs(1))?;
+    /// let (encoder_s, clients) = frame.share();
+    /// assert_eq!(encoder_s.buffer_index(), clients.buffer_index());
+    /// drop(clients); // the buffer stays out: the encoder's copy holds it
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn share(mut self) -> (Frame, Frame) {
+        let joint: Arc<dyn Requeue> = Arc::new(Joint {
+            owner: self.owner.clone(),
+            holders: AtomicUsize::new(2),
+        });
+        self.owner = joint.clone();
+        let other = Frame {
+            tensor: self.tensor.clone(),
+            meta: self.meta,
+            index: self.index,
+            overhead: self.overhead,
+            color: self.color,
+            owner: joint,
+        };
+        (self, other)
+    }
+}
+
+/// The owner of a frame's buffer for the holders [`Frame::share`] made:
+/// the buffer goes back to `owner` when the last of them is dropped.
+struct Joint {
+    owner: Arc<dyn Requeue>,
+    holders: AtomicUsize,
+}
+
+impl Requeue for Joint {
+    fn requeue(&self, index: usize) {
+        if self.holders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.owner.requeue(index);
+        }
+    }
 }
 
 impl Drop for Frame {
