@@ -130,13 +130,16 @@ fn every_jpeg_sample_decodes_to_its_captured_frame() {
     assert_pictures(&jpegs, "mjpeg", "jpeg");
 }
 
-/// `serve --zenoh --http`, a browser's MJPEG and a `PREFIX/jpeg`
-/// subscriber at once: one JPEG encode a frame serves both (frames encoded
-/// no more than captured, fewer than the pictures the two were sent), and
-/// what each decodes is the captured picture.
-#[test]
-fn the_view_and_the_jpeg_topic_share_one_encode_a_frame() {
-    let port = free_port();
+/// The stamped pattern at 1280x720 and 30 fps, served on Zenoh under
+/// `prefix` with `extra`, its standard output piped.
+fn serve_piped(
+    port: u16,
+    prefix: &str,
+    extra: &[&str],
+) -> (
+    common::Running,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
         .args([
             "serve",
@@ -146,14 +149,24 @@ fn the_view_and_the_jpeg_topic_share_one_encode_a_frame() {
             "--fps",
             "30",
         ])
-        .args(["--zenoh", "--topic", "rt/shared", "--listen"])
+        .args(["--zenoh", "--topic", prefix, "--listen"])
         .arg(format!("tcp/127.0.0.1:{port}"))
-        .args(["--http", "127.0.0.1:0"])
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let _server = common::Running(child);
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    (common::Running(child), out)
+}
+
+/// `serve --zenoh --http`, a browser's MJPEG and a `PREFIX/jpeg`
+/// subscriber at once: one JPEG encode a frame serves both (frames encoded
+/// no more than captured, fewer than the pictures the two were sent), and
+/// what each decodes is the captured picture.
+#[test]
+fn the_view_and_the_jpeg_topic_share_one_encode_a_frame() {
+    let port = free_port();
+    let (_server, mut out) = serve_piped(port, "rt/shared", &["--http", "127.0.0.1:0"]);
     let line = common::read_until(&mut out, "live view at http://");
     let url = format!(
         "{}stream.mjpg",
@@ -196,27 +209,9 @@ fn a_recording_beside_the_h264_topic_takes_the_same_encoder() {
     use std::io::BufRead;
     let port = free_port();
     let file = std::env::temp_dir().join(format!("zerocam-serve-{}.mp4", std::process::id()));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zerocam"))
-        .args([
-            "serve",
-            "pattern:stamp",
-            "--size",
-            "1280x720",
-            "--fps",
-            "30",
-        ])
-        .args([
-            "--zenoh", "--topic", "rt/rec", "--h264", "software", "--listen",
-        ])
-        .arg(format!("tcp/127.0.0.1:{port}"))
-        .arg("--record")
-        .arg(&file)
-        .args(["--frames", "300"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let server = common::Running(child);
+    let record = ["--h264", "software", "--frames", "300", "--record"];
+    let extra: Vec<&str> = record.into_iter().chain([file.to_str().unwrap()]).collect();
+    let (server, out) = serve_piped(port, "rt/rec", &extra);
     let h264 = stream(port, "rt/rec/h264", |payload| {
         CompressedVideo::decode(payload).unwrap().data.to_vec()
     });
