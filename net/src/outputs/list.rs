@@ -61,8 +61,23 @@ impl Outputs {
         self
     }
 
-    /// Adds `output`.
+    /// Adds `output`. One that takes JPEG gets it only from a list made
+    /// [`with_jpeg`](Self::with_jpeg) (without, it is logged once and gets
+    /// none), one that takes H.264 only from a list with an encoder.
     pub fn push(&mut self, output: Box<dyn Output>) {
+        let takes = output.takes();
+        if takes.jpeg && self.stills.is_none() {
+            log::warn!(
+                "{}: takes JPEG, but its list has no JPEG encoder (Outputs::with_jpeg): it gets none",
+                output.describe()
+            );
+        }
+        if takes.h264 && self.video.is_none() {
+            log::warn!(
+                "{}: takes H.264, but its list has no encoder: it gets none",
+                output.describe()
+            );
+        }
         self.entries.push(Entry {
             output,
             errors: 0,

@@ -167,6 +167,10 @@ pub struct ZenohPublisher {
     encoder: JpegEncoder,
     frame_id: String,
     instance: u32,
+    /// The last frame's sequence and its stamp (wall time), computed once
+    /// a frame: its camera_info and its JPEG carry the same one, as ROS's
+    /// exact-time synchronisers need.
+    stamped: Option<(u32, Time)>,
     stats: ZenohPublisherStats,
 }
 
@@ -238,6 +242,7 @@ impl ZenohPublisher {
             encoder,
             frame_id: config.frame_id.clone(),
             instance,
+            stamped: None,
             stats: ZenohPublisherStats::default(),
         })
     }
@@ -354,13 +359,14 @@ impl ZenohPublisher {
         let started = Instant::now();
         let data = self.encoder.encode(frame)?;
         self.stats.encode += started.elapsed();
-        let (timestamp, sequence) = (frame.timestamp(), frame.sequence());
+        let sequence = frame.sequence();
+        let time = stamp_of(&mut self.stamped, sequence, frame.timestamp());
         let jpeg = put_jpeg(
             &mut self.jpeg,
             &self.frame_id,
             self.instance,
             data,
-            timestamp,
+            time,
             sequence,
         );
         self.stats.jpeg += u64::from(jpeg.is_ok());
@@ -370,11 +376,12 @@ impl ZenohPublisher {
     /// Counts `frame`, and sends its camera_info where a subscriber wants it.
     fn publish_info(&mut self, frame: &Frame, format: &StreamFormat) -> Result<(), PublishError> {
         self.stats.frames += 1;
+        let time = stamp_of(&mut self.stamped, frame.sequence(), frame.timestamp());
         if !self.info.matching() {
             return Ok(());
         }
         let header = Header {
-            stamp: stamp(frame.timestamp()),
+            stamp: time,
             frame_id: &self.frame_id,
         };
         let msg = CameraInfo::uncalibrated(header, format.width, format.height);
@@ -416,19 +423,32 @@ impl ZenohPublisher {
     }
 }
 
-/// Sends `data` (a JPEG of frame `sequence`, captured at `timestamp`) on
-/// `topic` as a `CompressedImage`.
+/// Frame `sequence`'s stamp: the one `stamped` holds for it, else
+/// `timestamp` as wall time, then held for the frame's other messages.
+fn stamp_of(stamped: &mut Option<(u32, Time)>, sequence: u32, timestamp: Duration) -> Time {
+    match *stamped {
+        Some((s, time)) if s == sequence => time,
+        _ => {
+            let time = stamp(timestamp);
+            *stamped = Some((sequence, time));
+            time
+        }
+    }
+}
+
+/// Sends `data` (a JPEG of frame `sequence`, stamped `time`) on `topic` as
+/// a `CompressedImage`.
 fn put_jpeg(
     topic: &mut Topic,
     frame_id: &str,
     instance: u32,
     data: &[u8],
-    timestamp: Duration,
+    time: Time,
     sequence: u32,
 ) -> Result<(), PublishError> {
     let msg = CompressedImage {
         header: Header {
-            stamp: stamp(timestamp),
+            stamp: time,
             frame_id,
         },
         format: "jpeg",
@@ -479,12 +499,13 @@ impl Output for ZenohPublisher {
     }
 
     fn jpeg(&mut self, still: &Still<'_>) -> Result<(), OutputError> {
+        let time = stamp_of(&mut self.stamped, still.sequence, still.timestamp);
         put_jpeg(
             &mut self.jpeg,
             &self.frame_id,
             self.instance,
             still.data,
-            still.timestamp,
+            time,
             still.sequence,
         )
         .map(|()| self.stats.jpeg += 1)
