@@ -130,9 +130,18 @@ impl<S: FrameSource> Tapped<S> {
 }
 
 impl<S: FrameSource> FrameSource for Tapped<S> {
+    /// Shared only where an output may keep the frame (an H.264 encoder):
+    /// sharing allocates its joint holder, which a frame lent by reference
+    /// does not need.
     fn next_frame(&mut self, timeout: Duration) -> CaptureResult<Frame> {
-        let (outputs, socket) = self.inner.next_frame(timeout)?.share();
-        lock(&self.outputs).frame_owned(outputs, &self.inner);
+        let frame = self.inner.next_frame(timeout)?;
+        let mut outputs = lock(&self.outputs);
+        if !outputs.keeps_frames() {
+            outputs.frame(&frame, &self.inner);
+            return Ok(frame);
+        }
+        let (theirs, socket) = frame.share();
+        outputs.frame_owned(theirs, &self.inner);
         Ok(socket)
     }
 

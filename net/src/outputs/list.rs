@@ -95,6 +95,13 @@ impl Outputs {
         self.video.as_ref()
     }
 
+    /// Whether an output may keep a frame past [`frame_owned`](Self::frame_owned)
+    /// (an H.264 encoder may hold it): a caller that goes on with the frame
+    /// shares it only then, and otherwise lends it ([`frame`](Self::frame)).
+    pub fn keeps_frames(&self) -> bool {
+        self.video.is_some()
+    }
+
     /// The shared JPEG encoder.
     pub fn stills(&self) -> Option<&SharedJpeg> {
         self.stills.as_ref()

@@ -410,7 +410,7 @@ impl ZenohPublisher {
             }
             video.wait_keyframe = false;
             let msg = CompressedVideo {
-                timestamp: stamp(p.pts),
+                timestamp: stamp_of(&mut self.stamped, p.sequence, p.pts),
                 frame_id: &self.frame_id,
                 data: &p.data,
                 format: "h264",
